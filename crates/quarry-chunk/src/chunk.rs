@@ -1,0 +1,153 @@
+//! The [`Chunk`] type and its parts.
+
+use std::fmt;
+use std::ops::Range;
+
+use crate::Language;
+
+/// What a chunk holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[non_exhaustive]
+pub enum ChunkKind {
+    /// A free function.
+    Function,
+    /// A function inside a container (impl, class, module...).
+    Method,
+    /// A class or object.
+    Class,
+    /// A struct, record or union.
+    Struct,
+    /// An enum.
+    Enum,
+    /// A trait, protocol or type class.
+    Trait,
+    /// An interface.
+    Interface,
+    /// An impl block, extension or type-class instance.
+    Impl,
+    /// A module or namespace.
+    Module,
+    /// A type alias or type definition.
+    Type,
+    /// A macro definition.
+    Macro,
+    /// A test block (Zig `test`, and the like).
+    Test,
+    /// The signature and fields of a container that was split into its members.
+    Header,
+    /// Module-level code: imports, constants, statements, small declarations.
+    Block,
+    /// A Markdown section (a heading and its text).
+    Section,
+    /// A window of lines from a file without structure quarry understands.
+    Window,
+}
+
+impl ChunkKind {
+    /// A short lower-case name, stable across releases.
+    pub fn name(self) -> &'static str {
+        match self {
+            ChunkKind::Function => "function",
+            ChunkKind::Method => "method",
+            ChunkKind::Class => "class",
+            ChunkKind::Struct => "struct",
+            ChunkKind::Enum => "enum",
+            ChunkKind::Trait => "trait",
+            ChunkKind::Interface => "interface",
+            ChunkKind::Impl => "impl",
+            ChunkKind::Module => "module",
+            ChunkKind::Type => "type",
+            ChunkKind::Macro => "macro",
+            ChunkKind::Test => "test",
+            ChunkKind::Header => "header",
+            ChunkKind::Block => "block",
+            ChunkKind::Section => "section",
+            ChunkKind::Window => "window",
+        }
+    }
+}
+
+impl fmt::Display for ChunkKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// A chunk's stable identity: a 128-bit hash of its path, symbol path and text.
+///
+/// Unchanged code keeps its id when the file around it changes, so the index
+/// can keep its vector instead of embedding it again.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ChunkId(pub u128);
+
+impl fmt::Display for ChunkId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{:032x}", self.0)
+    }
+}
+
+/// The error for a string that is not 32 hex digits.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("invalid chunk id {0:?}: expected 32 hexadecimal digits")]
+pub struct InvalidChunkId(pub String);
+
+impl std::str::FromStr for ChunkId {
+    type Err = InvalidChunkId;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        if s.len() != 32 {
+            return Err(InvalidChunkId(s.to_owned()));
+        }
+        u128::from_str_radix(s, 16)
+            .map(ChunkId)
+            .map_err(|_| InvalidChunkId(s.to_owned()))
+    }
+}
+
+/// One piece of a file, sized for the embedding model and readable on its own.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Chunk {
+    /// Stable identity (see [`ChunkId`]).
+    pub id: ChunkId,
+    /// Repository-relative path, `/`-separated.
+    pub path: String,
+    /// Language of the file.
+    pub language: Language,
+    /// What the chunk holds.
+    pub kind: ChunkKind,
+    /// The symbol's name (`search`), if the chunk is a named item or section.
+    pub name: Option<String>,
+    /// The enclosing containers, outermost first (`["Index"]` for `Index::search`).
+    pub container: Vec<String>,
+    /// First line, 1-based.
+    pub start_line: usize,
+    /// Last line, 1-based and inclusive.
+    pub end_line: usize,
+    /// Byte range in the file; it covers exactly the lines above.
+    pub byte_range: Range<usize>,
+    /// The chunk's source text (the bytes of `byte_range`).
+    pub text: String,
+    /// The text given to the embedding model: `text` behind a short header.
+    pub embed_text: String,
+    /// For an item split into several chunks: this part's index and the number of parts.
+    pub part: Option<(usize, usize)>,
+    /// The chunk exceeds the budget because it is a single line that cannot be split.
+    pub oversized: bool,
+}
+
+impl Chunk {
+    /// The symbol path, such as `Index::search`, or `None` for unnamed chunks.
+    pub fn symbol_path(&self) -> Option<String> {
+        let name = self.name.as_deref()?;
+        Some(symbol_path(&self.container, name))
+    }
+}
+
+pub(crate) fn symbol_path(container: &[String], name: &str) -> String {
+    let mut path = container.join("::");
+    if !path.is_empty() {
+        path.push_str("::");
+    }
+    path.push_str(name);
+    path
+}

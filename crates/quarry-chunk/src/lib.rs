@@ -1,0 +1,156 @@
+//! Split source files into chunks that are good units for embedding and for
+//! showing to a reader.
+//!
+//! ```
+//! use quarry_chunk::{Chunker, ChunkKind};
+//!
+//! let source = "\
+//! use std::fmt;
+//!
+//! /// Adds two numbers.
+//! pub fn add(a: i32, b: i32) -> i32 {
+//!     a + b
+//! }
+//! ";
+//! let chunks = Chunker::default().chunk("src/math.rs", source.as_bytes())?;
+//! assert_eq!(chunks.len(), 2);
+//! assert_eq!(chunks[0].kind, ChunkKind::Block);
+//! let add = &chunks[1];
+//! assert_eq!((add.kind, add.name.as_deref()), (ChunkKind::Function, Some("add")));
+//! // The doc comment stays with its function; lines are 1-based and inclusive.
+//! assert_eq!((add.start_line, add.end_line), (3, 6));
+//! assert!(add.embed_text.starts_with("src/math.rs\nfunction add\n"));
+//! # Ok::<(), quarry_chunk::Skip>(())
+//! ```
+//!
+//! # How a file is split
+//!
+//! - **Code** in one of the [`ALL_LANGUAGES`] with a grammar is parsed with tree-sitter.
+//!   Every top-level function, class, struct, enum, trait, interface, type, impl and
+//!   module is a chunk, with the doc comments, attributes and decorators above it.
+//!   Anything else (imports, constants, statements, one-line declarations) is merged
+//!   with its neighbours into [`ChunkKind::Block`]s up to the budget.
+//! - A **container** (impl, class, module, namespace, object) larger than the budget
+//!   is split into a [`ChunkKind::Header`] (its signature and the fields before the
+//!   first member) and one chunk per member, recursively.
+//! - **Markdown** is split by headings into [`ChunkKind::Section`]s.
+//! - **Other text** is cut into overlapping line [`ChunkKind::Window`]s.
+//! - Whatever is still larger than the budget is cut into overlapping line windows
+//!   that keep the item's kind and name ([`Chunk::part`]). Only a single line longer
+//!   than the budget can exceed it; such a chunk is flagged [`Chunk::oversized`].
+//! - Binary, non-UTF-8, minified and generated files are not chunked: [`Skip`] says why.
+//!
+//! Every non-blank line of a chunked file lies in at least one chunk.
+
+mod chunk;
+mod detect;
+mod language;
+mod lines;
+mod markdown;
+mod piece;
+mod rules;
+mod syntax;
+
+pub use chunk::{Chunk, ChunkId, ChunkKind, InvalidChunkId};
+pub use detect::Skip;
+pub use language::{ALL_LANGUAGES, Language, UnknownLanguage};
+
+use lines::Lines;
+use piece::Piece;
+
+/// How chunks are sized and what they carry.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ChunkerConfig {
+    /// The most characters a chunk's text may have.
+    pub budget: usize,
+    /// How many lines consecutive windows of a split item share.
+    pub overlap_lines: usize,
+    /// Put a header (path, symbol, signature) in front of the text to embed.
+    /// Switch it off to measure what the header is worth.
+    pub embed_header: bool,
+}
+
+impl ChunkerConfig {
+    /// The context length of the default model (all-MiniLM-L6-v2), in tokens.
+    pub const DEFAULT_MAX_TOKENS: usize = 256;
+
+    /// A budget that fits a model with a context of `max_tokens` tokens: about three
+    /// characters of code per token, with 15% left for the embedding header.
+    ///
+    /// ```
+    /// # use quarry_chunk::ChunkerConfig;
+    /// assert_eq!(ChunkerConfig::for_max_tokens(256).budget, 652);
+    /// ```
+    pub fn for_max_tokens(max_tokens: usize) -> Self {
+        ChunkerConfig {
+            budget: max_tokens * 3 * 85 / 100,
+            overlap_lines: 2,
+            embed_header: true,
+        }
+    }
+}
+
+impl Default for ChunkerConfig {
+    fn default() -> Self {
+        Self::for_max_tokens(Self::DEFAULT_MAX_TOKENS)
+    }
+}
+
+/// Splits files into [`Chunk`]s. Cheap to create, `Send + Sync`, reusable.
+#[derive(Debug, Clone, Default)]
+pub struct Chunker {
+    config: ChunkerConfig,
+}
+
+impl Chunker {
+    /// A chunker with the given configuration.
+    pub fn new(config: ChunkerConfig) -> Self {
+        Chunker { config }
+    }
+
+    /// The configuration in use.
+    pub fn config(&self) -> &ChunkerConfig {
+        &self.config
+    }
+
+    /// Chunks one file. `path` is repository-relative (`\` is turned into `/`); it is
+    /// stored in the chunks, feeds their ids and, with the first line, decides the
+    /// language. An empty or blank file gives no chunks.
+    ///
+    /// # Errors
+    ///
+    /// A [`Skip`] if the file is binary, not UTF-8, minified or generated.
+    pub fn chunk(&self, path: &str, bytes: &[u8]) -> Result<Vec<Chunk>, Skip> {
+        let path = path.replace('\\', "/");
+        let text = detect::decode(bytes)?;
+        if let Some(skip) = detect::machine_written(&path, text) {
+            return Err(skip);
+        }
+        let language = Language::detect(&path, text);
+        Ok(self.chunk_text(&path, text, language))
+    }
+
+    /// Chunks decoded text as `language`, without the binary, minified and generated
+    /// checks of [`Chunker::chunk`].
+    pub fn chunk_text(&self, path: &str, text: &str, language: Language) -> Vec<Chunk> {
+        let lines = Lines::new(text);
+        let pieces = match (language, language.grammar(), rules::rules(language)) {
+            (_, Some(grammar), Some(rules)) => {
+                syntax::SyntaxChunker::new(text, &lines, language, rules, self.config.budget)
+                    .pieces(&grammar)
+            }
+            (Language::Markdown, _, _) => Some(markdown::pieces(&lines)),
+            _ => None,
+        };
+        let pieces = pieces.unwrap_or_else(|| {
+            vec![Piece {
+                lines: 0..lines.count(),
+                kind: ChunkKind::Window,
+                name: None,
+                container: Vec::new(),
+                signature: None,
+            }]
+        });
+        piece::into_chunks(path, language, &lines, pieces, &self.config)
+    }
+}

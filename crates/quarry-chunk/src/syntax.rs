@@ -1,0 +1,602 @@
+//! Chunking along the syntax tree: items, containers split into members, and
+//! merged blocks of module-level code.
+
+use std::ops::Range;
+
+use tree_sitter::{Node, Parser};
+
+use crate::lines::Lines;
+use crate::piece::Piece;
+use crate::rules::{Rules, lookup};
+use crate::{ChunkKind, Language};
+
+/// Containers nested deeper than this are not split further (it bounds recursion on
+/// pathological input).
+const MAX_DEPTH: usize = 16;
+/// Signatures in the embedding header are cut to this many characters.
+const MAX_SIGNATURE: usize = 160;
+
+/// A declaration that becomes a chunk of its own.
+struct Item<'tree> {
+    kind: ChunkKind,
+    name: Option<String>,
+    /// Containers named by the item itself (`Matrix::rows`, a Go method's receiver).
+    qualifiers: Vec<String>,
+    /// The declaration proper: wrappers (`export`, decorators) unwrapped, bindings
+    /// resolved to their value. Its body holds the members.
+    decl: Node<'tree>,
+}
+
+enum What<'tree> {
+    /// A comment, attribute or signature that belongs to the next item.
+    Leading,
+    Item(Item<'tree>),
+    /// Anything else: imports, statements, fields.
+    Other,
+}
+
+/// A run of whole lines in a scope, and what it holds.
+struct Entry<'tree> {
+    lines: Range<usize>,
+    what: What<'tree>,
+}
+
+/// Splits parsed source into pieces; see the crate docs for the rules.
+pub(crate) struct SyntaxChunker<'a> {
+    text: &'a str,
+    lines: &'a Lines<'a>,
+    language: Language,
+    rules: &'static Rules,
+    budget: usize,
+}
+
+impl<'a> SyntaxChunker<'a> {
+    pub(crate) fn new(
+        text: &'a str,
+        lines: &'a Lines<'a>,
+        language: Language,
+        rules: &'static Rules,
+        budget: usize,
+    ) -> Self {
+        SyntaxChunker {
+            text,
+            lines,
+            language,
+            rules,
+            budget,
+        }
+    }
+
+    /// The pieces of the whole file, in order; `None` if the grammar cannot be loaded
+    /// or the parser gives up (the caller falls back to line windows).
+    pub(crate) fn pieces(&self, grammar: &tree_sitter::Language) -> Option<Vec<Piece>> {
+        let mut parser = Parser::new();
+        parser.set_language(grammar).ok()?;
+        let tree = parser.parse(self.text, None)?;
+        let root = tree.root_node();
+        let mut pieces = Vec::new();
+        let entries = self.entries(named_children(root));
+        self.emit(entries, 0..self.lines.count(), &[], None, 0, &mut pieces);
+        Some(pieces)
+    }
+
+    /// Classifies the nodes of a scope into entries of whole lines.
+    fn entries<'tree>(&self, nodes: Vec<Node<'tree>>) -> Vec<Entry<'tree>> {
+        let mut flat = Vec::with_capacity(nodes.len());
+        self.flatten(nodes, &mut flat);
+        let mut entries: Vec<Entry<'tree>> = Vec::with_capacity(flat.len());
+        let mut leading: Option<Range<usize>> = None;
+        for node in flat {
+            let mut entry = Entry {
+                lines: self.node_lines(node),
+                what: self.classify(node),
+            };
+            // Nodes sharing a line become one entry: a line belongs to one chunk.
+            if let Some(prev) = entries.last_mut()
+                && leading.is_none()
+                && entry.lines.start < prev.lines.end
+            {
+                prev.lines.end = prev.lines.end.max(entry.lines.end);
+                prev.what = match (std::mem::replace(&mut prev.what, What::Other), entry.what) {
+                    (What::Item(item), What::Leading | What::Other)
+                    | (What::Leading, What::Item(item)) => What::Item(item),
+                    (What::Leading, What::Leading) => What::Leading,
+                    _ => What::Other,
+                };
+                continue;
+            }
+            if let Some(run) = leading.take() {
+                match entry.what {
+                    What::Leading if entry.lines.start <= run.end => {
+                        leading = Some(run.start..entry.lines.end.max(run.end));
+                        continue;
+                    }
+                    // Doc comments and attributes directly above an item belong to it.
+                    What::Item(_) if entry.lines.start <= run.end => {
+                        entry.lines.start = run.start;
+                    }
+                    _ => entries.push(Entry {
+                        lines: run,
+                        what: What::Other,
+                    }),
+                }
+            }
+            if let What::Leading = entry.what {
+                leading = Some(entry.lines);
+                continue;
+            }
+            if self.rules.clauses
+                && let Some(prev) = entries.last_mut()
+                && let (What::Item(a), What::Item(b)) = (&prev.what, &entry.what)
+                && a.kind == b.kind
+                && a.name.is_some()
+                && a.name == b.name
+            {
+                prev.lines.end = entry.lines.end;
+                continue;
+            }
+            entries.push(entry);
+        }
+        if let Some(run) = leading {
+            entries.push(Entry {
+                lines: run,
+                what: What::Other,
+            });
+        }
+        entries
+    }
+
+    fn flatten<'tree>(&self, nodes: Vec<Node<'tree>>, out: &mut Vec<Node<'tree>>) {
+        for node in nodes {
+            if self.rules.transparent.contains(&node.kind()) {
+                self.flatten(named_children(node), out);
+            } else if node.end_byte() > node.start_byte() {
+                out.push(node);
+            }
+        }
+    }
+
+    /// The whole lines a node spans, ignoring whitespace at its end (some grammars end
+    /// a definition where the next one starts).
+    fn node_lines(&self, node: Node) -> Range<usize> {
+        let start = node.start_byte();
+        let text = &self.text[start..node.end_byte()];
+        let end = start + text.trim_end().len().max(1);
+        self.lines.line_of(start)..self.lines.line_of(end - 1) + 1
+    }
+
+    fn classify<'tree>(&self, node: Node<'tree>) -> What<'tree> {
+        if self.rules.leading.contains(&node.kind()) || self.is_elixir_attribute(node) {
+            return What::Leading;
+        }
+        match self.item(node) {
+            Some(item) => What::Item(item),
+            None => What::Other,
+        }
+    }
+
+    fn item<'tree>(&self, node: Node<'tree>) -> Option<Item<'tree>> {
+        let kind = node.kind();
+        if self.rules.wrappers.contains(&kind) {
+            let inner = ["declaration", "definition", "value"]
+                .iter()
+                .find_map(|field| node.child_by_field_name(field))
+                .or_else(|| named_children(node).into_iter().last())?;
+            return self.item(inner);
+        }
+        if self.language == Language::Elixir {
+            return self.elixir_item(node);
+        }
+        if self.rules.bindings.contains(&kind) {
+            return self.binding(node);
+        }
+        let kind = self.refine(self.rules.item_kind(kind)?, node);
+        let mut qualifiers = Vec::new();
+        if node.kind() == "method_declaration"
+            && let Some(receiver) = node.child_by_field_name("receiver")
+        {
+            // Go: `func (ix *Index) Search()` is `Index::Search`.
+            qualifiers
+                .extend(find_descendant(receiver, "type_identifier").map(|t| self.text_of(t)));
+        }
+        let mut item = Item {
+            kind,
+            name: None,
+            qualifiers,
+            decl: node,
+        };
+        self.set_name(&mut item, self.name_of(node));
+        Some(item)
+    }
+
+    /// `const f = () => ...`, `handle = (e) => ...` (a class field) or
+    /// `const List = struct { ... }`: an item if the bound value is one.
+    fn binding<'tree>(&self, node: Node<'tree>) -> Option<Item<'tree>> {
+        let name_of = |n: Node| {
+            ["name", "property"]
+                .iter()
+                .find_map(|f| n.child_by_field_name(f))
+                .or_else(|| {
+                    named_children(n)
+                        .into_iter()
+                        .find(|c| c.kind() == "identifier")
+                })
+                .map(|name| self.text_of(name))
+        };
+        for holder in std::iter::once(node).chain(named_children(node)) {
+            let value = holder.child_by_field_name("value").or_else(|| {
+                named_children(holder)
+                    .into_iter()
+                    .find(|c| self.rules.value_kind(c.kind()).is_some())
+            });
+            if let Some(value) = value
+                && let Some(kind) = self.rules.value_kind(value.kind())
+            {
+                return Some(self.named(kind, name_of(holder), value));
+            }
+        }
+        None
+    }
+
+    /// Elixir definitions are calls: `defmodule Name do ... end`, `def name(args) do ... end`.
+    fn elixir_item<'tree>(&self, node: Node<'tree>) -> Option<Item<'tree>> {
+        if node.kind() != "call" {
+            return None;
+        }
+        let target = self.text_of(node.child_by_field_name("target")?);
+        let kind = match target.as_str() {
+            "defmodule" | "describe" => ChunkKind::Module,
+            "defprotocol" => ChunkKind::Trait,
+            "defimpl" => ChunkKind::Impl,
+            "def" | "defp" | "defdelegate" => ChunkKind::Function,
+            "defmacro" | "defmacrop" | "defguard" | "defguardp" => ChunkKind::Macro,
+            "test" => ChunkKind::Test,
+            _ => return None,
+        };
+        let mut head = named_children(node)
+            .into_iter()
+            .find(|c| c.kind() == "arguments")
+            .and_then(|args| args.named_child(0));
+        // `def name(args) when guard`: the head is the left side of `when`.
+        while let Some(h) = head.filter(|h| h.kind() == "binary_operator") {
+            head = h.child_by_field_name("left");
+        }
+        let name = head.map(|h| match h.kind() {
+            "call" => h
+                .child_by_field_name("target")
+                .map_or_else(|| self.text_of(h), |t| self.text_of(t)),
+            "string" => self.text_of(h).trim_matches('"').to_owned(),
+            _ => self.text_of(h),
+        });
+        Some(self.named(kind, name, node))
+    }
+
+    fn is_elixir_attribute(&self, node: Node) -> bool {
+        const DOC_ATTRIBUTES: &[&str] = &["@doc", "@spec", "@impl", "@deprecated", "@typedoc"];
+        self.language == Language::Elixir
+            && node.kind() == "unary_operator"
+            && DOC_ATTRIBUTES
+                .iter()
+                .any(|a| self.text[node.byte_range()].starts_with(a))
+    }
+
+    fn named<'tree>(
+        &self,
+        kind: ChunkKind,
+        name: Option<String>,
+        decl: Node<'tree>,
+    ) -> Item<'tree> {
+        let mut item = Item {
+            kind,
+            name: None,
+            qualifiers: Vec::new(),
+            decl,
+        };
+        self.set_name(&mut item, name);
+        item
+    }
+
+    /// Stores a (possibly qualified) name: `geo::Matrix<T>::rows` is `rows` in `geo::Matrix`.
+    fn set_name(&self, item: &mut Item, name: Option<String>) {
+        let Some(name) = name else { return };
+        let mut parts = vec![name.as_str()];
+        for sep in self.rules.qualifiers {
+            parts = parts.iter().flat_map(|p| p.split(sep)).collect();
+        }
+        let mut parts: Vec<String> = parts
+            .into_iter()
+            .map(strip_generics)
+            .filter(|p| !p.is_empty())
+            .collect();
+        item.name = parts.pop();
+        item.qualifiers.extend(parts);
+    }
+
+    /// Narrows a generic kind by a keyword or a descendant's kind (`class_declaration`
+    /// holding `struct`, a Go type declaration holding a `struct_type`).
+    fn refine(&self, kind: ChunkKind, node: Node) -> ChunkKind {
+        if self.rules.keywords.is_empty() {
+            return kind;
+        }
+        find_keyword(self.rules.keywords, node, 3).unwrap_or(kind)
+    }
+
+    fn name_of(&self, node: Node) -> Option<String> {
+        for field in self.rules.name_fields {
+            let Some(mut named) = node.child_by_field_name(field) else {
+                continue;
+            };
+            // C declarators nest: `*make(void)` -> `make(void)` -> `make`; reference
+            // declarators hold theirs without a field name.
+            while let Some(inner) = named.child_by_field_name("declarator").or_else(|| {
+                named
+                    .kind()
+                    .ends_with("_declarator")
+                    .then(|| named.named_child(0))
+                    .flatten()
+            }) {
+                named = inner;
+            }
+            if node.kind() == "instance" {
+                // Haskell: `instance Container Queue` is named by class and type.
+                let patterns = node.child_by_field_name("patterns");
+                return Some(
+                    self.text_of(named)
+                        + &patterns
+                            .map(|p| format!(" {}", self.text_of(p)))
+                            .unwrap_or_default(),
+                );
+            }
+            return Some(self.text_of(named));
+        }
+        // Go's `type_declaration` holds a `type_spec` that holds the name.
+        named_children(node)
+            .into_iter()
+            .find_map(|child| child.child_by_field_name("name"))
+            .or_else(|| {
+                named_children(node).into_iter().find(|c| {
+                    c.kind().ends_with("identifier") || matches!(c.kind(), "constant" | "name")
+                })
+            })
+            .map(|n| self.text_of(n))
+    }
+
+    fn text_of(&self, node: Node) -> String {
+        let text = &self.text[node.byte_range()];
+        text.split_whitespace().collect::<Vec<_>>().join(" ")
+    }
+
+    /// Turns a scope's entries into pieces: items on their own (containers over budget
+    /// split), everything else merged into blocks up to the budget.
+    fn emit(
+        &self,
+        mut entries: Vec<Entry>,
+        span: Range<usize>,
+        container: &[String],
+        parent: Option<ChunkKind>,
+        depth: usize,
+        out: &mut Vec<Piece>,
+    ) {
+        self.cover_gaps(&mut entries, span);
+        let mut block: Option<Range<usize>> = None;
+        for entry in entries {
+            match entry.what {
+                What::Item(item) if !self.is_small_declaration(&item, &entry.lines) => {
+                    self.flush_block(&mut block, container, out);
+                    self.item_pieces(entry.lines, item, container, parent, depth, out);
+                }
+                _ => match &mut block {
+                    Some(b) if self.lines.chars(b.start..entry.lines.end) <= self.budget => {
+                        b.end = entry.lines.end;
+                    }
+                    _ => {
+                        self.flush_block(&mut block, container, out);
+                        block = Some(entry.lines);
+                    }
+                },
+            }
+        }
+        self.flush_block(&mut block, container, out);
+    }
+
+    /// Extends entries over the non-blank lines between them (closing braces, stray
+    /// tokens, `#endif`), so that no line of the file is lost.
+    fn cover_gaps(&self, entries: &mut Vec<Entry>, span: Range<usize>) {
+        if entries.is_empty() {
+            let lines = self.lines.trim(span);
+            if !lines.is_empty() {
+                entries.push(Entry {
+                    lines,
+                    what: What::Other,
+                });
+            }
+            return;
+        }
+        let first = self.lines.trim(span.start..entries[0].lines.start);
+        if !first.is_empty() {
+            entries[0].lines.start = first.start;
+        }
+        for i in 0..entries.len() {
+            let next = entries.get(i + 1).map_or(span.end, |e| e.lines.start);
+            let gap = self
+                .lines
+                .trim(entries[i].lines.end..next.max(entries[i].lines.end));
+            if !gap.is_empty() {
+                entries[i].lines.end = gap.end;
+            }
+        }
+    }
+
+    /// One-line type aliases, unit structs and the like merge into blocks.
+    fn is_small_declaration(&self, item: &Item, lines: &Range<usize>) -> bool {
+        use ChunkKind::*;
+        lines.len() == 1
+            && !matches!(
+                item.kind,
+                Function | Method | Test | Module | Impl | Macro | Class
+            )
+    }
+
+    fn flush_block(
+        &self,
+        block: &mut Option<Range<usize>>,
+        container: &[String],
+        out: &mut Vec<Piece>,
+    ) {
+        if let Some(lines) = block.take() {
+            out.push(Piece {
+                lines,
+                kind: ChunkKind::Block,
+                name: None,
+                container: container.to_vec(),
+                signature: None,
+            });
+        }
+    }
+
+    fn item_pieces(
+        &self,
+        lines: Range<usize>,
+        item: Item,
+        container: &[String],
+        parent: Option<ChunkKind>,
+        depth: usize,
+        out: &mut Vec<Piece>,
+    ) {
+        let kind = match (item.kind, parent) {
+            (ChunkKind::Function, Some(p)) if p != ChunkKind::Module => ChunkKind::Method,
+            (kind, _) => kind,
+        };
+        let mut path = container.to_vec();
+        path.extend(item.qualifiers.iter().cloned());
+        let signature = self.signature(item.decl);
+        if self.lines.chars(lines.clone()) > self.budget
+            && depth < MAX_DEPTH
+            && self.rules.containers.contains(&item.decl.kind())
+            && self.split_container(&lines, &item, kind, &path, &signature, depth, out)
+        {
+            return;
+        }
+        out.push(Piece {
+            lines,
+            kind,
+            name: item.name,
+            container: path,
+            signature: Some(signature),
+        });
+    }
+
+    /// Splits a container into a header (signature, fields) and its members. Returns
+    /// `false`, emitting nothing, if it has no member items.
+    #[allow(clippy::too_many_arguments)]
+    fn split_container(
+        &self,
+        lines: &Range<usize>,
+        item: &Item,
+        kind: ChunkKind,
+        path: &[String],
+        signature: &str,
+        depth: usize,
+        out: &mut Vec<Piece>,
+    ) -> bool {
+        let Some(body) = self.body_of(item.decl) else {
+            return false;
+        };
+        let mut members = self.entries(named_children(body));
+        let Some(first) = members.iter().position(|e| matches!(e.what, What::Item(_))) else {
+            return false;
+        };
+        let members_start = members[first].lines.start.max(lines.start);
+        members.drain(..first);
+        let header = self.lines.trim(lines.start..members_start);
+        if !header.is_empty() {
+            out.push(Piece {
+                lines: header,
+                kind: ChunkKind::Header,
+                name: item.name.clone(),
+                container: path.to_vec(),
+                signature: Some(signature.to_owned()),
+            });
+        }
+        let mut inner = path.to_vec();
+        inner.extend(item.name.iter().cloned());
+        self.emit(
+            members,
+            members_start..lines.end,
+            &inner,
+            Some(kind),
+            depth + 1,
+            out,
+        );
+        true
+    }
+
+    fn body_of<'tree>(&self, decl: Node<'tree>) -> Option<Node<'tree>> {
+        if self.rules.bodies.contains(&decl.kind()) {
+            return Some(decl);
+        }
+        decl.child_by_field_name("body").or_else(|| {
+            named_children(decl)
+                .into_iter()
+                .find(|c| self.rules.bodies.contains(&c.kind()))
+        })
+    }
+
+    /// The first line of the declaration proper (after its doc comments), trimmed.
+    fn signature(&self, decl: Node) -> String {
+        let line = self
+            .lines
+            .line(decl.start_position().row.min(self.lines.count() - 1));
+        let line = line.trim();
+        match line.char_indices().nth(MAX_SIGNATURE) {
+            Some((cut, _)) => format!("{}…", &line[..cut]),
+            None => line.to_owned(),
+        }
+    }
+}
+
+fn named_children(node: Node) -> Vec<Node> {
+    let mut cursor = node.walk();
+    node.named_children(&mut cursor).collect()
+}
+
+/// The first node of `kind` below `node`, in document order.
+fn find_descendant<'tree>(node: Node<'tree>, kind: &str) -> Option<Node<'tree>> {
+    let mut cursor = node.walk();
+    for child in node.named_children(&mut cursor) {
+        if child.kind() == kind {
+            return Some(child);
+        }
+        if let Some(found) = find_descendant(child, kind) {
+            return Some(found);
+        }
+    }
+    None
+}
+
+/// The first keyword of `table` among the descendants of `node` down to `depth`
+/// levels, in document order (so an outer keyword wins over a nested declaration's).
+fn find_keyword(table: &[(&str, ChunkKind)], node: Node, depth: usize) -> Option<ChunkKind> {
+    let mut cursor = node.walk();
+    for child in node.children(&mut cursor) {
+        let found = lookup(table, child.kind()).or_else(|| {
+            (depth > 1)
+                .then(|| find_keyword(table, child, depth - 1))
+                .flatten()
+        });
+        if found.is_some() {
+            return found;
+        }
+    }
+    None
+}
+
+/// `Matrix<T>` -> `Matrix`, `List[A]` -> `List`; operators (`operator<<`) and names
+/// that are all generics stay as they are.
+fn strip_generics(name: &str) -> String {
+    let cut = name
+        .find(['<', '['])
+        .filter(|&i| i > 0 && !name.starts_with("operator"))
+        .unwrap_or(name.len());
+    name[..cut].trim().to_owned()
+}
