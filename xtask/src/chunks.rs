@@ -3,7 +3,7 @@
 use std::fmt::Write as _;
 
 use anyhow::{Context, Result, bail};
-use quarry_chunk::{Chunk, Chunker, ChunkerConfig, Language};
+use quarry_chunk::{Chunker, ChunkerConfig, Language};
 
 pub fn run(args: &[String]) -> Result<()> {
     let mut config = ChunkerConfig::default();
@@ -36,7 +36,7 @@ pub fn run(args: &[String]) -> Result<()> {
         match chunker.chunk(file, &bytes) {
             Ok(chunks) => {
                 for chunk in &chunks {
-                    println!("{}", describe(chunk));
+                    println!("{chunk}");
                     if show_text {
                         println!("{}", chunk.text);
                     }
@@ -46,23 +46,6 @@ pub fn run(args: &[String]) -> Result<()> {
         }
     }
     Ok(())
-}
-
-/// One line per chunk: `12-30 method Index::search [part 1/2] (oversized)`.
-pub fn describe(chunk: &Chunk) -> String {
-    let mut line = format!("{}-{} {}", chunk.start_line, chunk.end_line, chunk.kind);
-    match (chunk.symbol_path(), chunk.container.is_empty()) {
-        (Some(symbol), _) => write!(line, " {symbol}").unwrap(),
-        (None, false) => write!(line, " in {}", chunk.container.join("::")).unwrap(),
-        (None, true) => {}
-    }
-    if let Some((part, parts)) = chunk.part {
-        write!(line, " [part {part}/{parts}]").unwrap();
-    }
-    if chunk.oversized {
-        line.push_str(" (oversized)");
-    }
-    line
 }
 
 fn syntax_tree(file: &str, bytes: &[u8]) -> Result<String> {

@@ -143,6 +143,25 @@ impl Chunk {
     }
 }
 
+/// A one-line summary: `12-30 method Index::search [part 1/2] (oversized)`.
+impl fmt::Display for Chunk {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}-{} {}", self.start_line, self.end_line, self.kind)?;
+        match self.symbol_path() {
+            Some(symbol) => write!(f, " {symbol}")?,
+            None if !self.container.is_empty() => write!(f, " in {}", self.container.join("::"))?,
+            None => {}
+        }
+        if let Some((part, parts)) = self.part {
+            write!(f, " [part {part}/{parts}]")?;
+        }
+        if self.oversized {
+            f.write_str(" (oversized)")?;
+        }
+        Ok(())
+    }
+}
+
 pub(crate) fn symbol_path(container: &[String], name: &str) -> String {
     let mut path = container.join("::");
     if !path.is_empty() {

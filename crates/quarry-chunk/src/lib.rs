@@ -42,6 +42,7 @@
 //!
 //! Every non-blank line of a chunked file lies in at least one chunk.
 
+mod check;
 mod chunk;
 mod detect;
 mod language;
@@ -51,6 +52,7 @@ mod piece;
 mod rules;
 mod syntax;
 
+pub use check::{InvariantViolation, check_chunks};
 pub use chunk::{Chunk, ChunkId, ChunkKind, InvalidChunkId};
 pub use detect::Skip;
 pub use language::{ALL_LANGUAGES, Language, UnknownLanguage};

@@ -35,6 +35,10 @@ pub(crate) struct Rules {
     pub name_fields: &'static [&'static str],
     /// Adjacent definitions with the same name are clauses of one function (Haskell, Elixir).
     pub clauses: bool,
+    /// The grammar's external scanner crashes on characters above U+00FF (it passes them
+    /// to C's `isdigit`; tree-sitter-bash 0.25.1, upstream issue #337), so it is given a
+    /// copy of the text with every non-ASCII byte replaced by `_`.
+    pub ascii_only: bool,
 }
 
 const NONE: &[&str] = &[];
@@ -53,6 +57,7 @@ const DEFAULT: Rules = Rules {
     qualifiers: NONE,
     name_fields: &["name", "declarator"],
     clauses: false,
+    ascii_only: false,
 };
 
 const C_ITEMS: &[(&str, ChunkKind)] = &[
@@ -197,7 +202,8 @@ pub(crate) fn rules(language: Language) -> Option<&'static Rules> {
                 "struct_specifier",
                 "namespace_definition",
             ],
-            wrappers: &["template_declaration"],
+            // A nested class is a field declaration whose type is the class.
+            wrappers: &["template_declaration", "field_declaration"],
             transparent: C_TRANSPARENT,
             qualifiers: &["::"],
             ..DEFAULT
@@ -317,6 +323,7 @@ pub(crate) fn rules(language: Language) -> Option<&'static Rules> {
         },
         Language::Bash => &Rules {
             items: &[("function_definition", Function)],
+            ascii_only: true,
             ..DEFAULT
         },
         Language::Lua => &Rules {

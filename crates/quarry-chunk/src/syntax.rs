@@ -1,6 +1,7 @@
 //! Chunking along the syntax tree: items, containers split into members, and
 //! merged blocks of module-level code.
 
+use std::borrow::Cow;
 use std::ops::Range;
 
 use tree_sitter::{Node, Parser};
@@ -43,7 +44,9 @@ struct Entry<'tree> {
 
 /// Splits parsed source into pieces; see the crate docs for the rules.
 pub(crate) struct SyntaxChunker<'a> {
-    text: &'a str,
+    /// The text the parser sees: the file's text, or its ASCII-only copy (see
+    /// `Rules::ascii_only`). Offsets and lines are the same in both.
+    text: Cow<'a, str>,
     lines: &'a Lines<'a>,
     language: Language,
     rules: &'static Rules,
@@ -58,6 +61,15 @@ impl<'a> SyntaxChunker<'a> {
         rules: &'static Rules,
         budget: usize,
     ) -> Self {
+        let text = if rules.ascii_only && !text.is_ascii() {
+            Cow::Owned(
+                text.bytes()
+                    .map(|b| if b.is_ascii() { b as char } else { '_' })
+                    .collect(),
+            )
+        } else {
+            Cow::Borrowed(text)
+        };
         SyntaxChunker {
             text,
             lines,
@@ -72,7 +84,7 @@ impl<'a> SyntaxChunker<'a> {
     pub(crate) fn pieces(&self, grammar: &tree_sitter::Language) -> Option<Vec<Piece>> {
         let mut parser = Parser::new();
         parser.set_language(grammar).ok()?;
-        let tree = parser.parse(self.text, None)?;
+        let tree = parser.parse(self.text.as_ref(), None)?;
         let root = tree.root_node();
         let mut pieces = Vec::new();
         let entries = self.entries(named_children(root));

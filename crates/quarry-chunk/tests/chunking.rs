@@ -1,0 +1,205 @@
+//! Behaviour of the chunker beyond the fixtures: budgets, ids, skips, headers.
+
+use quarry_chunk::{Chunk, ChunkKind, Chunker, ChunkerConfig, Language, Skip, check_chunks};
+
+fn chunk(path: &str, text: &str) -> Vec<Chunk> {
+    chunk_with(Chunker::default(), path, text)
+}
+
+fn chunk_with(chunker: Chunker, path: &str, text: &str) -> Vec<Chunk> {
+    let chunks = chunker.chunk(path, text.as_bytes()).unwrap();
+    check_chunks(text, &chunks, chunker.config().budget).unwrap();
+    chunks
+}
+
+fn summary(chunks: &[Chunk]) -> Vec<String> {
+    chunks.iter().map(ToString::to_string).collect()
+}
+
+/// A Rust function of `lines` body lines.
+fn long_function(name: &str, lines: usize) -> String {
+    let body: String = (0..lines)
+        .map(|i| format!("    let value_{i} = compute_something({i}) + offset;\n"))
+        .collect();
+    format!("/// Does a lot.\nfn {name}(offset: u64) {{\n{body}}}\n")
+}
+
+#[test]
+fn an_item_over_budget_is_split_into_overlapping_parts_that_keep_its_identity() {
+    let text = long_function("crunch", 40);
+    let chunks = chunk("src/crunch.rs", &text);
+    assert!(chunks.len() > 1);
+    for (i, c) in chunks.iter().enumerate() {
+        assert_eq!((c.kind, c.name.as_deref()), (ChunkKind::Function, Some("crunch")));
+        assert_eq!(c.part, Some((i + 1, chunks.len())));
+        assert!(c.text.chars().count() <= 652);
+    }
+    for pair in chunks.windows(2) {
+        assert!(pair[1].start_line <= pair[0].end_line, "parts overlap");
+        assert!(pair[1].start_line > pair[0].start_line, "parts advance");
+    }
+    // Later parts carry the signature in their embedding header.
+    assert!(chunks[1].embed_text.contains("fn crunch(offset: u64) {\n"));
+}
+
+#[test]
+fn a_single_line_over_budget_is_flagged_oversized() {
+    let text = format!(
+        "{}\nconst TABLE: &str = \"{}\";\n",
+        long_function("big", 20),
+        "x".repeat(800)
+    );
+    let chunks = chunk("src/table.rs", &text);
+    let last = chunks.last().unwrap();
+    assert_eq!(last.to_string(), "25-25 block (oversized)");
+    assert!(chunks.iter().rev().skip(1).all(|c| !c.oversized));
+}
+
+#[test]
+fn ids_survive_unrelated_edits_and_follow_content() {
+    let before = "fn alpha() {\n    1\n}\n\nfn beta() {\n    2\n}\n";
+    let after = "use std::io;\n\nfn alpha() {\n    1\n}\n\nfn beta() {\n    3\n}\n";
+    let (before, after) = (chunk("src/x.rs", before), chunk("src/x.rs", after));
+    assert_eq!(before[0].id, after[1].id, "alpha moved but did not change");
+    assert_ne!(before[1].id, after[2].id, "beta changed");
+    assert_ne!(
+        before[0].id,
+        chunk("src/y.rs", "fn alpha() {\n    1\n}\n")[0].id,
+        "the path is part of the id"
+    );
+    assert_eq!(before, chunk("src/x.rs", "fn alpha() {\n    1\n}\n\nfn beta() {\n    2\n}\n"));
+}
+
+#[test]
+fn identical_chunks_in_one_file_get_distinct_ids() {
+    let chunks = chunk("a.py", "def f():\n    pass\n\n\ndef f():\n    pass\n");
+    assert_eq!(chunks.len(), 2);
+    assert_ne!(chunks[0].id, chunks[1].id);
+}
+
+#[test]
+fn ids_print_and_parse_as_32_hex_digits() {
+    let id = chunk("a.rs", "fn a() {}\n")[0].id;
+    let printed = id.to_string();
+    assert_eq!(printed.len(), 32);
+    assert_eq!(printed.parse(), Ok(id));
+    assert!("not-an-id".parse::<quarry_chunk::ChunkId>().is_err());
+}
+
+#[test]
+fn embed_header_names_path_kind_and_symbol_and_can_be_switched_off() {
+    let text = "impl Index {\n    fn search(&self) {}\n}\n";
+    let config = ChunkerConfig {
+        budget: 30,
+        ..ChunkerConfig::default()
+    };
+    let chunks = chunk_with(Chunker::new(config.clone()), "src/index.rs", text);
+    assert_eq!(summary(&chunks), ["1-1 header Index", "2-3 method Index::search"]);
+    assert_eq!(
+        chunks[1].embed_text,
+        "src/index.rs\nmethod Index::search\n\n    fn search(&self) {}\n}\n"
+    );
+    let plain = Chunker::new(ChunkerConfig {
+        embed_header: false,
+        ..config
+    });
+    assert!(chunk_with(plain, "src/index.rs", text).iter().all(|c| c.embed_text == c.text));
+}
+
+#[test]
+fn nested_containers_split_recursively() {
+    let methods: String = (0..6)
+        .map(|i| format!("        void m{i}() {{ work({i}); work({i}); work({i}); }}\n"))
+        .collect();
+    let text = format!(
+        "namespace app {{\nclass Outer {{\n  class Inner {{\n{methods}  }};\n}};\n}}\n"
+    );
+    let config = ChunkerConfig {
+        budget: 200,
+        ..ChunkerConfig::default()
+    };
+    let chunks = chunk_with(Chunker::new(config), "x.cpp", &text);
+    let symbols: Vec<_> = chunks.iter().filter_map(Chunk::symbol_path).collect();
+    assert!(symbols.contains(&"app::Outer::Inner::m5".to_owned()), "{symbols:?}");
+    assert_eq!(chunks[0].kind, ChunkKind::Header);
+}
+
+#[test]
+fn small_module_level_statements_merge_into_blocks_up_to_the_budget() {
+    let imports: String = (0..60).map(|i| format!("import module_{i}\n")).collect();
+    let chunks = chunk("many_imports.py", &imports);
+    assert!(chunks.iter().all(|c| c.kind == ChunkKind::Block));
+    assert!(chunks.len() >= 2 && chunks.len() < 10, "{}", chunks.len());
+}
+
+#[test]
+fn language_comes_from_extension_then_shebang() {
+    let script = "#!/usr/bin/env bash\nset -e\n\ngreet() {\n  echo hi\n}\n";
+    let chunks = chunk("bin/greet", script);
+    assert_eq!(chunks[0].language, Language::Bash);
+    assert_eq!(summary(&chunks), ["1-2 block", "4-6 function greet"]);
+    assert_eq!(chunk("notes", "just some words\n")[0].language, Language::Text);
+}
+
+#[test]
+fn markdown_headings_inside_code_fences_are_not_headings() {
+    let text = "# Title\n\n```sh\n# not a heading\nls\n```\n\n## Next\ntext\n";
+    let chunks = chunk("README.md", text);
+    assert_eq!(summary(&chunks), ["1-6 section Title", "8-9 section Title::Next"]);
+}
+
+#[test]
+fn windows_paths_are_normalised() {
+    let chunks = chunk("src\\lib.rs", "fn a() {}\n");
+    assert_eq!(chunks[0].path, "src/lib.rs");
+}
+
+#[test]
+fn crlf_line_endings_are_handled() {
+    let text = "/// Doc.\r\nfn a() {\r\n    1\r\n}\r\n\r\nfn b() {}\r\n";
+    let chunks = chunk("crlf.rs", text);
+    assert_eq!(summary(&chunks), ["1-4 function a", "6-6 function b"]);
+}
+
+#[test]
+fn empty_and_blank_files_have_no_chunks() {
+    assert!(chunk("empty.rs", "").is_empty());
+    assert!(chunk("blank.py", "\n   \n\t\n").is_empty());
+}
+
+#[test]
+fn machine_written_and_binary_files_are_skipped_with_a_reason() {
+    let chunker = Chunker::default();
+    assert_eq!(chunker.chunk("logo.png", b"\x89PNG\r\n\x1a\n\0\0"), Err(Skip::Binary));
+    let minified = format!("function a(){{{}}}\n", "x=1;".repeat(3000));
+    assert!(matches!(
+        chunker.chunk("app.js", minified.as_bytes()),
+        Err(Skip::Minified { .. })
+    ));
+    let generated = "// Code generated by mockgen. DO NOT EDIT.\npackage mocks\n";
+    assert!(matches!(
+        chunker.chunk("mocks/db.go", generated.as_bytes()),
+        Err(Skip::Generated { .. })
+    ));
+    assert!(matches!(
+        chunker.chunk("latin1.txt", b"caf\xe9"),
+        Err(Skip::NotUtf8 { valid_up_to: 3 })
+    ));
+}
+
+#[test]
+fn syntax_errors_do_not_lose_lines() {
+    let text = "fn ok() {}\n\nfn broken( {\n    let x = ;\n\nstruct S { a: u8 }\n";
+    let chunks = chunk("broken.rs", text);
+    assert!(!chunks.is_empty());
+}
+
+#[test]
+fn bash_with_characters_beyond_latin1_does_not_crash_the_parser() {
+    // tree-sitter-bash 0.25.1 segfaults on `{` followed by such characters (upstream
+    // #337); this input, found by the property tests, crashed it reliably here.
+    let crasher = "\u{83a78}\u{c4}{\u{e9788}\u{2176c}\u{40ff2}\u{6a9e8}";
+    assert_eq!(chunk("x.sh", crasher).len(), 1);
+    let text = "greet() {\n  echo \"héllo 𝔘\"\n}\n";
+    assert_eq!(summary(&chunk("x.sh", text)), ["1-3 function greet"]);
+}

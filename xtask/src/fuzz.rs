@@ -1,0 +1,112 @@
+//! `cargo xtask fuzz`: fuzz the chunker with cargo-fuzz (crates/quarry-chunk/fuzz).
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use anyhow::{Context, Result, bail, ensure};
+use quarry_chunk::{ALL_LANGUAGES, Language};
+
+/// The fuzz target's extensions: an input's first byte is an index into this list.
+/// Keep in sync with `EXTENSIONS` in crates/quarry-chunk/fuzz/fuzz_targets/chunk.rs.
+const EXTENSIONS: &[&str] = &[
+    "rs", "py", "js", "ts", "tsx", "go", "java", "c", "cpp", "cs", "rb", "php", "kt", "swift",
+    "scala", "sh", "lua", "zig", "hs", "ex", "md", "txt",
+];
+
+pub fn run(args: &[String]) -> Result<()> {
+    let mut seconds: u64 = 60;
+    let mut args = args.iter();
+    while let Some(arg) = args.next() {
+        match arg.as_str() {
+            "--seconds" => {
+                let value = args.next().context("--seconds needs a number")?;
+                seconds = value
+                    .parse()
+                    .with_context(|| format!("--seconds: {value:?} is not a number"))?;
+            }
+            other => bail!("unknown argument {other:?}: cargo xtask fuzz [--seconds N]"),
+        }
+    }
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
+    let fuzz_dir = root.join("crates/quarry-chunk/fuzz");
+    let seeded = seed_corpus(&root.join("fixtures/chunk"), &fuzz_dir.join("corpus/chunk"))?;
+    println!("seeded the corpus with {seeded} fixtures");
+
+    let installed = Command::new("cargo")
+        .args(["fuzz", "--version"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    ensure!(
+        installed,
+        "cargo-fuzz is not installed: run `cargo install cargo-fuzz`"
+    );
+
+    // cargo-fuzz needs nightly features; RUSTC_BOOTSTRAP lets the stable toolchain use them.
+    let status = Command::new("cargo")
+        .args(["fuzz", "run", "chunk", "--"])
+        .arg(format!("-max_total_time={seconds}"))
+        .env("RUSTC_BOOTSTRAP", "1")
+        .current_dir(&fuzz_dir)
+        .status()
+        .context("cannot run cargo fuzz")?;
+    ensure!(
+        status.success(),
+        "the fuzzer failed ({status}); the input is under {}",
+        fuzz_dir.join("artifacts/chunk").display()
+    );
+    Ok(())
+}
+
+/// Copies every fixture into `corpus`, prefixed with the index of the extension that
+/// gives it its language. Returns how many were copied.
+fn seed_corpus(fixtures: &Path, corpus: &Path) -> Result<usize> {
+    let language_of_ext =
+        |ext: &str| Language::from_path(&format!("x.{ext}")).unwrap_or(Language::Text);
+    for language in ALL_LANGUAGES {
+        ensure!(
+            EXTENSIONS.iter().any(|e| language_of_ext(e) == *language),
+            "no fuzz extension for {language:?}: add one to EXTENSIONS (both copies)"
+        );
+    }
+    std::fs::create_dir_all(corpus)
+        .with_context(|| format!("cannot create {}", corpus.display()))?;
+    let mut count = 0;
+    for file in files_under(fixtures)? {
+        let bytes =
+            std::fs::read(&file).with_context(|| format!("cannot read {}", file.display()))?;
+        let path = file.to_string_lossy();
+        let language = Language::detect(&path, &String::from_utf8_lossy(&bytes));
+        let index = EXTENSIONS
+            .iter()
+            .position(|e| language_of_ext(e) == language)
+            .unwrap();
+        let mut input = vec![index as u8];
+        input.extend_from_slice(&bytes);
+        let name = file
+            .strip_prefix(fixtures)?
+            .to_string_lossy()
+            .replace(['/', '\\'], "_");
+        let target = corpus.join(format!("fixture_{name}"));
+        std::fs::write(&target, input)
+            .with_context(|| format!("cannot write {}", target.display()))?;
+        count += 1;
+    }
+    Ok(count)
+}
+
+/// All files under `dir`, recursively, sorted.
+fn files_under(dir: &Path) -> Result<Vec<PathBuf>> {
+    let mut files = Vec::new();
+    for entry in std::fs::read_dir(dir).with_context(|| format!("cannot read {}", dir.display()))? {
+        let path = entry?.path();
+        if path.is_dir() {
+            files.extend(files_under(&path)?);
+        } else {
+            files.push(path);
+        }
+    }
+    files.sort();
+    Ok(files)
+}
