@@ -15,16 +15,24 @@ const EXTENSIONS: &[&str] = &[
 
 pub fn run(args: &[String]) -> Result<()> {
     let mut seconds: u64 = 60;
+    let mut libfuzzer_args: &[String] = &[];
     let mut args = args.iter();
     while let Some(arg) = args.next() {
         match arg.as_str() {
+            // The rest goes to libFuzzer, e.g. `-- -fork=2 -ignore_ooms=1 -ignore_timeouts=1`.
+            "--" => {
+                libfuzzer_args = args.as_slice();
+                break;
+            }
             "--seconds" => {
                 let value = args.next().context("--seconds needs a number")?;
                 seconds = value
                     .parse()
                     .with_context(|| format!("--seconds: {value:?} is not a number"))?;
             }
-            other => bail!("unknown argument {other:?}: cargo xtask fuzz [--seconds N]"),
+            other => bail!(
+                "unknown argument {other:?}: cargo xtask fuzz [--seconds N] [-- <libFuzzer flag>...]"
+            ),
         }
     }
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
@@ -47,6 +55,7 @@ pub fn run(args: &[String]) -> Result<()> {
     let status = Command::new("cargo")
         .args(["fuzz", "run", "chunk", "--"])
         .arg(format!("-max_total_time={seconds}"))
+        .args(libfuzzer_args)
         .env("RUSTC_BOOTSTRAP", "1")
         .current_dir(&fuzz_dir)
         .status()
@@ -73,7 +82,11 @@ fn seed_corpus(fixtures: &Path, corpus: &Path) -> Result<usize> {
     std::fs::create_dir_all(corpus)
         .with_context(|| format!("cannot create {}", corpus.display()))?;
     let mut count = 0;
-    for file in files_under(fixtures)? {
+    // `*.chunks` files are expected outputs, not sources.
+    let sources = files_under(fixtures)?
+        .into_iter()
+        .filter(|f| f.extension().is_none_or(|e| e != "chunks"));
+    for file in sources {
         let bytes =
             std::fs::read(&file).with_context(|| format!("cannot read {}", file.display()))?;
         let path = file.to_string_lossy();

@@ -33,7 +33,10 @@ pub fn check_chunks(text: &str, chunks: &[Chunk], budget: usize) -> Result<(), I
         Err(InvariantViolation {
             path: chunks.first().map(|c| c.path.clone()).unwrap_or_default(),
             problem: match chunk {
-                Some(c) => format!("chunk {}-{} ({}): {problem}", c.start_line, c.end_line, c.kind),
+                Some(c) => format!(
+                    "chunk {}-{} ({}): {problem}",
+                    c.start_line, c.end_line, c.kind
+                ),
                 None => problem,
             },
         })
@@ -41,19 +44,31 @@ pub fn check_chunks(text: &str, chunks: &[Chunk], budget: usize) -> Result<(), I
     let mut covered = vec![false; lines.count()];
     let mut ids = HashSet::new();
     for chunk in chunks {
-        if chunk.start_line == 0 || chunk.start_line > chunk.end_line || chunk.end_line > lines.count() {
-            return fail(Some(chunk), format!("line range outside 1..={}", lines.count()));
+        if chunk.start_line == 0
+            || chunk.start_line > chunk.end_line
+            || chunk.end_line > lines.count()
+        {
+            return fail(
+                Some(chunk),
+                format!("line range outside 1..={}", lines.count()),
+            );
         }
         let line_range = chunk.start_line - 1..chunk.end_line;
         if chunk.byte_range != lines.bytes(line_range.clone()) {
-            return fail(Some(chunk), format!("byte range {:?} does not match its lines", chunk.byte_range));
+            return fail(
+                Some(chunk),
+                format!("byte range {:?} does not match its lines", chunk.byte_range),
+            );
         }
         if chunk.text != text[chunk.byte_range.clone()] {
             return fail(Some(chunk), "text differs from the file's bytes".into());
         }
         let size = chunk.text.chars().count();
         if size > budget && !(chunk.oversized && chunk.start_line == chunk.end_line) {
-            return fail(Some(chunk), format!("{size} characters exceed the budget of {budget}"));
+            return fail(
+                Some(chunk),
+                format!("{size} characters exceed the budget of {budget}"),
+            );
         }
         if chunk.oversized && size <= budget {
             return fail(Some(chunk), "flagged oversized but fits the budget".into());

@@ -30,7 +30,10 @@ fn an_item_over_budget_is_split_into_overlapping_parts_that_keep_its_identity() 
     let chunks = chunk("src/crunch.rs", &text);
     assert!(chunks.len() > 1);
     for (i, c) in chunks.iter().enumerate() {
-        assert_eq!((c.kind, c.name.as_deref()), (ChunkKind::Function, Some("crunch")));
+        assert_eq!(
+            (c.kind, c.name.as_deref()),
+            (ChunkKind::Function, Some("crunch"))
+        );
         assert_eq!(c.part, Some((i + 1, chunks.len())));
         assert!(c.text.chars().count() <= 652);
     }
@@ -67,7 +70,13 @@ fn ids_survive_unrelated_edits_and_follow_content() {
         chunk("src/y.rs", "fn alpha() {\n    1\n}\n")[0].id,
         "the path is part of the id"
     );
-    assert_eq!(before, chunk("src/x.rs", "fn alpha() {\n    1\n}\n\nfn beta() {\n    2\n}\n"));
+    assert_eq!(
+        before,
+        chunk(
+            "src/x.rs",
+            "fn alpha() {\n    1\n}\n\nfn beta() {\n    2\n}\n"
+        )
+    );
 }
 
 #[test]
@@ -94,7 +103,10 @@ fn embed_header_names_path_kind_and_symbol_and_can_be_switched_off() {
         ..ChunkerConfig::default()
     };
     let chunks = chunk_with(Chunker::new(config.clone()), "src/index.rs", text);
-    assert_eq!(summary(&chunks), ["1-1 header Index", "2-3 method Index::search"]);
+    assert_eq!(
+        summary(&chunks),
+        ["1-1 header Index", "2-3 method Index::search"]
+    );
     assert_eq!(
         chunks[1].embed_text,
         "src/index.rs\nmethod Index::search\n\n    fn search(&self) {}\n}\n"
@@ -103,7 +115,11 @@ fn embed_header_names_path_kind_and_symbol_and_can_be_switched_off() {
         embed_header: false,
         ..config
     });
-    assert!(chunk_with(plain, "src/index.rs", text).iter().all(|c| c.embed_text == c.text));
+    assert!(
+        chunk_with(plain, "src/index.rs", text)
+            .iter()
+            .all(|c| c.embed_text == c.text)
+    );
 }
 
 #[test]
@@ -111,16 +127,18 @@ fn nested_containers_split_recursively() {
     let methods: String = (0..6)
         .map(|i| format!("        void m{i}() {{ work({i}); work({i}); work({i}); }}\n"))
         .collect();
-    let text = format!(
-        "namespace app {{\nclass Outer {{\n  class Inner {{\n{methods}  }};\n}};\n}}\n"
-    );
+    let text =
+        format!("namespace app {{\nclass Outer {{\n  class Inner {{\n{methods}  }};\n}};\n}}\n");
     let config = ChunkerConfig {
         budget: 200,
         ..ChunkerConfig::default()
     };
     let chunks = chunk_with(Chunker::new(config), "x.cpp", &text);
     let symbols: Vec<_> = chunks.iter().filter_map(Chunk::symbol_path).collect();
-    assert!(symbols.contains(&"app::Outer::Inner::m5".to_owned()), "{symbols:?}");
+    assert!(
+        symbols.contains(&"app::Outer::Inner::m5".to_owned()),
+        "{symbols:?}"
+    );
     assert_eq!(chunks[0].kind, ChunkKind::Header);
 }
 
@@ -138,14 +156,20 @@ fn language_comes_from_extension_then_shebang() {
     let chunks = chunk("bin/greet", script);
     assert_eq!(chunks[0].language, Language::Bash);
     assert_eq!(summary(&chunks), ["1-2 block", "4-6 function greet"]);
-    assert_eq!(chunk("notes", "just some words\n")[0].language, Language::Text);
+    assert_eq!(
+        chunk("notes", "just some words\n")[0].language,
+        Language::Text
+    );
 }
 
 #[test]
 fn markdown_headings_inside_code_fences_are_not_headings() {
     let text = "# Title\n\n```sh\n# not a heading\nls\n```\n\n## Next\ntext\n";
     let chunks = chunk("README.md", text);
-    assert_eq!(summary(&chunks), ["1-6 section Title", "8-9 section Title::Next"]);
+    assert_eq!(
+        summary(&chunks),
+        ["1-6 section Title", "8-9 section Title::Next"]
+    );
 }
 
 #[test]
@@ -170,7 +194,10 @@ fn empty_and_blank_files_have_no_chunks() {
 #[test]
 fn machine_written_and_binary_files_are_skipped_with_a_reason() {
     let chunker = Chunker::default();
-    assert_eq!(chunker.chunk("logo.png", b"\x89PNG\r\n\x1a\n\0\0"), Err(Skip::Binary));
+    assert_eq!(
+        chunker.chunk("logo.png", b"\x89PNG\r\n\x1a\n\0\0"),
+        Err(Skip::Binary)
+    );
     let minified = format!("function a(){{{}}}\n", "x=1;".repeat(3000));
     assert!(matches!(
         chunker.chunk("app.js", minified.as_bytes()),
@@ -202,4 +229,21 @@ fn bash_with_characters_beyond_latin1_does_not_crash_the_parser() {
     assert_eq!(chunk("x.sh", crasher).len(), 1);
     let text = "greet() {\n  echo \"héllo 𝔘\"\n}\n";
     assert_eq!(summary(&chunk("x.sh", text)), ["1-3 function greet"]);
+}
+
+#[test]
+fn a_parse_that_explodes_falls_back_to_line_windows() {
+    // Found by the fuzzer: tree-sitter-kotlin-ng's error recovery on this 1.2 KB file
+    // ran for minutes and took gigabytes before the parse budget existed.
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../fixtures/regressions/kotlin-parse-blowup.kt"
+    );
+    let text = std::fs::read_to_string(path).unwrap();
+    let chunks = chunk("Shapes.kt", &text);
+    assert!(
+        chunks
+            .iter()
+            .all(|c| c.kind == ChunkKind::Window && c.language == Language::Kotlin)
+    );
 }

@@ -70,11 +70,16 @@ fn run(files: &[(String, Vec<u8>)]) -> Report {
                 report.chunked += 1;
                 stats.2 += chunks.len();
                 for chunk in &chunks {
-                    *report.kinds.entry((chunk.language, chunk.kind)).or_default() += 1;
+                    *report
+                        .kinds
+                        .entry((chunk.language, chunk.kind))
+                        .or_default() += 1;
                 }
                 let text = std::str::from_utf8(bytes).expect("chunked files are UTF-8");
                 if let Err(violation) = check_chunks(text, &chunks, budget) {
-                    report.failures.push(format!("{path}: {}", violation.problem));
+                    report
+                        .failures
+                        .push(format!("{path}: {}", violation.problem));
                 }
             }
         }
@@ -119,8 +124,16 @@ fn print(name: &str, report: &Report) {
     for (reason, paths) in &report.skips {
         let shown: Vec<&str> = paths.iter().take(5).map(String::as_str).collect();
         let more = paths.len().saturating_sub(shown.len());
-        let more = if more > 0 { format!(" (+{more} more)") } else { String::new() };
-        println!("skipped {reason}: {} — {}{more}", paths.len(), shown.join(", "));
+        let more = if more > 0 {
+            format!(" (+{more} more)")
+        } else {
+            String::new()
+        };
+        println!(
+            "skipped {reason}: {} — {}{more}",
+            paths.len(),
+            shown.join(", ")
+        );
     }
 }
 
@@ -130,6 +143,15 @@ fn check(name: &str, report: &Report) -> Vec<String> {
         .iter()
         .map(|failure| format!("{name}/{failure}"))
         .collect();
+    // Code falls back to line windows only when its parse is abandoned as runaway;
+    // real code must never hit that budget.
+    for ((language, kind), count) in &report.kinds {
+        if *kind == ChunkKind::Window && language.grammar().is_some() {
+            problems.push(format!(
+                "{name}: {count} {language} windows: a parse was abandoned on real code"
+            ));
+        }
+    }
     let share = report.chunked as f64 / report.files as f64;
     if share < 0.95 {
         problems.push(format!(
@@ -155,8 +177,12 @@ fn real_world_corpora_chunk_cleanly() {
             problems.push(format!("tokio: no Rust {kind} chunks at all"));
         }
     }
-    if !stdlib.kinds.contains_key(&(Language::Python, ChunkKind::Function))
-        || !stdlib.kinds.contains_key(&(Language::Python, ChunkKind::Class))
+    if !stdlib
+        .kinds
+        .contains_key(&(Language::Python, ChunkKind::Function))
+        || !stdlib
+            .kinds
+            .contains_key(&(Language::Python, ChunkKind::Class))
     {
         problems.push("python-stdlib: no Python function or class chunks".into());
     }

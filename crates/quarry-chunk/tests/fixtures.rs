@@ -21,9 +21,17 @@ fn check_fixture(relative: &str, language: Language) {
     let chunks = chunker
         .chunk(relative, &bytes)
         .unwrap_or_else(|skip| panic!("{relative} was skipped: {skip}"));
-    check_chunks(std::str::from_utf8(&bytes).unwrap(), &chunks, chunker.config().budget)
-        .unwrap();
-    assert!(chunks.iter().all(|c| c.language == language && c.path == relative));
+    check_chunks(
+        std::str::from_utf8(&bytes).unwrap(),
+        &chunks,
+        chunker.config().budget,
+    )
+    .unwrap();
+    assert!(
+        chunks
+            .iter()
+            .all(|c| c.language == language && c.path == relative)
+    );
 
     let actual: String = chunks.iter().map(|c| format!("{c}\n")).collect();
     let expected_path = path.with_file_name(format!(
@@ -35,10 +43,14 @@ fn check_fixture(relative: &str, language: Language) {
         return;
     }
     let expected = std::fs::read_to_string(&expected_path).unwrap_or_else(|e| {
-        panic!("{}: {e} (run with UPDATE_EXPECT=1 to create it)", expected_path.display())
+        panic!(
+            "{}: {e} (run with UPDATE_EXPECT=1 to create it)",
+            expected_path.display()
+        )
     });
     assert_eq!(
-        actual, expected,
+        actual,
+        expected,
         "{relative}: chunks differ from {} (UPDATE_EXPECT=1 rewrites it)",
         expected_path.display()
     );

@@ -17,7 +17,11 @@ static FIXTURES: LazyLock<Vec<(String, String)>> = LazyLock::new(|| {
             if path.extension().is_some_and(|e| e == "chunks") {
                 continue;
             }
-            let relative = path.strip_prefix(&root).unwrap().to_string_lossy().replace('\\', "/");
+            let relative = path
+                .strip_prefix(&root)
+                .unwrap()
+                .to_string_lossy()
+                .replace('\\', "/");
             files.push((relative, std::fs::read_to_string(&path).unwrap()));
         }
     }
@@ -32,7 +36,11 @@ const EXTENSIONS: &[&str] = &[
 
 fn config() -> impl Strategy<Value = ChunkerConfig> {
     (20usize..1500, 0usize..5, any::<bool>()).prop_map(|(budget, overlap_lines, embed_header)| {
-        ChunkerConfig { budget, overlap_lines, embed_header }
+        ChunkerConfig {
+            budget,
+            overlap_lines,
+            embed_header,
+        }
     })
 }
 
@@ -44,7 +52,11 @@ fn holds(path: &str, text: &str, config: ChunkerConfig) -> Result<(), TestCaseEr
     };
     check_chunks(text, &chunks, chunker.config().budget)
         .map_err(|v| TestCaseError::fail(v.to_string()))?;
-    prop_assert_eq!(&chunks, &chunker.chunk(path, text.as_bytes()).unwrap(), "not deterministic");
+    prop_assert_eq!(
+        &chunks,
+        &chunker.chunk(path, text.as_bytes()).unwrap(),
+        "not deterministic"
+    );
     Ok(())
 }
 
@@ -93,7 +105,9 @@ fn apply(text: &str, edits: &[Edit]) -> String {
             Edit::Splice(at, fixture, from, n) => {
                 let other: Vec<&str> = FIXTURES[fixture % FIXTURES.len()].1.lines().collect();
                 let from = (from * other.len() as f64) as usize;
-                let insert = other[from..(from + n).min(other.len())].iter().map(|l| l.to_string());
+                let insert = other[from..(from + n).min(other.len())]
+                    .iter()
+                    .map(|l| l.to_string());
                 let start = pos(&lines, at);
                 lines.splice(start..start, insert);
             }
@@ -101,7 +115,11 @@ fn apply(text: &str, edits: &[Edit]) -> String {
             Edit::Indent(at, n, indent) => {
                 let start = pos(&lines, at);
                 for line in lines.iter_mut().skip(start).take(n) {
-                    *line = if indent { format!("    {line}") } else { line.trim_start().to_owned() };
+                    *line = if indent {
+                        format!("    {line}")
+                    } else {
+                        line.trim_start().to_owned()
+                    };
                 }
             }
         }
@@ -111,10 +129,8 @@ fn apply(text: &str, edits: &[Edit]) -> String {
 
 /// A generated Rust or Python file: nested modules/classes of random depth and size.
 fn generated_source() -> impl Strategy<Value = (String, String)> {
-    let leaf = (1usize..40, "[a-z][a-z0-9_]{0,12}").prop_map(|(lines, name)| Node::Function {
-        name,
-        lines,
-    });
+    let leaf = (1usize..40, "[a-z][a-z0-9_]{0,12}")
+        .prop_map(|(lines, name)| Node::Function { name, lines });
     let tree = leaf.prop_recursive(4, 64, 8, |inner| {
         ("[A-Z][a-zA-Z0-9]{0,10}", prop::collection::vec(inner, 0..8))
             .prop_map(|(name, members)| Node::Container { name, members })
@@ -140,28 +156,38 @@ impl Node {
         let pad = "    ".repeat(depth);
         match self {
             Node::Function { name, lines } if python => {
-                out.push_str(&format!("{pad}# Computes {name}.\n{pad}def {name}(self, x):\n"));
+                out.push_str(&format!(
+                    "{pad}# Computes {name}.\n{pad}def {name}(self, x):\n"
+                ));
                 for i in 0..*lines {
                     out.push_str(&format!("{pad}    x = x * {i} + len(str(x))  # step {i}\n"));
                 }
                 out.push_str(&format!("{pad}    return x\n"));
             }
             Node::Function { name, lines } => {
-                out.push_str(&format!("{pad}/// Computes {name}.\n{pad}pub fn {name}(x: u64) -> u64 {{\n"));
+                out.push_str(&format!(
+                    "{pad}/// Computes {name}.\n{pad}pub fn {name}(x: u64) -> u64 {{\n"
+                ));
                 for i in 0..*lines {
-                    out.push_str(&format!("{pad}    let x = x.wrapping_mul({i}) + 7; // step {i}\n"));
+                    out.push_str(&format!(
+                        "{pad}    let x = x.wrapping_mul({i}) + 7; // step {i}\n"
+                    ));
                 }
                 out.push_str(&format!("{pad}    x\n{pad}}}\n"));
             }
             Node::Container { name, members } if python => {
-                out.push_str(&format!("{pad}class {name}:\n{pad}    \"\"\"A {name}.\"\"\"\n"));
+                out.push_str(&format!(
+                    "{pad}class {name}:\n{pad}    \"\"\"A {name}.\"\"\"\n"
+                ));
                 out.push_str(&format!("{pad}    size = 0\n"));
                 for member in members {
                     member.render(python, depth + 1, out);
                 }
             }
             Node::Container { name, members } => {
-                out.push_str(&format!("{pad}pub mod {name} {{\n{pad}    const SIZE: usize = 0;\n"));
+                out.push_str(&format!(
+                    "{pad}pub mod {name} {{\n{pad}    const SIZE: usize = 0;\n"
+                ));
                 for member in members {
                     member.render(python, depth + 1, out);
                 }

@@ -27,7 +27,11 @@ pub fn tokio() -> Corpus {
 ///
 /// If `python3` cannot be run or its standard library cannot be found.
 pub fn python_stdlib() -> Corpus {
-    load(&python_stdlib_root(), "py", &["site-packages", "dist-packages"])
+    load(
+        &python_stdlib_root(),
+        "py",
+        &["site-packages", "dist-packages"],
+    )
 }
 
 /// The directory of tokio's `Cargo.toml`, as `cargo metadata` reports it.
@@ -97,8 +101,8 @@ fn load(root: &Path, ext: &str, skip_dirs: &[&str]) -> Corpus {
     let mut files = Vec::new();
     let mut pending = vec![root.to_path_buf()];
     while let Some(dir) = pending.pop() {
-        let entries = fs::read_dir(&dir)
-            .unwrap_or_else(|e| panic!("cannot list {}: {e}", dir.display()));
+        let entries =
+            fs::read_dir(&dir).unwrap_or_else(|e| panic!("cannot list {}: {e}", dir.display()));
         for entry in entries {
             let entry = entry.unwrap_or_else(|e| panic!("cannot list {}: {e}", dir.display()));
             let path = entry.path();
@@ -118,13 +122,17 @@ fn load(root: &Path, ext: &str, skip_dirs: &[&str]) -> Corpus {
                     .map(|c| c.as_os_str().to_string_lossy())
                     .collect::<Vec<_>>()
                     .join("/");
-                let bytes =
-                    fs::read(&path).unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
+                let bytes = fs::read(&path)
+                    .unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
                 files.push((relative, bytes));
             }
         }
     }
-    assert!(!files.is_empty(), "no *.{ext} files below {}", root.display());
+    assert!(
+        !files.is_empty(),
+        "no *.{ext} files below {}",
+        root.display()
+    );
     files.sort_unstable_by(|a, b| a.0.cmp(&b.0));
     files
 }
