@@ -33,34 +33,25 @@ fn capped(corpus: corpus::Corpus) -> corpus::Corpus {
         .collect()
 }
 
-/// The `language` files under `fixtures/chunk/<language>/`, sorted by path. Files
-/// named after another file plus an extension (`guide.md.chunks`) are expected
-/// outputs, not inputs, and are left out.
+/// The `language` sources under `fixtures/chunk/<language>/` (not their expected
+/// `*.chunks`), sorted by path.
 fn fixtures(language: Language) -> corpus::Corpus {
     let dir = Path::new(FIXTURES).join(language.name());
-    let Ok(entries) = fs::read_dir(&dir) else {
-        return Vec::new();
-    };
-    let names: Vec<String> = entries
-        .map(|entry| entry.expect("fixture directory entry"))
-        .filter(|entry| entry.file_type().is_ok_and(|t| t.is_file()))
-        .map(|entry| entry.file_name().to_string_lossy().into_owned())
-        .collect();
-    let is_output = |name: &str| {
-        names.iter().any(|input| {
-            name.strip_prefix(input.as_str())
-                .is_some_and(|rest| rest.starts_with('.'))
+    let mut files: corpus::Corpus = fs::read_dir(&dir)
+        .map(|entries| {
+            entries
+                .map(|entry| entry.expect("fixture directory entry").path())
+                .collect()
         })
-    };
-    let mut files: corpus::Corpus = names
-        .iter()
-        .filter(|name| !is_output(name))
-        .map(|name| {
-            let bytes = fs::read(dir.join(name)).expect("fixture file");
-            (format!("{}/{name}", language.name()), bytes)
-        })
-        .filter(|(path, bytes)| {
-            Language::detect(path, std::str::from_utf8(bytes).unwrap_or("")) == language
+        .unwrap_or_else(|_| Vec::new())
+        .into_iter()
+        .filter(|path: &std::path::PathBuf| path.extension().is_none_or(|e| e != "chunks"))
+        .map(|path| {
+            let name = path.file_name().unwrap().to_string_lossy();
+            (
+                format!("{}/{name}", language.name()),
+                fs::read(&path).expect("fixture file"),
+            )
         })
         .collect();
     files.sort_unstable_by(|a, b| a.0.cmp(&b.0));

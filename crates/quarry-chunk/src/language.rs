@@ -108,6 +108,35 @@ impl Language {
         }
     }
 
+    /// The usual file extension, such that `Language::from_path` maps a file named
+    /// `x.<extension>` back to this language (`txt` for [`Language::Text`]).
+    pub fn extension(self) -> &'static str {
+        match self {
+            Language::Bash => "sh",
+            Language::C => "c",
+            Language::Cpp => "cpp",
+            Language::CSharp => "cs",
+            Language::Elixir => "ex",
+            Language::Go => "go",
+            Language::Haskell => "hs",
+            Language::Java => "java",
+            Language::JavaScript => "js",
+            Language::Kotlin => "kt",
+            Language::Lua => "lua",
+            Language::Php => "php",
+            Language::Python => "py",
+            Language::Ruby => "rb",
+            Language::Rust => "rs",
+            Language::Scala => "scala",
+            Language::Swift => "swift",
+            Language::TypeScript => "ts",
+            Language::Tsx => "tsx",
+            Language::Zig => "zig",
+            Language::Markdown => "md",
+            Language::Text => "txt",
+        }
+    }
+
     /// Detects the language from a path's extension or file name, then from a `#!` line.
     ///
     /// ```
@@ -249,6 +278,14 @@ mod tests {
     fn names_round_trip() {
         for &language in ALL_LANGUAGES {
             assert_eq!(language.name().parse::<Language>(), Ok(language));
+        }
+    }
+
+    #[test]
+    fn extensions_round_trip() {
+        for &language in ALL_LANGUAGES {
+            let path = format!("x.{}", language.extension());
+            assert_eq!(Language::detect(&path, ""), language);
         }
     }
 

@@ -5,7 +5,7 @@ use std::path::Path;
 use std::sync::LazyLock;
 
 use proptest::prelude::*;
-use quarry_chunk::{Chunker, ChunkerConfig, check_chunks};
+use quarry_chunk::{ALL_LANGUAGES, Chunker, ChunkerConfig, Language, check_chunks};
 
 /// The fixture sources, one per language: `(path, text)`.
 static FIXTURES: LazyLock<Vec<(String, String)>> = LazyLock::new(|| {
@@ -29,10 +29,9 @@ static FIXTURES: LazyLock<Vec<(String, String)>> = LazyLock::new(|| {
     files
 });
 
-const EXTENSIONS: &[&str] = &[
-    "rs", "py", "js", "ts", "tsx", "go", "java", "c", "cpp", "cs", "rb", "php", "kt", "swift",
-    "scala", "sh", "lua", "zig", "hs", "ex", "md", "txt",
-];
+fn language() -> impl Strategy<Value = Language> {
+    prop::sample::select(ALL_LANGUAGES)
+}
 
 fn config() -> impl Strategy<Value = ChunkerConfig> {
     (20usize..1500, 0usize..5, any::<bool>()).prop_map(|(budget, overlap_lines, embed_header)| {
@@ -221,16 +220,16 @@ proptest! {
     }
 
     #[test]
-    fn arbitrary_text(text in "(?s).{0,600}", ext in 0usize..EXTENSIONS.len(), config in config()) {
-        holds(&format!("file.{}", EXTENSIONS[ext]), &text, config)?;
+    fn arbitrary_text(text in "(?s).{0,600}", language in language(), config in config()) {
+        holds(&format!("file.{}", language.extension()), &text, config)?;
     }
 
     #[test]
     fn arbitrary_bytes_do_not_panic(
         bytes in prop::collection::vec(any::<u8>(), 0..600),
-        ext in 0usize..EXTENSIONS.len(),
+        language in language(),
     ) {
-        let path = format!("file.{}", EXTENSIONS[ext]);
+        let path = format!("file.{}", language.extension());
         let chunker = Chunker::default();
         if let Ok(chunks) = chunker.chunk(&path, &bytes) {
             let text = std::str::from_utf8(&bytes).expect("chunked input is UTF-8");

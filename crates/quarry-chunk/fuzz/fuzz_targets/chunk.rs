@@ -1,27 +1,19 @@
 //! Fuzz target: chunk arbitrary bytes as each language and check the chunker's promises.
 //!
-//! Input layout: byte 0 picks the file extension (`EXTENSIONS[byte % len]`), the rest
-//! is the file's content.
+//! Input layout: byte 0 picks the language (`ALL_LANGUAGES[byte % len]`, given to the
+//! chunker through the file's extension), the rest is the file's content.
+//! `cargo xtask fuzz` seeds the corpus with the fixtures in this layout.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use quarry_chunk::{Chunker, ChunkerConfig, check_chunks};
-
-/// One extension per language. Keep in sync with `EXTENSIONS` in xtask/src/fuzz.rs,
-/// which seeds the corpus by prefixing each fixture with its extension's index here.
-const EXTENSIONS: &[&str] = &[
-    "rs", "py", "js", "ts", "tsx", "go", "java", "c", "cpp", "cs", "rb", "php", "kt", "swift",
-    "scala", "sh", "lua", "zig", "hs", "ex", "md", "txt",
-];
+use quarry_chunk::{ALL_LANGUAGES, Chunker, ChunkerConfig, check_chunks};
 
 fuzz_target!(|data: &[u8]| {
     let Some((&selector, content)) = data.split_first() else {
         return;
     };
-    let path = format!(
-        "src/input.{}",
-        EXTENSIONS[selector as usize % EXTENSIONS.len()]
-    );
+    let language = ALL_LANGUAGES[selector as usize % ALL_LANGUAGES.len()];
+    let path = format!("src/input.{}", language.extension());
     let tiny = Chunker::new(ChunkerConfig {
         budget: 40,
         ..Default::default()
