@@ -11,8 +11,8 @@ use crate::piece::Piece;
 use crate::rules::{Rules, lookup};
 use crate::{ChunkKind, Language};
 
-/// Containers nested deeper than this are not split further (it bounds recursion on
-/// pathological input).
+/// Containers and transparent scopes nested deeper than this are not opened (it
+/// bounds recursion on pathological input).
 const MAX_DEPTH: usize = 16;
 /// Signatures in the embedding header are cut to this many characters.
 const MAX_SIGNATURE: usize = 160;
@@ -117,7 +117,7 @@ impl<'a> SyntaxChunker<'a> {
     /// Classifies the nodes of a scope into entries of whole lines.
     fn entries<'tree>(&self, nodes: Vec<Node<'tree>>) -> Vec<Entry<'tree>> {
         let mut flat = Vec::with_capacity(nodes.len());
-        self.flatten(nodes, &mut flat);
+        self.flatten(nodes, 0, &mut flat);
         let mut entries: Vec<Entry<'tree>> = Vec::with_capacity(flat.len());
         let mut leading: Option<Range<usize>> = None;
         for node in flat {
@@ -145,10 +145,12 @@ impl<'a> SyntaxChunker<'a> {
                         leading = Some(run.start..entry.lines.end.max(run.end));
                         continue;
                     }
-                    // Doc comments and attributes directly above an item belong to it.
+                    // Doc comments and attributes directly above an item belong to it;
+                    // trivia sharing a line with anything else goes with that.
                     What::Item(_) if entry.lines.start <= run.end => {
                         entry.lines.start = run.start;
                     }
+                    _ if entry.lines.start < run.end => entry.lines.start = run.start,
                     _ => entries.push(Entry {
                         lines: run,
                         what: What::Other,
@@ -180,10 +182,12 @@ impl<'a> SyntaxChunker<'a> {
         entries
     }
 
-    fn flatten<'tree>(&self, nodes: Vec<Node<'tree>>, out: &mut Vec<Node<'tree>>) {
+    /// The nodes of a scope, with transparent ones (`#ifdef` blocks...) replaced by
+    /// their children, down to `MAX_DEPTH` levels.
+    fn flatten<'tree>(&self, nodes: Vec<Node<'tree>>, depth: usize, out: &mut Vec<Node<'tree>>) {
         for node in nodes {
-            if self.rules.transparent.contains(&node.kind()) {
-                self.flatten(named_children(node), out);
+            if depth < MAX_DEPTH && self.rules.transparent.contains(&node.kind()) {
+                self.flatten(named_children(node), depth + 1, out);
             } else if node.end_byte() > node.start_byte() {
                 out.push(node);
             }

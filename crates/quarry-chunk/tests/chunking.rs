@@ -247,3 +247,18 @@ fn a_parse_that_explodes_falls_back_to_line_windows() {
             .all(|c| c.kind == ChunkKind::Window && c.language == Language::Kotlin)
     );
 }
+
+#[test]
+fn deep_nesting_is_bounded() {
+    let depth = 5000;
+    let mut text = "#if A\n".repeat(depth);
+    text.push_str("int f(void) { return 1; }\n");
+    text.push_str(&"#endif\n".repeat(depth));
+    chunk("deep.c", &text);
+    let rust = format!(
+        "{}fn f() {{}}\n{}",
+        "mod m {\n".repeat(depth),
+        "}\n".repeat(depth)
+    );
+    chunk("deep.rs", &rust);
+}
