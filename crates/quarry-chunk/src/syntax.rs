@@ -50,8 +50,8 @@ struct Entry<'tree> {
 
 /// Splits parsed source into pieces; see the crate docs for the rules.
 pub(crate) struct SyntaxChunker<'a> {
-    /// The text the parser sees: the file's text, or its ASCII-only copy (see
-    /// `Rules::ascii_only`). Offsets and lines are the same in both.
+    /// The text the parser sees: the file's text, or a copy that ends with a newline
+    /// and, where `Rules::ascii_only`, has ASCII only. Offsets and lines are the same.
     text: Cow<'a, str>,
     lines: &'a Lines<'a>,
     language: Language,
@@ -67,12 +67,22 @@ impl<'a> SyntaxChunker<'a> {
         rules: &'static Rules,
         budget: usize,
     ) -> Self {
-        let text = if rules.ascii_only && !text.is_ascii() {
-            Cow::Owned(
+        let fold = rules.ascii_only && !text.is_ascii();
+        // tree-sitter-kotlin-ng 1.1.0's scanner loops forever on an annotation that ends
+        // the file (`val x: Int\n@Foo`): it skips to the next whitespace without checking
+        // for the end. A final newline is harmless for every grammar.
+        let text = if fold || !text.ends_with('\n') {
+            let mut copy: String = if fold {
                 text.bytes()
                     .map(|b| if b.is_ascii() { b as char } else { '_' })
-                    .collect(),
-            )
+                    .collect()
+            } else {
+                text.to_owned()
+            };
+            if !copy.ends_with('\n') {
+                copy.push('\n');
+            }
+            Cow::Owned(copy)
         } else {
             Cow::Borrowed(text)
         };

@@ -262,3 +262,10 @@ fn deep_nesting_is_bounded() {
     );
     chunk("deep.rs", &rust);
 }
+
+#[test]
+fn an_annotation_ending_a_kotlin_file_does_not_hang_the_parser() {
+    // tree-sitter-kotlin-ng 1.1.0's scanner looped forever here (found by the property tests).
+    let chunks = chunk("A.kt", "class A {\n    val x: Int\n    @Foo");
+    assert_eq!(summary(&chunks), ["1-3 class A"]);
+}
