@@ -475,14 +475,11 @@ impl<'a> SyntaxChunker<'a> {
         }
     }
 
-    /// One-line type aliases, unit structs and the like merge into blocks.
+    /// One-line declarations (type aliases, unit structs, `mod x;`, marker impls, record
+    /// classes) merge into blocks; one-line functions stay chunks of their own.
     fn is_small_declaration(&self, item: &Item, lines: &Range<usize>) -> bool {
         use ChunkKind::*;
-        lines.len() == 1
-            && !matches!(
-                item.kind,
-                Function | Method | Test | Module | Impl | Macro | Class
-            )
+        lines.len() == 1 && !matches!(item.kind, Function | Method | Test | Macro)
     }
 
     fn flush_block(
