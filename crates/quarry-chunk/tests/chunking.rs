@@ -233,8 +233,8 @@ fn bash_with_characters_beyond_latin1_does_not_crash_the_parser() {
 
 #[test]
 fn a_parse_that_explodes_falls_back_to_line_windows() {
-    // Found by the fuzzer: tree-sitter-kotlin-ng's error recovery on this 1.2 KB file
-    // ran for minutes and took gigabytes before the parse budget existed.
+    // Found by the fuzzer (then minimised): tree-sitter-kotlin-ng's error recovery on this file
+    // ran for over a minute and took 4 GB before the parse budget existed.
     let path = concat!(
         env!("CARGO_MANIFEST_DIR"),
         "/../../fixtures/regressions/kotlin-parse-blowup.kt"
