@@ -61,8 +61,8 @@ pub fn run(args: &[String]) -> Result<()> {
     Ok(())
 }
 
-/// Copies every fixture into `corpus`, prefixed with the index of the extension that
-/// gives it its language. Returns how many were copied.
+/// Copies every fixture into `corpus`, prefixed with the index of its language in
+/// `ALL_LANGUAGES` (the fuzz target's input layout). Returns how many were copied.
 fn seed_corpus(fixtures: &Path, corpus: &Path) -> Result<usize> {
     std::fs::create_dir_all(corpus)
         .with_context(|| format!("cannot create {}", corpus.display()))?;

@@ -67,25 +67,18 @@ impl<'a> SyntaxChunker<'a> {
         rules: &'static Rules,
         budget: usize,
     ) -> Self {
-        let fold = rules.ascii_only && !text.is_ascii();
+        let mut copy = (rules.ascii_only && !text.is_ascii()).then(|| {
+            text.bytes()
+                .map(|b| if b.is_ascii() { b as char } else { '_' })
+                .collect::<String>()
+        });
         // tree-sitter-kotlin-ng 1.1.0's scanner loops forever on an annotation that ends
         // the file (`val x: Int\n@Foo`): it skips to the next whitespace without checking
         // for the end. A final newline is harmless for every grammar.
-        let text = if fold || !text.ends_with('\n') {
-            let mut copy: String = if fold {
-                text.bytes()
-                    .map(|b| if b.is_ascii() { b as char } else { '_' })
-                    .collect()
-            } else {
-                text.to_owned()
-            };
-            if !copy.ends_with('\n') {
-                copy.push('\n');
-            }
-            Cow::Owned(copy)
-        } else {
-            Cow::Borrowed(text)
-        };
+        if !text.ends_with('\n') {
+            copy.get_or_insert_with(|| text.to_owned()).push('\n');
+        }
+        let text = copy.map_or(Cow::Borrowed(text), Cow::Owned);
         SyntaxChunker {
             text,
             lines,

@@ -39,17 +39,11 @@ fn tokio_root() -> PathBuf {
     const HELP: &str = "cannot find the sources of tokio (a dev-dependency of quarry-chunk); \
                         run `cargo fetch` in the workspace and try again";
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-    let output = Command::new(&cargo)
+    let mut command = Command::new(cargo);
+    command
         .args(["metadata", "--format-version", "1"])
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .output()
-        .unwrap_or_else(|e| panic!("{HELP}: running {cargo:?} metadata failed: {e}"));
-    assert!(
-        output.status.success(),
-        "{HELP}: `cargo metadata` failed: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    let metadata: serde_json::Value = serde_json::from_slice(&output.stdout)
+        .current_dir(env!("CARGO_MANIFEST_DIR"));
+    let metadata: serde_json::Value = serde_json::from_slice(&stdout_of(command, HELP))
         .unwrap_or_else(|e| panic!("{HELP}: `cargo metadata` printed invalid JSON: {e}"));
     let manifest = metadata["packages"]
         .as_array()
@@ -70,23 +64,29 @@ fn tokio_root() -> PathBuf {
     root
 }
 
+/// Runs `command` and returns what it printed; panics with `help` if it fails.
+fn stdout_of(mut command: Command, help: &str) -> Vec<u8> {
+    let output = command
+        .output()
+        .unwrap_or_else(|e| panic!("{help}: running {command:?} failed: {e}"));
+    assert!(
+        output.status.success(),
+        "{help}: {command:?} failed: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    output.stdout
+}
+
 /// The standard library directory of `python3`.
 fn python_stdlib_root() -> PathBuf {
     const HELP: &str = "cannot find the Python standard library; install python3 \
                         (it must be on PATH) and try again";
-    let output = Command::new("python3")
-        .args([
-            "-c",
-            "import sysconfig; print(sysconfig.get_path('stdlib'))",
-        ])
-        .output()
-        .unwrap_or_else(|e| panic!("{HELP}: running python3 failed: {e}"));
-    assert!(
-        output.status.success(),
-        "{HELP}: python3 failed: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    let root = PathBuf::from(String::from_utf8_lossy(&output.stdout).trim());
+    let mut command = Command::new("python3");
+    command.args([
+        "-c",
+        "import sysconfig; print(sysconfig.get_path('stdlib'))",
+    ]);
+    let root = PathBuf::from(String::from_utf8_lossy(&stdout_of(command, HELP)).trim());
     assert!(
         root.join("os.py").is_file(),
         "{HELP}: {} holds no os.py",
