@@ -1,7 +1,9 @@
 //! Project chores, run as `cargo xtask <command>` (see `cargo xtask help`).
 
+mod bench_embed;
 mod chunks;
 mod fuzz;
+mod model;
 
 use anyhow::{Result, bail};
 
@@ -9,20 +11,31 @@ const HELP: &str = "\
 cargo xtask <command>
 
 Commands:
+  bench embed             embedding throughput (128/256 tokens, batches 1/8/32), query
+        [--texts N]       latency and peak RSS, against sentence-transformers on PyTorch
+        [--no-reference]  in the same run; writes bench-suite/reports/embed-<commit>.*
   chunks <file>...        print the chunks quarry makes of files
          [--budget N]     characters per chunk (default: from the model's 256 tokens)
          [--text]         print each chunk's text too
          [--tree]         print the tree-sitter syntax tree instead (for writing rules)
   fuzz [--seconds N]      fuzz the chunker with cargo-fuzz (default 60 seconds;
        [-- <flag>...]     needs `cargo install cargo-fuzz`); the rest goes to libFuzzer
+  model fetch             download the default model into the user cache (or find it)
+        info              load it and describe it (model, backend, dimensions)
+        [--model-dir DIR] use the model in DIR instead
   help                    this text
 ";
 
 fn main() -> Result<()> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     match args.first().map(String::as_str) {
+        Some("bench") => match args.get(1).map(String::as_str) {
+            Some("embed") => bench_embed::run(&args[2..]),
+            _ => bail!("cargo xtask bench embed [...]\n\n{HELP}"),
+        },
         Some("chunks") => chunks::run(&args[1..]),
         Some("fuzz") => fuzz::run(&args[1..]),
+        Some("model") => model::run(&args[1..]),
         Some("help" | "--help" | "-h") | None => {
             print!("{HELP}");
             Ok(())

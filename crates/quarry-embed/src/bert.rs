@@ -1,0 +1,227 @@
+//! The BERT encoder in Burn.
+//!
+//! Module and field names mirror Hugging Face's `BertModel` weight names, so that
+//! `encoder.layer.3.attention.self.query.weight` in `model.safetensors` is the field
+//! `encoder.layer[3].attention.self_attention.query.weight` here. Two names cannot be Rust
+//! fields and are renamed on load ([`WEIGHT_KEY_RENAMES`]): `self` and `LayerNorm`.
+//! Linear weights are stored `[out, in]` by PyTorch and `[in, out]` by Burn; Burn's PyTorch
+//! adapter transposes them, and maps a layer norm's `weight`/`bias` to `gamma`/`beta`.
+
+use burn::module::Module;
+use burn::nn::{Embedding, EmbeddingConfig, LayerNorm, LayerNormConfig, Linear, LinearConfig};
+use burn::tensor::activation::{gelu, gelu_approximate, relu};
+use burn::tensor::module::attention;
+use burn::tensor::ops::AttentionModuleOptions;
+use burn::tensor::{Bool, Device, Int, Tensor};
+
+use crate::config::{Activation, BertConfig};
+
+/// Renames from Hugging Face weight names to this module's field names, as
+/// (regular expression, replacement) pairs applied in order.
+pub const WEIGHT_KEY_RENAMES: [(&str, &str); 3] = [
+    // Checkpoints saved from `BertForMaskedLM` and friends nest the encoder under `bert.`.
+    (r"^bert\.", ""),
+    (r"\.attention\.self\.", ".attention.self_attention."),
+    (r"LayerNorm\.", "layer_norm."),
+];
+
+/// `BertModel` without its pooler: token states for a batch of token ids.
+#[derive(Module, Debug)]
+pub struct BertModel {
+    /// Word, position and token-type embeddings.
+    pub embeddings: BertEmbeddings,
+    /// The stack of transformer layers.
+    pub encoder: BertEncoder,
+    #[module(skip)]
+    activation: Activation,
+    #[module(skip)]
+    num_attention_heads: usize,
+}
+
+/// `BertEmbeddings`.
+#[derive(Module, Debug)]
+pub struct BertEmbeddings {
+    /// `word_embeddings`: one row per word piece.
+    pub word_embeddings: Embedding,
+    /// `position_embeddings`: one row per absolute position.
+    pub position_embeddings: Embedding,
+    /// `token_type_embeddings`: one row per segment.
+    pub token_type_embeddings: Embedding,
+    /// `LayerNorm`.
+    pub layer_norm: LayerNorm,
+}
+
+/// `BertEncoder`.
+#[derive(Module, Debug)]
+pub struct BertEncoder {
+    /// `layer.N`.
+    pub layer: Vec<BertLayer>,
+}
+
+/// `BertLayer`: attention, then the feed-forward block.
+#[derive(Module, Debug)]
+pub struct BertLayer {
+    /// `attention`.
+    pub attention: BertAttention,
+    /// `intermediate`: the feed-forward block's expansion.
+    pub intermediate: BertIntermediate,
+    /// `output`: the feed-forward block's projection back, residual and norm.
+    pub output: BertOutput,
+}
+
+/// `BertAttention`.
+#[derive(Module, Debug)]
+pub struct BertAttention {
+    /// `self`: the query, key and value projections.
+    pub self_attention: BertSelfAttention,
+    /// `output`: the projection of the attended values, residual and norm.
+    pub output: BertOutput,
+}
+
+/// `BertSelfAttention`.
+#[derive(Module, Debug)]
+pub struct BertSelfAttention {
+    /// `query`.
+    pub query: Linear,
+    /// `key`.
+    pub key: Linear,
+    /// `value`.
+    pub value: Linear,
+}
+
+/// `BertIntermediate`.
+#[derive(Module, Debug)]
+pub struct BertIntermediate {
+    /// `dense`.
+    pub dense: Linear,
+}
+
+/// `BertSelfOutput` and `BertOutput`, which have the same shape: dense, residual, norm.
+#[derive(Module, Debug)]
+pub struct BertOutput {
+    /// `dense`.
+    pub dense: Linear,
+    /// `LayerNorm`.
+    pub layer_norm: LayerNorm,
+}
+
+impl BertModel {
+    /// A model with the shape `config` describes; its weights are placeholders until loaded.
+    pub fn new(config: &BertConfig, device: &Device) -> Self {
+        let hidden = config.hidden_size;
+        let norm = || {
+            LayerNormConfig::new(hidden)
+                .with_epsilon(config.layer_norm_eps)
+                .init(device)
+        };
+        let linear = |input, output| LinearConfig::new(input, output).init(device);
+        let embedding = |rows| EmbeddingConfig::new(rows, hidden).init(device);
+        let layer = || BertLayer {
+            attention: BertAttention {
+                self_attention: BertSelfAttention {
+                    query: linear(hidden, hidden),
+                    key: linear(hidden, hidden),
+                    value: linear(hidden, hidden),
+                },
+                output: BertOutput {
+                    dense: linear(hidden, hidden),
+                    layer_norm: norm(),
+                },
+            },
+            intermediate: BertIntermediate {
+                dense: linear(hidden, config.intermediate_size),
+            },
+            output: BertOutput {
+                dense: linear(config.intermediate_size, hidden),
+                layer_norm: norm(),
+            },
+        };
+        Self {
+            embeddings: BertEmbeddings {
+                word_embeddings: embedding(config.vocab_size),
+                position_embeddings: embedding(config.max_position_embeddings),
+                token_type_embeddings: embedding(config.type_vocab_size),
+                layer_norm: norm(),
+            },
+            encoder: BertEncoder {
+                layer: (0..config.num_hidden_layers).map(|_| layer()).collect(),
+            },
+            activation: config.hidden_act,
+            num_attention_heads: config.num_attention_heads,
+        }
+    }
+
+    /// Token states `[batch, seq, hidden]` for token ids `[batch, seq]`.
+    ///
+    /// `padding` is `[batch, seq, seq]`, true where a query position must not attend to a key
+    /// position because the key is padding; `None` when no row of the batch is padded.
+    /// Token types are all zero: quarry embeds single texts, never pairs.
+    pub fn forward(
+        &self,
+        input_ids: Tensor<2, Int>,
+        padding: Option<Tensor<3, Bool>>,
+    ) -> Tensor<3> {
+        let [batch, seq] = input_ids.dims();
+        let device = input_ids.device();
+        let positions = Tensor::<1, Int>::arange(0..seq as i64, &device)
+            .reshape([1, seq])
+            .expand([batch, seq]);
+        let token_types = Tensor::<2, Int>::zeros([batch, seq], &device);
+        let embeddings = &self.embeddings;
+        let mut hidden = embeddings.layer_norm.forward(
+            embeddings.word_embeddings.forward(input_ids)
+                + embeddings.position_embeddings.forward(positions)
+                + embeddings.token_type_embeddings.forward(token_types),
+        );
+        let heads = self.num_attention_heads;
+        let mask = padding.map(|mask| mask.unsqueeze_dim::<4>(1).expand([batch, heads, seq, seq]));
+        for layer in &self.encoder.layer {
+            hidden = layer.forward(hidden, mask.clone(), heads, self.activation);
+        }
+        hidden
+    }
+}
+
+impl BertLayer {
+    fn forward(
+        &self,
+        hidden: Tensor<3>,
+        mask: Option<Tensor<4, Bool>>,
+        heads: usize,
+        activation: Activation,
+    ) -> Tensor<3> {
+        let [batch, seq, width] = hidden.dims();
+        let split_heads = |states: Tensor<3>| {
+            states
+                .reshape([batch, seq, heads, width / heads])
+                .swap_dims(1, 2)
+        };
+        let projections = &self.attention.self_attention;
+        let context = attention(
+            split_heads(projections.query.forward(hidden.clone())),
+            split_heads(projections.key.forward(hidden.clone())),
+            split_heads(projections.value.forward(hidden.clone())),
+            mask,
+            None,
+            AttentionModuleOptions::default(),
+        )
+        .swap_dims(1, 2)
+        .reshape([batch, seq, width]);
+        let attended = self.attention.output.forward(context, hidden);
+
+        let expanded = self.intermediate.dense.forward(attended.clone());
+        let activated = match activation {
+            Activation::Gelu => gelu(expanded),
+            Activation::GeluTanh => gelu_approximate(expanded),
+            Activation::Relu => relu(expanded),
+        };
+        self.output.forward(activated, attended)
+    }
+}
+
+impl BertOutput {
+    fn forward(&self, states: Tensor<3>, residual: Tensor<3>) -> Tensor<3> {
+        self.layer_norm
+            .forward(self.dense.forward(states) + residual)
+    }
+}

@@ -1,0 +1,331 @@
+//! [`Embedder`]: texts in, normalised vectors out.
+
+use std::fmt;
+use std::sync::mpsc;
+
+use burn::store::{ModuleSnapshot, PyTorchToBurnAdapter, SafetensorsStore};
+use burn::tensor::{Bool, Device, Int, Tensor, TensorData};
+
+use crate::EmbedError;
+use crate::backend::{self, BackendChoice, BackendInfo};
+use crate::bert::{BertModel, WEIGHT_KEY_RENAMES};
+use crate::config::{ModelConfig, Pooling, files};
+use crate::provision::{ModelDir, check_digest, hex, sha256_file};
+use crate::tokenize::{TextTokenizer, Tokenized};
+
+/// How an [`Embedder`] runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EmbedderOptions {
+    /// Which backend runs the model.
+    pub backend: BackendChoice,
+    /// Most texts in one forward pass. Texts are sorted by length before batching, so a batch
+    /// holds texts of similar length and little padding.
+    pub batch_size: usize,
+    /// Truncate inputs to fewer tokens than the model's maximum sequence length (faster, and
+    /// what a benchmark at a fixed length needs); `None` keeps the model's.
+    pub max_tokens: Option<usize>,
+}
+
+impl Default for EmbedderOptions {
+    fn default() -> Self {
+        Self {
+            backend: BackendChoice::Auto,
+            batch_size: 32,
+            max_tokens: None,
+        }
+    }
+}
+
+impl EmbedderOptions {
+    /// The defaults, with the backend from `QUARRY_BACKEND` (`auto`, `cpu` or `gpu`) when set.
+    pub fn from_env() -> Result<Self, EmbedError> {
+        let backend = match std::env::var("QUARRY_BACKEND") {
+            Ok(name) if !name.is_empty() => name.parse()?,
+            _ => BackendChoice::Auto,
+        };
+        Ok(Self {
+            backend,
+            ..Self::default()
+        })
+    }
+}
+
+/// Identifies a model's outputs: an index built with one fingerprint is invalid under another.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct ModelFingerprint {
+    /// The model's name, e.g. `sentence-transformers/all-MiniLM-L6-v2`.
+    pub name: String,
+    /// Its revision, or `local`.
+    pub revision: String,
+    /// sha256 over the digests of every file that decides the output (configuration,
+    /// tokenizer, weights, pooling), in hex.
+    pub digest: String,
+}
+
+impl fmt::Display for ModelFingerprint {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}@{}#{}", self.name, self.revision, &self.digest[..16])
+    }
+}
+
+/// One text's vector.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Embedding {
+    /// L2-normalised, [`Embedder::dimensions`] long.
+    pub vector: Vec<f32>,
+    /// Tokens the model saw, `[CLS]` and `[SEP]` included.
+    pub tokens: usize,
+    /// Whether the text was cut to [`Embedder::max_tokens`]; only its start is embedded.
+    pub truncated: bool,
+}
+
+/// A loaded sentence-embedding model.
+#[derive(Debug)]
+pub struct Embedder {
+    model: BertModel,
+    tokenizer: TextTokenizer,
+    device: Device,
+    backend: BackendInfo,
+    config: ModelConfig,
+    fingerprint: ModelFingerprint,
+    batch_size: usize,
+}
+
+impl Embedder {
+    /// Loads the model in `dir` onto the backend `options` asks for, checking its files against
+    /// the published digests where `dir` carries them.
+    pub fn load(dir: &ModelDir, options: EmbedderOptions) -> Result<Self, EmbedError> {
+        let mut config = ModelConfig::read(&dir.path)?;
+        if let Some(max_tokens) = options.max_tokens {
+            // At least [CLS] and [SEP].
+            config.max_seq_length = config.max_seq_length.min(max_tokens.max(2));
+        }
+        let fingerprint = fingerprint(dir)?;
+        let tokenizer =
+            TextTokenizer::load(&dir.path.join(files::TOKENIZER), config.max_seq_length)?;
+        let (device, backend) = backend::select(options.backend)?;
+        let model = load_weights(
+            BertModel::new(&config.bert, &device),
+            &dir.path.join(files::WEIGHTS),
+        )?;
+        Ok(Self {
+            model,
+            tokenizer,
+            device,
+            backend,
+            config,
+            fingerprint,
+            batch_size: options.batch_size.max(1),
+        })
+    }
+
+    /// Length of every vector.
+    pub fn dimensions(&self) -> usize {
+        self.config.bert.hidden_size
+    }
+
+    /// Longest input in tokens; longer texts are truncated.
+    pub fn max_tokens(&self) -> usize {
+        self.config.max_seq_length
+    }
+
+    /// The backend and device running the model.
+    pub fn backend(&self) -> &BackendInfo {
+        &self.backend
+    }
+
+    /// The model's fingerprint.
+    pub fn fingerprint(&self) -> &ModelFingerprint {
+        &self.fingerprint
+    }
+
+    /// The model's configuration.
+    pub fn config(&self) -> &ModelConfig {
+        &self.config
+    }
+
+    /// The token ids the model sees for `texts`.
+    pub fn tokenize(&self, texts: &[&str]) -> Result<Vec<Tokenized>, EmbedError> {
+        self.tokenizer.encode_batch(texts)
+    }
+
+    /// Embeds one text, typically a query.
+    pub fn embed_one(&self, text: &str) -> Result<Embedding, EmbedError> {
+        let mut embeddings = self.embed(&[text])?;
+        Ok(embeddings.pop().expect("one embedding per text"))
+    }
+
+    /// Embeds `texts`, returning one [`Embedding`] per text, in order.
+    ///
+    /// Texts are tokenized a window at a time on a second thread while the model runs on the
+    /// previous window; within a window they are sorted by token count and batched, so that
+    /// padding stays small.
+    pub fn embed(&self, texts: &[&str]) -> Result<Vec<Embedding>, EmbedError> {
+        let window = self.batch_size * 8;
+        let mut embeddings = Vec::with_capacity(texts.len());
+        std::thread::scope(|scope| {
+            let (sender, receiver) = mpsc::sync_channel(1);
+            scope.spawn(move || {
+                for chunk in texts.chunks(window) {
+                    let tokenized = self.tokenizer.encode_batch(chunk);
+                    let failed = tokenized.is_err();
+                    if sender.send(tokenized).is_err() || failed {
+                        break;
+                    }
+                }
+            });
+            for tokenized in receiver {
+                embeddings.extend(self.embed_tokenized(tokenized?));
+            }
+            Ok::<_, EmbedError>(())
+        })?;
+        Ok(embeddings)
+    }
+
+    /// Embeds already tokenized texts, in order.
+    fn embed_tokenized(&self, texts: Vec<Tokenized>) -> Vec<Embedding> {
+        let mut order: Vec<usize> = (0..texts.len()).collect();
+        order.sort_by_key(|&i| texts[i].ids.len());
+        let mut vectors = vec![Vec::new(); texts.len()];
+        for batch in order.chunks(self.batch_size) {
+            let batch_texts: Vec<&Tokenized> = batch.iter().map(|&i| &texts[i]).collect();
+            for (&i, vector) in batch.iter().zip(self.forward(&batch_texts)) {
+                vectors[i] = vector;
+            }
+        }
+        texts
+            .into_iter()
+            .zip(vectors)
+            .map(|(text, vector)| Embedding {
+                vector,
+                tokens: text.ids.len(),
+                truncated: text.truncated,
+            })
+            .collect()
+    }
+
+    /// One forward pass: a normalised vector per text.
+    fn forward(&self, batch: &[&Tokenized]) -> Vec<Vec<f32>> {
+        let rows = batch.len();
+        let seq = batch.iter().map(|t| t.ids.len()).max().unwrap_or(0);
+        let lengths: Vec<usize> = batch.iter().map(|t| t.ids.len()).collect();
+        let ids: Vec<i64> = batch
+            .iter()
+            .flat_map(|t| {
+                let padding = seq - t.ids.len();
+                t.ids
+                    .iter()
+                    .map(|&id| i64::from(id))
+                    .chain(std::iter::repeat_n(0, padding))
+            })
+            .collect();
+        let ids = Tensor::<2, Int>::from_data(TensorData::new(ids, [rows, seq]), &self.device);
+        let padded = lengths.iter().any(|&len| len < seq);
+        let attention_mask = padded.then(|| {
+            let masked: Vec<bool> = lengths
+                .iter()
+                .flat_map(|&len| (0..seq * seq).map(move |i| i % seq >= len))
+                .collect();
+            Tensor::<3, Bool>::from_data(TensorData::new(masked, [rows, seq, seq]), &self.device)
+        });
+        let hidden = self.model.forward(ids, attention_mask);
+        let width = self.dimensions();
+        let pooled = match self.config.pooling {
+            Pooling::Cls => hidden
+                .slice([0..rows, 0..1, 0..width])
+                .reshape([rows, width]),
+            Pooling::Mean if !padded => hidden.mean_dim(1).reshape([rows, width]),
+            Pooling::Mean => {
+                let weights: Vec<f32> = lengths
+                    .iter()
+                    .flat_map(|&len| {
+                        (0..seq).map(move |i| if i < len { 1.0 / len as f32 } else { 0.0 })
+                    })
+                    .collect();
+                let weights =
+                    Tensor::<3>::from_data(TensorData::new(weights, [rows, seq, 1]), &self.device);
+                (hidden * weights).sum_dim(1).reshape([rows, width])
+            }
+        };
+        let values: Vec<f32> = pooled
+            .into_data()
+            .try_into_vec::<f32>()
+            .expect("the model computes in f32");
+        values.chunks(width).map(normalized).collect()
+    }
+}
+
+/// `vector / |vector|`; a zero vector stays zero.
+fn normalized(vector: &[f32]) -> Vec<f32> {
+    let norm = vector.iter().map(|v| v * v).sum::<f32>().sqrt();
+    let scale = if norm > 0.0 { 1.0 / norm } else { 0.0 };
+    vector.iter().map(|v| v * scale).collect()
+}
+
+fn load_weights(mut model: BertModel, path: &std::path::Path) -> Result<BertModel, EmbedError> {
+    let error = |message: String| EmbedError::Weights {
+        path: path.to_path_buf(),
+        message,
+    };
+    if !path.is_file() {
+        return Err(EmbedError::MissingFile {
+            path: path.to_path_buf(),
+        });
+    }
+    let mut store = WEIGHT_KEY_RENAMES.iter().fold(
+        SafetensorsStore::from_file(path)
+            .with_from_adapter(PyTorchToBurnAdapter)
+            // Checked below, with messages that name the model's files.
+            .validate(false)
+            .allow_partial(true),
+        |store, (pattern, replacement)| store.with_key_remapping(*pattern, *replacement),
+    );
+    let result = model
+        .load_from(&mut store)
+        .map_err(|e| error(e.to_string()))?;
+    let mut problems: Vec<String> = result.errors.iter().map(ToString::to_string).collect();
+    problems.extend(
+        result
+            .missing
+            .iter()
+            .map(|(tensor, _)| format!("tensor {tensor} is missing")),
+    );
+    if problems.is_empty() {
+        Ok(model)
+    } else {
+        Err(error(problems.join("; ")))
+    }
+}
+
+fn fingerprint(dir: &ModelDir) -> Result<ModelFingerprint, EmbedError> {
+    use sha2::{Digest, Sha256};
+    let all_files = [
+        files::CONFIG,
+        files::TOKENIZER,
+        files::WEIGHTS,
+        files::MODULES,
+        files::POOLING,
+        files::SENTENCE_BERT,
+    ];
+    let mut combined = Sha256::new();
+    for file in all_files {
+        let path = dir.path.join(file);
+        if !path.is_file() {
+            continue;
+        }
+        let digest = sha256_file(&path)?;
+        let expected = dir
+            .expected_digests
+            .and_then(|digests| digests.iter().find(|(name, _)| *name == file));
+        if let Some((_, expected)) = expected {
+            check_digest(&path, expected, &digest)?;
+        }
+        combined.update(file.as_bytes());
+        combined.update(digest.as_bytes());
+    }
+    Ok(ModelFingerprint {
+        name: dir.name.clone(),
+        revision: dir.revision.clone(),
+        digest: hex(&combined.finalize()),
+    })
+}
