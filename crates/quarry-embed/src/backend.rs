@@ -49,7 +49,7 @@ pub struct BackendInfo {
 
 impl fmt::Display for BackendInfo {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{} on {} ({})", self.backend, self.device, self.reason)
+        write!(f, "{} on {}: {}", self.backend, self.device, self.reason)
     }
 }
 
@@ -98,5 +98,5 @@ fn gpu() -> Result<(Device, BackendInfo), String> {
 
 #[cfg(not(feature = "wgpu"))]
 fn gpu() -> Result<(Device, BackendInfo), String> {
-    Err("this build has no GPU backend (build with the `wgpu` feature)".into())
+    Err("no GPU backend in this build (cargo feature `wgpu`)".into())
 }

@@ -12,9 +12,10 @@ use burn::nn::{Embedding, EmbeddingConfig, LayerNorm, LayerNormConfig, Linear, L
 use burn::tensor::activation::{gelu, gelu_approximate, relu};
 use burn::tensor::module::attention;
 use burn::tensor::ops::AttentionModuleOptions;
-use burn::tensor::{Bool, Device, Int, Tensor};
+use burn::tensor::{Bool, Device, Int, Tensor, TensorData};
 
 use crate::config::{Activation, BertConfig};
+use crate::kernels;
 
 /// Renames from Hugging Face weight names to this module's field names, as
 /// (regular expression, replacement) pairs applied in order.
@@ -36,6 +37,10 @@ pub struct BertModel {
     activation: Activation,
     #[module(skip)]
     num_attention_heads: usize,
+    /// GELU by [`kernels::gelu_in_place`] on the host instead of Burn's operation: on the
+    /// `flex` CPU backend, where Burn's is scalar.
+    #[module(skip)]
+    host_gelu: bool,
 }
 
 /// `BertEmbeddings`.
@@ -148,6 +153,7 @@ impl BertModel {
             },
             activation: config.hidden_act,
             num_attention_heads: config.num_attention_heads,
+            host_gelu: *device == Device::flex(),
         }
     }
 
@@ -176,9 +182,26 @@ impl BertModel {
         let heads = self.num_attention_heads;
         let mask = padding.map(|mask| mask.unsqueeze_dim::<4>(1).expand([batch, heads, seq, seq]));
         for layer in &self.encoder.layer {
-            hidden = layer.forward(hidden, mask.clone(), heads, self.activation);
+            hidden = layer.forward(hidden, mask.clone(), heads, |x| self.activate(x));
         }
         hidden
+    }
+
+    fn activate(&self, states: Tensor<3>) -> Tensor<3> {
+        match self.activation {
+            Activation::Gelu if self.host_gelu => {
+                let (shape, device) = (states.shape(), states.device());
+                let mut values: Vec<f32> = states
+                    .into_data()
+                    .try_into_vec()
+                    .expect("the model computes in f32");
+                kernels::gelu_in_place(&mut values);
+                Tensor::from_data(TensorData::new(values, shape), &device)
+            }
+            Activation::Gelu => gelu(states),
+            Activation::GeluTanh => gelu_approximate(states),
+            Activation::Relu => relu(states),
+        }
     }
 }
 
@@ -188,7 +211,7 @@ impl BertLayer {
         hidden: Tensor<3>,
         mask: Option<Tensor<4, Bool>>,
         heads: usize,
-        activation: Activation,
+        activate: impl Fn(Tensor<3>) -> Tensor<3>,
     ) -> Tensor<3> {
         let [batch, seq, width] = hidden.dims();
         let split_heads = |states: Tensor<3>| {
@@ -210,12 +233,7 @@ impl BertLayer {
         let attended = self.attention.output.forward(context, hidden);
 
         let expanded = self.intermediate.dense.forward(attended.clone());
-        let activated = match activation {
-            Activation::Gelu => gelu(expanded),
-            Activation::GeluTanh => gelu_approximate(expanded),
-            Activation::Relu => relu(expanded),
-        };
-        self.output.forward(activated, attended)
+        self.output.forward(activate(expanded), attended)
     }
 }
 

@@ -34,6 +34,7 @@ pub mod bert;
 pub mod config;
 mod embedder;
 mod error;
+mod kernels;
 pub mod provision;
 pub mod tokenize;
 
