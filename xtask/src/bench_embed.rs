@@ -139,13 +139,20 @@ fn code_chunks(root: &Path, embedder: &Embedder, count: usize) -> Result<Vec<Str
         .output()
         .context("python3 is needed for the reference and the Python corpus")?;
     let stdlib = PathBuf::from(String::from_utf8(stdlib.stdout)?.trim());
-    let dirs = [
-        root.join("crates"),
-        stdlib.join("json"),
-        stdlib.join("http"),
-        stdlib.join("email"),
-        stdlib.join("asyncio"),
+    let mut dirs = vec![root.join("crates"), root.join("xtask")];
+    let packages = [
+        "asyncio",
+        "email",
+        "http",
+        "importlib",
+        "json",
+        "logging",
+        "multiprocessing",
+        "unittest",
+        "urllib",
+        "xml",
     ];
+    dirs.extend(packages.iter().map(|p| stdlib.join(p)));
     let mut files = Vec::new();
     for dir in &dirs {
         collect_sources(dir, &mut files)?;
@@ -158,7 +165,11 @@ fn code_chunks(root: &Path, embedder: &Embedder, count: usize) -> Result<Vec<Str
     for file in &files {
         let bytes = std::fs::read(file)?;
         if let Ok(chunks) = chunker.chunk(&file.to_string_lossy(), &bytes) {
-            candidates.extend(chunks.into_iter().map(|c| c.embed_text));
+            // Fewer characters than tokens never makes a long enough chunk.
+            let long = chunks
+                .into_iter()
+                .filter(|c| c.embed_text.len() >= LENGTHS[1]);
+            candidates.extend(long.map(|c| c.embed_text));
         }
     }
     let lengths = embedder.tokenize(&candidates.iter().map(String::as_str).collect::<Vec<_>>())?;

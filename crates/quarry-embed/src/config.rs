@@ -198,7 +198,7 @@ fn check_supported(bert: &BertConfig, path: &Path) -> Result<(), EmbedError> {
             bert.position_embedding_type
         ));
     }
-    if bert.num_attention_heads == 0 || bert.hidden_size % bert.num_attention_heads != 0 {
+    if bert.num_attention_heads == 0 || !bert.hidden_size.is_multiple_of(bert.num_attention_heads) {
         return Err(EmbedError::InvalidConfig {
             path: path.to_path_buf(),
             message: format!(
