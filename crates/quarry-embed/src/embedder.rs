@@ -58,7 +58,7 @@ pub struct ModelFingerprint {
     /// Its revision, or `local`.
     pub revision: String,
     /// sha256 over the digests of every file that decides the output (configuration,
-    /// tokenizer, weights, pooling), in hex.
+    /// tokenizer, weights, pooling) and the maximum sequence length in use, in hex.
     pub digest: String,
 }
 
@@ -100,7 +100,7 @@ impl Embedder {
             // At least [CLS] and [SEP].
             config.max_seq_length = config.max_seq_length.min(max_tokens.max(2));
         }
-        let fingerprint = fingerprint(dir)?;
+        let fingerprint = fingerprint(dir, config.max_seq_length)?;
         let tokenizer =
             TextTokenizer::load(&dir.path.join(files::TOKENIZER), config.max_seq_length)?;
         let (device, backend) = backend::select(options.backend)?;
@@ -297,7 +297,8 @@ fn load_weights(mut model: BertModel, path: &std::path::Path) -> Result<BertMode
     }
 }
 
-fn fingerprint(dir: &ModelDir) -> Result<ModelFingerprint, EmbedError> {
+/// `max_seq_length` is part of it: truncating sooner changes the vectors of long texts.
+fn fingerprint(dir: &ModelDir, max_seq_length: usize) -> Result<ModelFingerprint, EmbedError> {
     use sha2::{Digest, Sha256};
     let all_files = [
         files::CONFIG,
@@ -323,6 +324,7 @@ fn fingerprint(dir: &ModelDir) -> Result<ModelFingerprint, EmbedError> {
         combined.update(file.as_bytes());
         combined.update(digest.as_bytes());
     }
+    combined.update(format!("max_seq_length={max_seq_length}").as_bytes());
     Ok(ModelFingerprint {
         name: dir.name.clone(),
         revision: dir.revision.clone(),

@@ -323,13 +323,10 @@ impl Provisioner {
             fs::remove_dir_all(&partial).map_err(io_error(&partial))?;
         }
         fs::create_dir_all(&partial).map_err(io_error(&partial))?;
-        let result = fetch(&partial).and_then(|()| {
-            if target.exists() {
-                // Another process finished first; its copy was checked just as ours was.
-                fs::remove_dir_all(&partial).map_err(io_error(&partial))
-            } else {
-                fs::rename(&partial, target).map_err(io_error(target))
-            }
+        let result = fetch(&partial).and_then(|()| match fs::rename(&partial, target) {
+            // Another process finished first; its copy was checked just as ours was.
+            Err(_) if target.is_dir() => fs::remove_dir_all(&partial).map_err(io_error(&partial)),
+            renamed => renamed.map_err(io_error(target)),
         });
         if result.is_err() {
             let _ = fs::remove_dir_all(&partial);

@@ -22,11 +22,14 @@ fn model_copy(edit: impl FnOnce(&Path)) -> tempfile::TempDir {
     copy
 }
 
-fn edit_config(dir: &Path, from: &str, to: &str) {
-    let path = dir.join("config.json");
-    let config = std::fs::read_to_string(&path).unwrap();
-    assert!(config.contains(from), "config.json has no {from}");
-    std::fs::write(&path, config.replace(from, to)).unwrap();
+/// A copy of the default model whose `config.json` says `to` where it said `from`.
+fn model_with_config(from: &str, to: &str) -> tempfile::TempDir {
+    model_copy(|dir| {
+        let path = dir.join("config.json");
+        let config = std::fs::read_to_string(&path).unwrap();
+        assert!(config.contains(from), "config.json has no {from}");
+        std::fs::write(&path, config.replace(from, to)).unwrap();
+    })
 }
 
 fn load_error(dir: ModelDir) -> EmbedError {
@@ -69,13 +72,7 @@ fn corrupt_weights_are_caught_by_their_digest() {
 
 #[test]
 fn weights_that_do_not_fit_the_config_are_reported_by_tensor() {
-    let copy = model_copy(|dir| {
-        edit_config(
-            dir,
-            "\"intermediate_size\": 1536",
-            "\"intermediate_size\": 1024",
-        )
-    });
+    let copy = model_with_config("\"intermediate_size\": 1536", "\"intermediate_size\": 1024");
     let error = load_error(ModelDir::local(copy.path()));
     let message = error.to_string();
     assert!(matches!(error, EmbedError::Weights { .. }), "{message}");
@@ -84,21 +81,14 @@ fn weights_that_do_not_fit_the_config_are_reported_by_tensor() {
         "{message}"
     );
 
-    let copy =
-        model_copy(|dir| edit_config(dir, "\"num_hidden_layers\": 6", "\"num_hidden_layers\": 7"));
+    let copy = model_with_config("\"num_hidden_layers\": 6", "\"num_hidden_layers\": 7");
     let message = load_error(ModelDir::local(copy.path())).to_string();
     assert!(message.contains("encoder.layer.6"), "{message}");
 }
 
 #[test]
 fn other_architectures_are_refused_with_the_reason() {
-    let copy = model_copy(|dir| {
-        edit_config(
-            dir,
-            "\"model_type\": \"bert\"",
-            "\"model_type\": \"roberta\"",
-        )
-    });
+    let copy = model_with_config("\"model_type\": \"bert\"", "\"model_type\": \"roberta\"");
     let error = load_error(ModelDir::local(copy.path()));
     assert!(
         matches!(error, EmbedError::UnsupportedArchitecture { .. }),
