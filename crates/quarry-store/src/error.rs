@@ -1,0 +1,91 @@
+use std::path::PathBuf;
+
+/// What can go wrong with an index. Every variant names the index and says what to do.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// The index was built with other settings (model, dimensions, chunker).
+    #[error(
+        "{path}: the index was built for {stored}, but this run uses {wanted}; rebuild it with \
+         `quarry index --force`"
+    )]
+    SettingsMismatch {
+        /// The index file.
+        path: PathBuf,
+        /// The settings it was built with.
+        stored: String,
+        /// The settings asked for.
+        wanted: String,
+    },
+    /// The index was written by another version of quarry's schema.
+    #[error(
+        "{path}: index schema version {found}, this quarry reads version {expected}; rebuild it \
+         with `quarry index --force`"
+    )]
+    SchemaMismatch {
+        /// The index file.
+        path: PathBuf,
+        /// The version in the file.
+        found: u32,
+        /// The version this build reads.
+        expected: u32,
+    },
+    /// The index file is damaged.
+    #[error(
+        "{path}: the index is corrupt ({message}); rebuild it with `quarry index --force` (or \
+         delete the .quarry directory)"
+    )]
+    Corrupt {
+        /// The index file.
+        path: PathBuf,
+        /// What the database found.
+        message: String,
+    },
+    /// Another process holds the index for writing.
+    #[error("{path}: another quarry process is writing this index; wait for it to finish")]
+    Locked {
+        /// The index file.
+        path: PathBuf,
+    },
+    /// A vector of the wrong length was given.
+    #[error("vector for chunk {chunk:032x} has {found} dimensions; the index holds {expected}")]
+    Dimensions {
+        /// The chunk.
+        chunk: u128,
+        /// The index's dimensions.
+        expected: usize,
+        /// The vector's length.
+        found: usize,
+    },
+    /// A file state names a chunk that is neither stored nor given.
+    #[error("{path}: chunk {chunk:032x} is neither in the index nor in the batch")]
+    MissingChunk {
+        /// The file.
+        path: String,
+        /// The chunk.
+        chunk: u128,
+    },
+    /// An invalid path glob.
+    #[error("invalid path glob {glob:?}: {message}")]
+    Glob {
+        /// The glob.
+        glob: String,
+        /// Why it is invalid.
+        message: String,
+    },
+    /// A file could not be read or written.
+    #[error("{path}: {source}")]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The operating system's error.
+        source: std::io::Error,
+    },
+    /// Any other database failure.
+    #[error("{path}: index database: {message}")]
+    Database {
+        /// The index file.
+        path: PathBuf,
+        /// The database's error.
+        message: String,
+    },
+}

@@ -1,0 +1,44 @@
+//! quarry's on-disk index: files, chunks and their vectors in a [redb] database under
+//! `.quarry/` at the repository root.
+//!
+//! ```
+//! use quarry_store::{FileState, Filter, IndexSettings, Store, StoredChunk};
+//!
+//! let repo = tempfile::tempdir()?;
+//! let settings = IndexSettings { model: "demo".into(), dimensions: 2, chunker: "v1".into() };
+//! let store = Store::open(repo.path(), settings)?;
+//!
+//! let chunk = StoredChunk {
+//!     id: 7, path: "src/lib.rs".into(), language: "rust".into(), kind: "function".into(),
+//!     name: Some("parse".into()), container: vec![], start_line: 1, end_line: 3,
+//!     text: "fn parse() {}".into(),
+//! };
+//! let state = FileState {
+//!     path: "src/lib.rs".into(), content_hash: 1, mtime_ns: 0, size: 13, chunk_ids: vec![7],
+//! };
+//! let mut batch = store.write()?;
+//! batch.put_file(&state, &[(chunk, &[0.6, 0.8][..])])?;
+//! batch.commit()?;
+//!
+//! let hits = store.search_exact(&[0.6, 0.8], 10, &Filter::default())?;
+//! assert_eq!(hits[0].id.0, 7);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! - **redb is the source of truth.** One write transaction per [`Batch`]: a batch is visible
+//!   entirely or not at all, whenever the process dies.
+//! - The index records the [`IndexSettings`] it was built with (model fingerprint,
+//!   dimensions, chunker); opening it with others is [`StoreError::SettingsMismatch`], and
+//!   [`Store::rebuild`] replaces it.
+//! - [`Store::search_exact`] scans every vector: the answer for small indexes and the oracle
+//!   the approximate index is tested against.
+
+mod error;
+mod filter;
+mod records;
+mod store;
+
+pub use error::StoreError;
+pub use filter::Filter;
+pub use records::{FileState, IndexSettings, SCHEMA_VERSION, StoredChunk};
+pub use store::{Batch, Counts, Hit, INDEX_DIR, Store};

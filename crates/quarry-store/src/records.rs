@@ -1,0 +1,109 @@
+//! What the index stores, and how it is encoded in redb.
+
+use quarry_chunk::{Chunk, ChunkId};
+use redb::TableDefinition;
+use serde::{Deserialize, Serialize};
+
+/// Bumped whenever a table or record changes shape; an index of another version is rebuilt.
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// Index-wide settings and state, by key.
+pub(crate) const META: TableDefinition<&str, &[u8]> = TableDefinition::new("meta");
+/// Repository-relative path → [`FileState`].
+pub(crate) const FILES: TableDefinition<&str, &[u8]> = TableDefinition::new("files");
+/// Chunk id → [`StoredChunk`].
+pub(crate) const CHUNKS: TableDefinition<u128, &[u8]> = TableDefinition::new("chunks");
+/// Chunk id → its vector, little-endian `f32`s.
+pub(crate) const VECTORS: TableDefinition<u128, &[u8]> = TableDefinition::new("vectors");
+
+pub(crate) mod meta_keys {
+    pub const SCHEMA_VERSION: &str = "schema_version";
+    pub const SETTINGS: &str = "settings";
+}
+
+/// What the vectors in an index mean: an index is only valid for the settings it was built with.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct IndexSettings {
+    /// The embedding model's fingerprint (`quarry_embed::ModelFingerprint`'s display form).
+    pub model: String,
+    /// Length of every vector.
+    pub dimensions: usize,
+    /// The chunker's settings, in a form that changes when they do.
+    pub chunker: String,
+}
+
+/// What the index knows about one file.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FileState {
+    /// Repository-relative, with `/` separators.
+    pub path: String,
+    /// A hash of the file's bytes, the arbiter of change.
+    pub content_hash: u64,
+    /// Modification time in nanoseconds since the Unix epoch, as last seen.
+    pub mtime_ns: i128,
+    /// Size in bytes, as last seen.
+    pub size: u64,
+    /// The file's chunks, in file order; empty for a file that was skipped.
+    pub chunk_ids: Vec<u128>,
+}
+
+/// A chunk as the index keeps it: everything a search result shows, and what filters test.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StoredChunk {
+    /// The chunk's id.
+    pub id: u128,
+    /// Repository-relative path of its file.
+    pub path: String,
+    /// The file's language (`quarry_chunk::Language::name`).
+    pub language: String,
+    /// What it holds (`quarry_chunk::ChunkKind::name`).
+    pub kind: String,
+    /// Its symbol, if it has one.
+    pub name: Option<String>,
+    /// Enclosing symbols, outermost first.
+    pub container: Vec<String>,
+    /// First line, 1-based.
+    pub start_line: usize,
+    /// Last line, 1-based, inclusive.
+    pub end_line: usize,
+    /// The chunk's source text.
+    pub text: String,
+}
+
+impl StoredChunk {
+    /// The chunk's [`ChunkId`].
+    pub fn chunk_id(&self) -> ChunkId {
+        ChunkId(self.id)
+    }
+}
+
+impl From<&Chunk> for StoredChunk {
+    fn from(chunk: &Chunk) -> Self {
+        Self {
+            id: chunk.id.0,
+            path: chunk.path.clone(),
+            language: chunk.language.name().into(),
+            kind: chunk.kind.name().into(),
+            name: chunk.name.clone(),
+            container: chunk.container.clone(),
+            start_line: chunk.start_line,
+            end_line: chunk.end_line,
+            text: chunk.text.clone(),
+        }
+    }
+}
+
+pub(crate) fn encode<T: Serialize>(value: &T) -> Vec<u8> {
+    postcard::to_stdvec(value).expect("records always serialise")
+}
+
+pub(crate) fn encode_vector(vector: &[f32]) -> Vec<u8> {
+    vector.iter().flat_map(|v| v.to_le_bytes()).collect()
+}
+
+pub(crate) fn decode_vector(bytes: &[u8]) -> Vec<f32> {
+    bytes
+        .chunks_exact(4)
+        .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+        .collect()
+}

@@ -1,0 +1,431 @@
+//! [`Store`]: the redb database under `.quarry/`.
+
+use std::cmp::Ordering;
+use std::collections::{BinaryHeap, HashSet};
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use quarry_chunk::ChunkId;
+use redb::{Database, ReadableDatabase, ReadableTable, ReadableTableMetadata, WriteTransaction};
+
+use crate::StoreError;
+use crate::filter::Filter;
+use crate::records::{
+    CHUNKS, FILES, FileState, IndexSettings, META, SCHEMA_VERSION, StoredChunk, VECTORS,
+    decode_vector, encode, encode_vector, meta_keys,
+};
+
+/// The index directory's name, at the repository root.
+pub const INDEX_DIR: &str = ".quarry";
+const DATABASE_FILE: &str = "index.redb";
+
+/// A search result: a chunk and its cosine similarity to the query.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Hit {
+    /// The chunk.
+    pub id: ChunkId,
+    /// Dot product with the query; cosine similarity, as stored vectors are normalised.
+    pub score: f32,
+}
+
+/// How many files and chunks the index holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Counts {
+    /// Files, skipped ones included.
+    pub files: u64,
+    /// Chunks, each with its vector.
+    pub chunks: u64,
+}
+
+/// The on-disk index of one repository.
+#[derive(Debug)]
+pub struct Store {
+    db: Database,
+    path: PathBuf,
+    settings: IndexSettings,
+}
+
+impl Store {
+    /// The database file of the index at `root`.
+    pub fn database_path(root: &Path) -> PathBuf {
+        root.join(INDEX_DIR).join(DATABASE_FILE)
+    }
+
+    /// Opens the index at `root`, creating it if there is none. An index built with other
+    /// settings or another schema is an error (see [`Store::rebuild`]).
+    pub fn open(root: &Path, settings: IndexSettings) -> Result<Self, StoreError> {
+        let path = Self::database_path(root);
+        create_index_dir(&path)?;
+        let db = Database::create(&path).map_err(|e| database_error(&path, e.into()))?;
+        let store = Self { db, path, settings };
+        store.check_or_record_settings()?;
+        Ok(store)
+    }
+
+    /// Replaces the index at `root`, whatever state it is in, with an empty one.
+    pub fn rebuild(root: &Path, settings: IndexSettings) -> Result<Self, StoreError> {
+        let path = Self::database_path(root);
+        match fs::remove_file(&path) {
+            Err(error) if error.kind() != std::io::ErrorKind::NotFound => {
+                return Err(StoreError::Io {
+                    path,
+                    source: error,
+                });
+            }
+            _ => {}
+        }
+        Self::open(root, settings)
+    }
+
+    /// The settings the index was built with.
+    pub fn settings(&self) -> &IndexSettings {
+        &self.settings
+    }
+
+    /// The database file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    fn check_or_record_settings(&self) -> Result<(), StoreError> {
+        let error = |e: redb::Error| database_error(&self.path, e);
+        let txn = self.db.begin_write().map_err(|e| error(e.into()))?;
+        {
+            // Readers expect every table, even in an empty index.
+            txn.open_table(FILES).map_err(|e| error(e.into()))?;
+            txn.open_table(CHUNKS).map_err(|e| error(e.into()))?;
+            txn.open_table(VECTORS).map_err(|e| error(e.into()))?;
+            let mut meta = txn.open_table(META).map_err(|e| error(e.into()))?;
+            let version = meta
+                .get(meta_keys::SCHEMA_VERSION)
+                .map_err(|e| error(e.into()))?
+                .map(|v| decode_version(v.value()));
+            let stored_settings = meta
+                .get(meta_keys::SETTINGS)
+                .map_err(|e| error(e.into()))?
+                .map(|v| postcard::from_bytes::<IndexSettings>(v.value()));
+            match (version, stored_settings) {
+                (None, _) => {
+                    meta.insert(meta_keys::SCHEMA_VERSION, &SCHEMA_VERSION.to_le_bytes()[..])
+                        .map_err(|e| error(e.into()))?;
+                    meta.insert(meta_keys::SETTINGS, &encode(&self.settings)[..])
+                        .map_err(|e| error(e.into()))?;
+                }
+                (Some(found), _) if found != SCHEMA_VERSION => {
+                    return Err(StoreError::SchemaMismatch {
+                        path: self.path.clone(),
+                        found,
+                        expected: SCHEMA_VERSION,
+                    });
+                }
+                (Some(_), Some(Ok(stored))) if stored != self.settings => {
+                    return Err(StoreError::SettingsMismatch {
+                        path: self.path.clone(),
+                        stored: describe(&stored),
+                        wanted: describe(&self.settings),
+                    });
+                }
+                (Some(_), Some(Ok(_))) => {}
+                (Some(_), None | Some(Err(_))) => {
+                    return Err(StoreError::Corrupt {
+                        path: self.path.clone(),
+                        message: "the index settings are missing or unreadable".into(),
+                    });
+                }
+            }
+        }
+        txn.commit().map_err(|e| error(e.into()))
+    }
+
+    /// Starts a batch of changes, committed atomically by [`Batch::commit`].
+    pub fn write(&self) -> Result<Batch<'_>, StoreError> {
+        let txn = self
+            .db
+            .begin_write()
+            .map_err(|e| database_error(&self.path, e.into()))?;
+        Ok(Batch { store: self, txn })
+    }
+
+    /// What the index knows about the file at `path`.
+    pub fn file(&self, path: &str) -> Result<Option<FileState>, StoreError> {
+        self.read(|txn| {
+            let files = txn.open_table(FILES)?;
+            Ok(files.get(path)?.map(|v| decode(v.value())).transpose())
+        })?
+        .map_err(|message| self.corrupt(message))
+    }
+
+    /// Every file in the index, by path.
+    pub fn files(&self) -> Result<Vec<FileState>, StoreError> {
+        self.read(|txn| {
+            let files = txn.open_table(FILES)?;
+            let mut all = Vec::new();
+            for entry in files.iter()? {
+                all.push(decode(entry?.1.value()));
+            }
+            Ok(all.into_iter().collect::<Result<Vec<_>, _>>())
+        })?
+        .map_err(|message| self.corrupt(message))
+    }
+
+    /// The chunk with `id`.
+    pub fn chunk(&self, id: ChunkId) -> Result<Option<StoredChunk>, StoreError> {
+        self.read(|txn| {
+            let chunks = txn.open_table(CHUNKS)?;
+            Ok(chunks.get(id.0)?.map(|v| decode(v.value())).transpose())
+        })?
+        .map_err(|message| self.corrupt(message))
+    }
+
+    /// The vector of the chunk with `id`.
+    pub fn vector(&self, id: ChunkId) -> Result<Option<Vec<f32>>, StoreError> {
+        self.read(|txn| {
+            let vectors = txn.open_table(VECTORS)?;
+            Ok(vectors.get(id.0)?.map(|v| decode_vector(v.value())))
+        })
+    }
+
+    /// How many files and chunks the index holds.
+    pub fn counts(&self) -> Result<Counts, StoreError> {
+        self.read(|txn| {
+            Ok(Counts {
+                files: txn.open_table(FILES)?.len()?,
+                chunks: txn.open_table(CHUNKS)?.len()?,
+            })
+        })
+    }
+
+    /// The `k` chunks most similar to `query` among those `filter` admits, best first, by an
+    /// exact scan of every vector. Ties are broken by chunk id, so the order is deterministic.
+    pub fn search_exact(
+        &self,
+        query: &[f32],
+        k: usize,
+        filter: &Filter,
+    ) -> Result<Vec<Hit>, StoreError> {
+        self.read(|txn| {
+            let vectors = txn.open_table(VECTORS)?;
+            let chunks = txn.open_table(CHUNKS)?;
+            let mut best = BinaryHeap::with_capacity(k + 1);
+            for entry in vectors.iter()? {
+                let (id, bytes) = entry?;
+                let id = id.value();
+                if !filter.is_empty() {
+                    let Some(chunk) = chunks.get(id)? else {
+                        continue;
+                    };
+                    match decode::<StoredChunk>(chunk.value()) {
+                        Ok(chunk) if filter.admits(&chunk) => {}
+                        _ => continue,
+                    }
+                }
+                let score = dot(query, bytes.value());
+                best.push(Ranked(Hit {
+                    id: ChunkId(id),
+                    score,
+                }));
+                if best.len() > k {
+                    best.pop();
+                }
+            }
+            // `Ranked` orders best first, so the ascending sort is the ranking.
+            Ok(best.into_sorted_vec().into_iter().map(|r| r.0).collect())
+        })
+    }
+
+    fn read<T>(
+        &self,
+        body: impl FnOnce(&redb::ReadTransaction) -> Result<T, redb::Error>,
+    ) -> Result<T, StoreError> {
+        let txn = self
+            .db
+            .begin_read()
+            .map_err(|e| database_error(&self.path, e.into()))?;
+        body(&txn).map_err(|e| database_error(&self.path, e))
+    }
+
+    fn corrupt(&self, message: String) -> StoreError {
+        StoreError::Corrupt {
+            path: self.path.clone(),
+            message,
+        }
+    }
+}
+
+/// A set of changes to the index, all visible at once when committed, none if dropped.
+pub struct Batch<'a> {
+    store: &'a Store,
+    txn: WriteTransaction,
+}
+
+impl Batch<'_> {
+    /// Records `state` for its file, storing `new_chunks` with their vectors and removing the
+    /// file's chunks that `state` no longer lists. A chunk `state` lists and `new_chunks` does
+    /// not give must already be stored (an unchanged chunk keeps its vector).
+    pub fn put_file(
+        &mut self,
+        state: &FileState,
+        new_chunks: &[(StoredChunk, &[f32])],
+    ) -> Result<(), StoreError> {
+        let path = &self.store.path;
+        let error = |e: redb::Error| database_error(path, e);
+        let dimensions = self.store.settings.dimensions;
+        let mut files = self.txn.open_table(FILES).map_err(|e| error(e.into()))?;
+        let mut chunks = self.txn.open_table(CHUNKS).map_err(|e| error(e.into()))?;
+        let mut vectors = self.txn.open_table(VECTORS).map_err(|e| error(e.into()))?;
+
+        let previous: Option<FileState> = files
+            .get(state.path.as_str())
+            .map_err(|e| error(e.into()))?
+            .map(|v| decode(v.value()))
+            .transpose()
+            .map_err(|message| self.store.corrupt(message))?;
+        let kept: HashSet<u128> = state.chunk_ids.iter().copied().collect();
+        for old in previous.iter().flat_map(|p| &p.chunk_ids) {
+            if !kept.contains(old) {
+                chunks.remove(*old).map_err(|e| error(e.into()))?;
+                vectors.remove(*old).map_err(|e| error(e.into()))?;
+            }
+        }
+        for (chunk, vector) in new_chunks {
+            if vector.len() != dimensions {
+                return Err(StoreError::Dimensions {
+                    chunk: chunk.id,
+                    expected: dimensions,
+                    found: vector.len(),
+                });
+            }
+            chunks
+                .insert(chunk.id, &encode(chunk)[..])
+                .map_err(|e| error(e.into()))?;
+            vectors
+                .insert(chunk.id, &encode_vector(vector)[..])
+                .map_err(|e| error(e.into()))?;
+        }
+        for id in &state.chunk_ids {
+            if chunks.get(*id).map_err(|e| error(e.into()))?.is_none() {
+                return Err(StoreError::MissingChunk {
+                    path: state.path.clone(),
+                    chunk: *id,
+                });
+            }
+        }
+        files
+            .insert(state.path.as_str(), &encode(state)[..])
+            .map_err(|e| error(e.into()))?;
+        Ok(())
+    }
+
+    /// Removes the file at `path` and its chunks; nothing happens if it is not indexed.
+    pub fn remove_file(&mut self, path: &str) -> Result<(), StoreError> {
+        let index = &self.store.path;
+        let error = |e: redb::Error| database_error(index, e);
+        let mut files = self.txn.open_table(FILES).map_err(|e| error(e.into()))?;
+        let Some(previous) = files.remove(path).map_err(|e| error(e.into()))? else {
+            return Ok(());
+        };
+        let previous: FileState =
+            decode(previous.value()).map_err(|message| self.store.corrupt(message))?;
+        let mut chunks = self.txn.open_table(CHUNKS).map_err(|e| error(e.into()))?;
+        let mut vectors = self.txn.open_table(VECTORS).map_err(|e| error(e.into()))?;
+        for id in previous.chunk_ids {
+            chunks.remove(id).map_err(|e| error(e.into()))?;
+            vectors.remove(id).map_err(|e| error(e.into()))?;
+        }
+        Ok(())
+    }
+
+    /// Makes every change of the batch durable and visible, at once.
+    pub fn commit(self) -> Result<(), StoreError> {
+        self.txn
+            .commit()
+            .map_err(|e| database_error(&self.store.path, e.into()))
+    }
+}
+
+/// Orders hits best first: higher score, then lower id.
+#[derive(PartialEq)]
+struct Ranked(Hit);
+
+impl Eq for Ranked {}
+
+impl Ord for Ranked {
+    fn cmp(&self, other: &Self) -> Ordering {
+        other
+            .0
+            .score
+            .total_cmp(&self.0.score)
+            .then(self.0.id.cmp(&other.0.id))
+    }
+}
+
+impl PartialOrd for Ranked {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+fn dot(query: &[f32], stored: &[u8]) -> f32 {
+    query
+        .iter()
+        .zip(stored.chunks_exact(4))
+        .map(|(q, b)| q * f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+        .sum()
+}
+
+fn create_index_dir(database: &Path) -> Result<(), StoreError> {
+    let dir = database
+        .parent()
+        .expect("the database lives in the index directory");
+    let io_error = |source| StoreError::Io {
+        path: dir.to_path_buf(),
+        source,
+    };
+    fs::create_dir_all(dir).map_err(io_error)?;
+    let ignore = dir.join(".gitignore");
+    if !ignore.exists() {
+        // The index is derived data: keep it out of the repository.
+        fs::write(&ignore, "*\n").map_err(io_error)?;
+    }
+    Ok(())
+}
+
+fn decode<T: serde::de::DeserializeOwned>(bytes: &[u8]) -> Result<T, String> {
+    postcard::from_bytes(bytes).map_err(|e| format!("unreadable record: {e}"))
+}
+
+fn decode_version(bytes: &[u8]) -> u32 {
+    bytes.try_into().map(u32::from_le_bytes).unwrap_or(0)
+}
+
+fn describe(settings: &IndexSettings) -> String {
+    format!(
+        "model {} ({} dimensions), chunker {}",
+        settings.model, settings.dimensions, settings.chunker
+    )
+}
+
+fn database_error(path: &Path, error: redb::Error) -> StoreError {
+    let path = path.to_path_buf();
+    match error {
+        redb::Error::DatabaseAlreadyOpen => StoreError::Locked { path },
+        redb::Error::Corrupted(message) => StoreError::Corrupt { path, message },
+        redb::Error::Io(source) if source.kind() == std::io::ErrorKind::UnexpectedEof => {
+            StoreError::Corrupt {
+                path,
+                message: "the file is truncated".into(),
+            }
+        }
+        // redb's word for a file that is not a redb database at all.
+        redb::Error::Io(source) if source.kind() == std::io::ErrorKind::InvalidData => {
+            StoreError::Corrupt {
+                path,
+                message: source.to_string(),
+            }
+        }
+        other => StoreError::Database {
+            path,
+            message: other.to_string(),
+        },
+    }
+}
