@@ -1,0 +1,144 @@
+//! Killing a writing process at any moment leaves an index that opens and holds exactly the
+//! batches that were committed.
+//!
+//! The test binary re-runs itself as the writer (`QUARRY_STORE_CRASH_WRITER` names the
+//! repository): it rewrites every file of a small tree in each batch, all files carrying the
+//! batch's number, so a half-applied batch would show as files of two numbers.
+
+use std::process::Command;
+use std::time::Duration;
+
+use quarry_chunk::ChunkId;
+use quarry_store::{FileState, IndexSettings, Store, StoredChunk};
+
+const FILES: u64 = 20;
+const CHUNKS_PER_FILE: u64 = 5;
+const WRITER: &str = "QUARRY_STORE_CRASH_WRITER";
+
+fn settings() -> IndexSettings {
+    IndexSettings {
+        model: "crash-test".into(),
+        dimensions: 8,
+        chunker: "v1".into(),
+    }
+}
+
+/// Writes batch after batch until killed.
+fn write_forever(root: &str) -> ! {
+    let store = Store::open(std::path::Path::new(root), settings()).unwrap();
+    let start = store
+        .file("f0.rs")
+        .unwrap()
+        .map_or(0, |f| f.content_hash + 1);
+    for batch_number in start.. {
+        let mut batch = store.write().unwrap();
+        for file in 0..FILES {
+            let path = format!("f{file}.rs");
+            let ids: Vec<u128> = (0..CHUNKS_PER_FILE)
+                .map(|c| u128::from(batch_number) << 64 | u128::from(file * 100 + c))
+                .collect();
+            let chunks: Vec<(StoredChunk, Vec<f32>)> = ids
+                .iter()
+                .map(|&id| {
+                    let chunk = StoredChunk {
+                        id,
+                        path: path.clone(),
+                        language: "rust".into(),
+                        kind: "function".into(),
+                        name: None,
+                        container: vec![],
+                        start_line: 1,
+                        end_line: 1,
+                        text: format!("batch {batch_number}"),
+                    };
+                    (chunk, vec![batch_number as f32; 8])
+                })
+                .collect();
+            let new: Vec<(StoredChunk, &[f32])> =
+                chunks.iter().map(|(c, v)| (c.clone(), &v[..])).collect();
+            let state = FileState {
+                path: path.clone(),
+                content_hash: batch_number,
+                mtime_ns: 0,
+                size: 0,
+                chunk_ids: ids,
+            };
+            batch.put_file(&state, &new).unwrap();
+        }
+        batch.commit().unwrap();
+    }
+    unreachable!()
+}
+
+/// A small deterministic generator for the kill delays.
+fn next(seed: &mut u64) -> u64 {
+    *seed ^= *seed << 13;
+    *seed ^= *seed >> 7;
+    *seed ^= *seed << 17;
+    *seed
+}
+
+#[test]
+fn killing_a_writer_at_random_points_leaves_the_last_committed_batch() {
+    if let Ok(root) = std::env::var(WRITER) {
+        write_forever(&root);
+    }
+    let repo = tempfile::tempdir().unwrap();
+    let mut seed = 0x9e37_79b9_7f4a_7c15;
+    let mut last_seen = None;
+    for round in 0..25 {
+        let mut writer = Command::new(std::env::current_exe().unwrap())
+            .args([
+                "--exact",
+                "killing_a_writer_at_random_points_leaves_the_last_committed_batch",
+            ])
+            .env(WRITER, repo.path())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(20 + next(&mut seed) % 300));
+        writer.kill().unwrap();
+        writer.wait().unwrap();
+
+        let store = Store::open(repo.path(), settings())
+            .unwrap_or_else(|e| panic!("round {round}: the index does not open: {e}"));
+        let files = store.files().unwrap();
+        if files.is_empty() {
+            continue; // killed before the first commit
+        }
+        assert_eq!(files.len() as u64, FILES, "round {round}");
+        let batch_number = files[0].content_hash;
+        let mut chunks = 0;
+        for file in &files {
+            assert_eq!(
+                file.content_hash, batch_number,
+                "round {round}: a batch was half applied"
+            );
+            for &id in &file.chunk_ids {
+                let chunk = store
+                    .chunk(ChunkId(id))
+                    .unwrap()
+                    .expect("a listed chunk is stored");
+                assert_eq!(chunk.text, format!("batch {batch_number}"), "round {round}");
+                let vector = store
+                    .vector(ChunkId(id))
+                    .unwrap()
+                    .expect("a listed chunk has its vector");
+                assert_eq!(vector, vec![batch_number as f32; 8], "round {round}");
+                chunks += 1;
+            }
+        }
+        assert_eq!(
+            store.counts().unwrap().chunks,
+            chunks,
+            "round {round}: stray chunks"
+        );
+        // The writer resumes from what was committed: the batch number never goes back.
+        assert!(
+            last_seen.is_none_or(|last| batch_number >= last),
+            "round {round}"
+        );
+        last_seen = Some(batch_number);
+    }
+    let last = last_seen.expect("no batch was ever committed");
+    eprintln!("25 kills; the last committed batch was number {last}");
+}
