@@ -46,6 +46,18 @@ pub enum StoreError {
         /// The index file.
         path: PathBuf,
     },
+    /// There is no index to read.
+    #[error("{path}: no index here; build one with `quarry index`")]
+    NoIndex {
+        /// Where the index was looked for.
+        path: PathBuf,
+    },
+    /// A write was attempted through a read-only handle.
+    #[error("{path}: opened read-only; open the index with `Store::open` to write it")]
+    ReadOnly {
+        /// The index file.
+        path: PathBuf,
+    },
     /// A vector of the wrong length was given.
     #[error("vector for chunk {chunk:032x} has {found} dimensions; the index holds {expected}")]
     Dimensions {

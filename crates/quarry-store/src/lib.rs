@@ -30,6 +30,9 @@
 //! - The index records the [`IndexSettings`] it was built with (model fingerprint,
 //!   dimensions, chunker); opening it with others is [`StoreError::SettingsMismatch`], and
 //!   [`Store::rebuild`] replaces it.
+//! - One process writes ([`Store::open`]; a second writer gets [`StoreError::Locked`]), any
+//!   number read ([`Store::open_read_only`]) and see its commits; a [`Snapshot`] is one
+//!   consistent view.
 //! - [`Store::search_exact`] scans every vector: the answer for small indexes and the oracle
 //!   the approximate index is tested against.
 
@@ -41,4 +44,4 @@ mod store;
 pub use error::StoreError;
 pub use filter::Filter;
 pub use records::{FileState, IndexSettings, SCHEMA_VERSION, StoredChunk};
-pub use store::{Batch, Counts, Hit, INDEX_DIR, Store};
+pub use store::{Batch, Counts, Hit, INDEX_DIR, Snapshot, Store};

@@ -6,7 +6,10 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use quarry_chunk::ChunkId;
-use redb::{Database, ReadableDatabase, ReadableTable, ReadableTableMetadata, WriteTransaction};
+use redb::{
+    Builder, ConcurrencyMode, Database, ReadOnlyDatabase, ReadableDatabase, ReadableTable,
+    ReadableTableMetadata, WriteTransaction,
+};
 
 use crate::StoreError;
 use crate::filter::Filter;
@@ -40,9 +43,42 @@ pub struct Counts {
 /// The on-disk index of one repository.
 #[derive(Debug)]
 pub struct Store {
-    db: Database,
+    db: Handle,
     path: PathBuf,
     settings: IndexSettings,
+    /// A writer's exclusive lock on `writer.lock`, released when the store is dropped.
+    _writer_lock: Option<fs::File>,
+}
+
+/// One process may write an index while others read it: every handle uses redb's
+/// `SingleWriter` mode, in which read-only handles follow the writer's commits.
+enum Handle {
+    Writer(Database),
+    Reader(ReadOnlyDatabase),
+}
+
+impl std::fmt::Debug for Handle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Handle::Writer(_) => "Writer",
+            Handle::Reader(_) => "Reader",
+        })
+    }
+}
+
+impl Handle {
+    fn begin_read(&self) -> Result<redb::ReadTransaction, redb::TransactionError> {
+        match self {
+            Handle::Writer(db) => db.begin_read(),
+            Handle::Reader(db) => db.begin_read(),
+        }
+    }
+}
+
+fn builder() -> Builder {
+    let mut builder = Builder::new();
+    builder.set_concurrency_mode(ConcurrencyMode::SingleWriter);
+    builder
 }
 
 impl Store {
@@ -56,9 +92,46 @@ impl Store {
     pub fn open(root: &Path, settings: IndexSettings) -> Result<Self, StoreError> {
         let path = Self::database_path(root);
         create_index_dir(&path)?;
-        let db = Database::create(&path).map_err(|e| database_error(&path, e.into()))?;
-        let store = Self { db, path, settings };
+        // redb would make a second writer wait for the first; quarry says so at once.
+        let writer_lock = lock_for_writing(&path)?;
+        let db = builder()
+            .create(&path)
+            .map_err(|e| database_error(&path, e.into()))?;
+        let store = Self {
+            db: Handle::Writer(db),
+            path,
+            settings,
+            _writer_lock: Some(writer_lock),
+        };
         store.check_or_record_settings()?;
+        Ok(store)
+    }
+
+    /// Opens the index at `root` for reading, while another process may be writing it: each
+    /// read sees the writer's last commit. The index must exist and match `settings`.
+    pub fn open_read_only(root: &Path, settings: IndexSettings) -> Result<Self, StoreError> {
+        let path = Self::database_path(root);
+        if !path.is_file() {
+            return Err(StoreError::NoIndex { path });
+        }
+        let db = builder()
+            .open_read_only(&path)
+            .map_err(|e| database_error(&path, e.into()))?;
+        let store = Self {
+            db: Handle::Reader(db),
+            path,
+            settings,
+            _writer_lock: None,
+        };
+        let stored = store.read(|txn| {
+            let meta = txn.open_table(META)?;
+            let version = meta
+                .get(meta_keys::SCHEMA_VERSION)?
+                .map(|v| decode_version(v.value()));
+            let settings = meta.get(meta_keys::SETTINGS)?.map(|v| decode(v.value()));
+            Ok((version, settings))
+        })?;
+        store.check_stored(stored.0, stored.1)?;
         Ok(store)
     }
 
@@ -88,8 +161,11 @@ impl Store {
     }
 
     fn check_or_record_settings(&self) -> Result<(), StoreError> {
+        let Handle::Writer(db) = &self.db else {
+            unreachable!("only a writer records settings")
+        };
         let error = |e: redb::Error| database_error(&self.path, e);
-        let txn = self.db.begin_write().map_err(|e| error(e.into()))?;
+        let txn = db.begin_write().map_err(|e| error(e.into()))?;
         {
             // Readers expect every table, even in an empty index.
             txn.open_table(FILES).map_err(|e| error(e.into()))?;
@@ -100,52 +176,126 @@ impl Store {
                 .get(meta_keys::SCHEMA_VERSION)
                 .map_err(|e| error(e.into()))?
                 .map(|v| decode_version(v.value()));
-            let stored_settings = meta
-                .get(meta_keys::SETTINGS)
-                .map_err(|e| error(e.into()))?
-                .map(|v| postcard::from_bytes::<IndexSettings>(v.value()));
-            match (version, stored_settings) {
-                (None, _) => {
-                    meta.insert(meta_keys::SCHEMA_VERSION, &SCHEMA_VERSION.to_le_bytes()[..])
-                        .map_err(|e| error(e.into()))?;
-                    meta.insert(meta_keys::SETTINGS, &encode(&self.settings)[..])
-                        .map_err(|e| error(e.into()))?;
-                }
-                (Some(found), _) if found != SCHEMA_VERSION => {
-                    return Err(StoreError::SchemaMismatch {
-                        path: self.path.clone(),
-                        found,
-                        expected: SCHEMA_VERSION,
-                    });
-                }
-                (Some(_), Some(Ok(stored))) if stored != self.settings => {
-                    return Err(StoreError::SettingsMismatch {
-                        path: self.path.clone(),
-                        stored: describe(&stored),
-                        wanted: describe(&self.settings),
-                    });
-                }
-                (Some(_), Some(Ok(_))) => {}
-                (Some(_), None | Some(Err(_))) => {
-                    return Err(StoreError::Corrupt {
-                        path: self.path.clone(),
-                        message: "the index settings are missing or unreadable".into(),
-                    });
-                }
+            if version.is_none() {
+                meta.insert(meta_keys::SCHEMA_VERSION, &SCHEMA_VERSION.to_le_bytes()[..])
+                    .map_err(|e| error(e.into()))?;
+                meta.insert(meta_keys::SETTINGS, &encode(&self.settings)[..])
+                    .map_err(|e| error(e.into()))?;
+            } else {
+                let stored = meta
+                    .get(meta_keys::SETTINGS)
+                    .map_err(|e| error(e.into()))?
+                    .map(|v| decode(v.value()));
+                self.check_stored(version, stored)?;
             }
         }
         txn.commit().map_err(|e| error(e.into()))
     }
 
+    /// Compares what an existing index records with what this handle was opened for.
+    fn check_stored(
+        &self,
+        version: Option<u32>,
+        settings: Option<Result<IndexSettings, String>>,
+    ) -> Result<(), StoreError> {
+        match (version, settings) {
+            (Some(found), _) if found != SCHEMA_VERSION => Err(StoreError::SchemaMismatch {
+                path: self.path.clone(),
+                found,
+                expected: SCHEMA_VERSION,
+            }),
+            (Some(_), Some(Ok(stored))) if stored != self.settings => {
+                Err(StoreError::SettingsMismatch {
+                    path: self.path.clone(),
+                    stored: describe(&stored),
+                    wanted: describe(&self.settings),
+                })
+            }
+            (Some(_), Some(Ok(_))) => Ok(()),
+            _ => Err(self.corrupt("the index settings are missing or unreadable".into())),
+        }
+    }
+
     /// Starts a batch of changes, committed atomically by [`Batch::commit`].
     pub fn write(&self) -> Result<Batch<'_>, StoreError> {
-        let txn = self
-            .db
+        let Handle::Writer(db) = &self.db else {
+            return Err(StoreError::ReadOnly {
+                path: self.path.clone(),
+            });
+        };
+        let txn = db
             .begin_write()
             .map_err(|e| database_error(&self.path, e.into()))?;
         Ok(Batch { store: self, txn })
     }
 
+    /// A consistent view of the index as of now: later commits (by this or another process)
+    /// do not change what it reads. Use one snapshot for reads that must agree.
+    pub fn snapshot(&self) -> Result<Snapshot<'_>, StoreError> {
+        let txn = self
+            .db
+            .begin_read()
+            .map_err(|e| database_error(&self.path, e.into()))?;
+        Ok(Snapshot {
+            txn,
+            path: &self.path,
+        })
+    }
+
+    /// What the index knows about the file at `path` ([`Snapshot::file`]).
+    pub fn file(&self, path: &str) -> Result<Option<FileState>, StoreError> {
+        self.snapshot()?.file(path)
+    }
+
+    /// Every file in the index ([`Snapshot::files`]).
+    pub fn files(&self) -> Result<Vec<FileState>, StoreError> {
+        self.snapshot()?.files()
+    }
+
+    /// The chunk with `id` ([`Snapshot::chunk`]).
+    pub fn chunk(&self, id: ChunkId) -> Result<Option<StoredChunk>, StoreError> {
+        self.snapshot()?.chunk(id)
+    }
+
+    /// The vector of the chunk with `id` ([`Snapshot::vector`]).
+    pub fn vector(&self, id: ChunkId) -> Result<Option<Vec<f32>>, StoreError> {
+        self.snapshot()?.vector(id)
+    }
+
+    /// How many files and chunks the index holds ([`Snapshot::counts`]).
+    pub fn counts(&self) -> Result<Counts, StoreError> {
+        self.snapshot()?.counts()
+    }
+
+    /// The best `k` chunks for `query` by exact scan ([`Snapshot::search_exact`]).
+    pub fn search_exact(
+        &self,
+        query: &[f32],
+        k: usize,
+        filter: &Filter,
+    ) -> Result<Vec<Hit>, StoreError> {
+        self.snapshot()?.search_exact(query, k, filter)
+    }
+
+    fn read<T>(
+        &self,
+        body: impl FnOnce(&redb::ReadTransaction) -> Result<T, redb::Error>,
+    ) -> Result<T, StoreError> {
+        self.snapshot()?.read(body)
+    }
+
+    fn corrupt(&self, message: String) -> StoreError {
+        corrupt(&self.path, message)
+    }
+}
+
+/// A read-only view of the index at one commit.
+pub struct Snapshot<'a> {
+    txn: redb::ReadTransaction,
+    path: &'a Path,
+}
+
+impl Snapshot<'_> {
     /// What the index knows about the file at `path`.
     pub fn file(&self, path: &str) -> Result<Option<FileState>, StoreError> {
         self.read(|txn| {
@@ -237,18 +387,11 @@ impl Store {
         &self,
         body: impl FnOnce(&redb::ReadTransaction) -> Result<T, redb::Error>,
     ) -> Result<T, StoreError> {
-        let txn = self
-            .db
-            .begin_read()
-            .map_err(|e| database_error(&self.path, e.into()))?;
-        body(&txn).map_err(|e| database_error(&self.path, e))
+        body(&self.txn).map_err(|e| database_error(self.path, e))
     }
 
     fn corrupt(&self, message: String) -> StoreError {
-        StoreError::Corrupt {
-            path: self.path.clone(),
-            message,
-        }
+        corrupt(self.path, message)
     }
 }
 
@@ -388,6 +531,35 @@ fn create_index_dir(database: &Path) -> Result<(), StoreError> {
         fs::write(&ignore, "*\n").map_err(io_error)?;
     }
     Ok(())
+}
+
+/// Takes the index's writer lock, or fails with [`StoreError::Locked`] if another handle
+/// holds it.
+fn lock_for_writing(database: &Path) -> Result<fs::File, StoreError> {
+    let path = database.with_file_name("writer.lock");
+    let file = fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&path)
+        .map_err(|source| StoreError::Io {
+            path: path.clone(),
+            source,
+        })?;
+    match file.try_lock() {
+        Ok(()) => Ok(file),
+        Err(fs::TryLockError::WouldBlock) => Err(StoreError::Locked {
+            path: database.to_path_buf(),
+        }),
+        Err(fs::TryLockError::Error(source)) => Err(StoreError::Io { path, source }),
+    }
+}
+
+fn corrupt(path: &Path, message: String) -> StoreError {
+    StoreError::Corrupt {
+        path: path.to_path_buf(),
+        message,
+    }
 }
 
 fn decode<T: serde::de::DeserializeOwned>(bytes: &[u8]) -> Result<T, String> {

@@ -78,6 +78,74 @@ fn next(seed: &mut u64) -> u64 {
     *seed
 }
 
+/// A process that writes batches until killed, at the latest when this is dropped (a failing
+/// test must not leave it running).
+struct Writer(std::process::Child);
+
+impl Writer {
+    fn spawn(root: &std::path::Path) -> Self {
+        let child = Command::new(std::env::current_exe().unwrap())
+            .args([
+                "--exact",
+                "killing_a_writer_at_random_points_leaves_the_last_committed_batch",
+            ])
+            .env(WRITER, root)
+            .spawn()
+            .unwrap();
+        Self(child)
+    }
+
+    fn kill(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+impl Drop for Writer {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+/// Checks that the index holds one whole batch and nothing else; returns its number, or
+/// `None` for an empty index.
+fn whole_batch(store: &Store, context: &str) -> Option<u64> {
+    // One snapshot for every read: a writer may be committing meanwhile.
+    let store = store.snapshot().unwrap();
+    let files = store.files().unwrap();
+    if files.is_empty() {
+        return None;
+    }
+    assert_eq!(files.len() as u64, FILES, "{context}");
+    let batch_number = files[0].content_hash;
+    let mut chunks = 0;
+    for file in &files {
+        assert_eq!(
+            file.content_hash, batch_number,
+            "{context}: a batch was half applied"
+        );
+        for &id in &file.chunk_ids {
+            let chunk = store
+                .chunk(ChunkId(id))
+                .unwrap()
+                .expect("a listed chunk is stored");
+            assert_eq!(chunk.text, format!("batch {batch_number}"), "{context}");
+            let vector = store
+                .vector(ChunkId(id))
+                .unwrap()
+                .expect("a listed chunk has its vector");
+            assert_eq!(vector, vec![batch_number as f32; 8], "{context}");
+            chunks += 1;
+        }
+    }
+    assert_eq!(
+        store.counts().unwrap().chunks,
+        chunks,
+        "{context}: stray chunks"
+    );
+    Some(batch_number)
+}
+
 #[test]
 fn killing_a_writer_at_random_points_leaves_the_last_committed_batch() {
     if let Ok(root) = std::env::var(WRITER) {
@@ -87,51 +155,15 @@ fn killing_a_writer_at_random_points_leaves_the_last_committed_batch() {
     let mut seed = 0x9e37_79b9_7f4a_7c15;
     let mut last_seen = None;
     for round in 0..25 {
-        let mut writer = Command::new(std::env::current_exe().unwrap())
-            .args([
-                "--exact",
-                "killing_a_writer_at_random_points_leaves_the_last_committed_batch",
-            ])
-            .env(WRITER, repo.path())
-            .spawn()
-            .unwrap();
+        let mut writer = Writer::spawn(repo.path());
         std::thread::sleep(Duration::from_millis(20 + next(&mut seed) % 300));
-        writer.kill().unwrap();
-        writer.wait().unwrap();
+        writer.kill();
 
         let store = Store::open(repo.path(), settings())
             .unwrap_or_else(|e| panic!("round {round}: the index does not open: {e}"));
-        let files = store.files().unwrap();
-        if files.is_empty() {
+        let Some(batch_number) = whole_batch(&store, &format!("round {round}")) else {
             continue; // killed before the first commit
-        }
-        assert_eq!(files.len() as u64, FILES, "round {round}");
-        let batch_number = files[0].content_hash;
-        let mut chunks = 0;
-        for file in &files {
-            assert_eq!(
-                file.content_hash, batch_number,
-                "round {round}: a batch was half applied"
-            );
-            for &id in &file.chunk_ids {
-                let chunk = store
-                    .chunk(ChunkId(id))
-                    .unwrap()
-                    .expect("a listed chunk is stored");
-                assert_eq!(chunk.text, format!("batch {batch_number}"), "round {round}");
-                let vector = store
-                    .vector(ChunkId(id))
-                    .unwrap()
-                    .expect("a listed chunk has its vector");
-                assert_eq!(vector, vec![batch_number as f32; 8], "round {round}");
-                chunks += 1;
-            }
-        }
-        assert_eq!(
-            store.counts().unwrap().chunks,
-            chunks,
-            "round {round}: stray chunks"
-        );
+        };
         // The writer resumes from what was committed: the batch number never goes back.
         assert!(
             last_seen.is_none_or(|last| batch_number >= last),
@@ -141,4 +173,41 @@ fn killing_a_writer_at_random_points_leaves_the_last_committed_batch() {
     }
     let last = last_seen.expect("no batch was ever committed");
     eprintln!("25 kills; the last committed batch was number {last}");
+}
+
+#[test]
+fn another_process_reads_whole_batches_while_one_writes() {
+    let repo = tempfile::tempdir().unwrap();
+    let mut writer = Writer::spawn(repo.path());
+    let reader = loop {
+        match Store::open_read_only(repo.path(), settings()) {
+            Ok(reader) => break reader,
+            Err(quarry_store::StoreError::NoIndex { .. }) => {
+                std::thread::sleep(Duration::from_millis(5))
+            }
+            Err(error) => panic!("{error}"),
+        }
+    };
+    // A second writer is told clearly that the index is busy.
+    let error = Store::open(repo.path(), settings()).unwrap_err();
+    assert!(
+        matches!(error, quarry_store::StoreError::Locked { .. }),
+        "{error}"
+    );
+
+    let mut seen = Vec::new();
+    for read in 0..200 {
+        if let Some(batch_number) = whole_batch(&reader, &format!("read {read}")) {
+            seen.push(batch_number);
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    writer.kill();
+    assert!(
+        seen.windows(2).all(|w| w[0] <= w[1]),
+        "the reader went back in time"
+    );
+    let distinct = seen.iter().collect::<std::collections::BTreeSet<_>>().len();
+    assert!(distinct > 1, "the reader never saw a new commit: {seen:?}");
+    eprintln!("{} reads saw {distinct} different batches", seen.len());
 }
