@@ -123,15 +123,16 @@ impl Store {
             settings,
             _writer_lock: None,
         };
-        let stored = store.read(|txn| {
-            let meta = txn.open_table(META)?;
-            let version = meta
-                .get(meta_keys::SCHEMA_VERSION)?
-                .map(|v| decode_version(v.value()));
-            let settings = meta.get(meta_keys::SETTINGS)?.map(|v| decode(v.value()));
-            Ok((version, settings))
+        let stored = store.read(|txn| match txn.open_table(META) {
+            Ok(meta) => Ok(Some(stored_settings(&meta)?)),
+            // The writer has created the file but not yet committed its first transaction.
+            Err(redb::TableError::TableDoesNotExist(_)) => Ok(None),
+            Err(error) => Err(error.into()),
         })?;
-        store.check_stored(stored.0, stored.1)?;
+        let Some(stored) = stored else {
+            return Err(StoreError::NoIndex { path: store.path });
+        };
+        store.check_stored(stored)?;
         Ok(store)
     }
 
@@ -172,33 +173,22 @@ impl Store {
             txn.open_table(CHUNKS).map_err(|e| error(e.into()))?;
             txn.open_table(VECTORS).map_err(|e| error(e.into()))?;
             let mut meta = txn.open_table(META).map_err(|e| error(e.into()))?;
-            let version = meta
-                .get(meta_keys::SCHEMA_VERSION)
-                .map_err(|e| error(e.into()))?
-                .map(|v| decode_version(v.value()));
-            if version.is_none() {
+            let stored = stored_settings(&meta).map_err(|e| error(e.into()))?;
+            if stored.version.is_none() {
                 meta.insert(meta_keys::SCHEMA_VERSION, &SCHEMA_VERSION.to_le_bytes()[..])
                     .map_err(|e| error(e.into()))?;
                 meta.insert(meta_keys::SETTINGS, &encode(&self.settings)[..])
                     .map_err(|e| error(e.into()))?;
             } else {
-                let stored = meta
-                    .get(meta_keys::SETTINGS)
-                    .map_err(|e| error(e.into()))?
-                    .map(|v| decode(v.value()));
-                self.check_stored(version, stored)?;
+                self.check_stored(stored)?;
             }
         }
         txn.commit().map_err(|e| error(e.into()))
     }
 
     /// Compares what an existing index records with what this handle was opened for.
-    fn check_stored(
-        &self,
-        version: Option<u32>,
-        settings: Option<Result<IndexSettings, String>>,
-    ) -> Result<(), StoreError> {
-        match (version, settings) {
+    fn check_stored(&self, stored: StoredSettings) -> Result<(), StoreError> {
+        match (stored.version, stored.settings) {
             (Some(found), _) if found != SCHEMA_VERSION => Err(StoreError::SchemaMismatch {
                 path: self.path.clone(),
                 found,
@@ -531,6 +521,23 @@ fn create_index_dir(database: &Path) -> Result<(), StoreError> {
         fs::write(&ignore, "*\n").map_err(io_error)?;
     }
     Ok(())
+}
+
+/// What an index records about itself; `None` where it records nothing (a new index).
+struct StoredSettings {
+    version: Option<u32>,
+    settings: Option<Result<IndexSettings, String>>,
+}
+
+fn stored_settings(
+    meta: &impl ReadableTable<&'static str, &'static [u8]>,
+) -> Result<StoredSettings, redb::StorageError> {
+    Ok(StoredSettings {
+        version: meta
+            .get(meta_keys::SCHEMA_VERSION)?
+            .map(|v| decode_version(v.value())),
+        settings: meta.get(meta_keys::SETTINGS)?.map(|v| decode(v.value())),
+    })
 }
 
 /// Takes the index's writer lock, or fails with [`StoreError::Locked`] if another handle
