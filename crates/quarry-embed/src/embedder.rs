@@ -297,7 +297,9 @@ fn load_weights(mut model: BertModel, path: &std::path::Path) -> Result<BertMode
     }
 }
 
-/// `max_seq_length` is part of it: truncating sooner changes the vectors of long texts.
+/// The fingerprint of the model in `dir`, checking each file against its published digest
+/// where `dir` has them. `max_seq_length` is part of it: truncating sooner changes the vectors
+/// of long texts.
 fn fingerprint(dir: &ModelDir, max_seq_length: usize) -> Result<ModelFingerprint, EmbedError> {
     use sha2::{Digest, Sha256};
     let all_files = [
