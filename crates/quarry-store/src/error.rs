@@ -92,6 +92,22 @@ pub enum StoreError {
         /// The operating system's error.
         source: std::io::Error,
     },
+    /// The lexical (BM25) index failed.
+    #[error("{path}: lexical index: {message}; rebuild it with `quarry index --force`")]
+    Lexical {
+        /// The lexical index directory.
+        path: PathBuf,
+        /// What tantivy reported.
+        message: String,
+    },
+    /// The approximate nearest-neighbour index failed.
+    #[error("{path}: vector index: {message}")]
+    Ann {
+        /// The vector index file.
+        path: PathBuf,
+        /// What went wrong.
+        message: String,
+    },
     /// Any other database failure.
     #[error("{path}: index database: {message}")]
     Database {
