@@ -38,10 +38,12 @@
 
 mod error;
 mod filter;
+mod lexical;
 mod records;
 mod store;
 
 pub use error::StoreError;
 pub use filter::Filter;
+pub use lexical::CodeTokenizer;
 pub use records::{FileState, IndexSettings, SCHEMA_VERSION, StoredChunk};
 pub use store::{Batch, Counts, Hit, INDEX_DIR, Snapshot, Store};
