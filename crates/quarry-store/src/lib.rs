@@ -35,13 +35,19 @@
 //!   consistent view.
 //! - [`Store::search_exact`] scans every vector: the answer for small indexes and the oracle
 //!   the approximate index is tested against.
+//! - [`detect_changes`] says which files to re-index: `git diff` against the indexed commit,
+//!   then mtime and size, then a [`content_hash`] as the arbiter; renames included.
 
+mod changes;
 mod error;
 mod filter;
 mod lexical;
 mod records;
 mod store;
 
+pub use changes::{
+    ChangeSet, GitUse, Rename, TreeFile, Walk, content_hash, detect_changes, head_commit, walk,
+};
 pub use error::StoreError;
 pub use filter::Filter;
 pub use lexical::CodeTokenizer;
