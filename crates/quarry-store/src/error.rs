@@ -68,6 +68,17 @@ pub enum StoreError {
         /// The vector's length.
         found: usize,
     },
+    /// A query vector of the wrong length was given.
+    #[error(
+        "the query vector has {found} dimensions; the index holds {expected} (was it embedded \
+         with the index's model?)"
+    )]
+    QueryDimensions {
+        /// The index's dimensions.
+        expected: usize,
+        /// The query's length.
+        found: usize,
+    },
     /// A file state names a chunk that is neither stored nor given.
     #[error("{path}: chunk {chunk:032x} is neither in the index nor in the batch")]
     MissingChunk {

@@ -12,7 +12,20 @@ pub struct Filter {
     globs: Vec<String>,
     paths: Option<GlobSet>,
     languages: Vec<String>,
+    scopes: Vec<String>,
     excluded_file: Option<String>,
+}
+
+/// The scope of the project's own files.
+pub const PROJECT_SCOPE: &str = "project";
+
+/// The scope a path belongs to: a library's files are stored under `lib:<name>/`, every
+/// other path is the project's.
+pub fn scope_of(path: &str) -> &str {
+    match path.split_once('/') {
+        Some((first, _)) if first.starts_with("lib:") => first,
+        _ => PROJECT_SCOPE,
+    }
 }
 
 impl Filter {
@@ -44,6 +57,13 @@ impl Filter {
         self
     }
 
+    /// Only chunks in one of the scopes given: [`PROJECT_SCOPE`] or `lib:<name>` (see
+    /// [`scope_of`]).
+    pub fn scope(mut self, scope: &str) -> Self {
+        self.scopes.push(scope.to_owned());
+        self
+    }
+
     /// No chunks of the file at `path`.
     pub fn exclude_file(mut self, path: &str) -> Self {
         self.excluded_file = Some(path.to_owned());
@@ -52,15 +72,38 @@ impl Filter {
 
     /// Whether the filter admits every chunk.
     pub fn is_empty(&self) -> bool {
-        self.paths.is_none() && self.languages.is_empty() && self.excluded_file.is_none()
+        !self.constrains_paths() && self.languages.is_empty()
+    }
+
+    /// Whether the filter admits some paths and not others.
+    pub fn constrains_paths(&self) -> bool {
+        self.paths.is_some() || !self.scopes.is_empty() || self.excluded_file.is_some()
+    }
+
+    /// Whether chunks of the file at `path` may be returned (languages aside).
+    pub fn admits_path(&self, path: &str) -> bool {
+        self.paths.as_ref().is_none_or(|set| set.is_match(path))
+            && (self.scopes.is_empty() || self.scopes.iter().any(|s| s == scope_of(path)))
+            && self.excluded_file.as_deref() != Some(path)
+    }
+
+    /// Whether chunks in `language` may be returned (paths aside).
+    pub fn admits_language(&self, language: &str) -> bool {
+        self.languages.is_empty() || self.languages.iter().any(|l| l == language)
+    }
+
+    /// The languages admitted; empty when every language is.
+    pub fn languages(&self) -> &[String] {
+        &self.languages
+    }
+
+    /// The file excluded, if any.
+    pub fn excluded_file(&self) -> Option<&str> {
+        self.excluded_file.as_deref()
     }
 
     /// Whether `chunk` may be returned.
     pub fn admits(&self, chunk: &StoredChunk) -> bool {
-        self.paths
-            .as_ref()
-            .is_none_or(|set| set.is_match(&chunk.path))
-            && (self.languages.is_empty() || self.languages.contains(&chunk.language))
-            && self.excluded_file.as_deref() != Some(chunk.path.as_str())
+        self.admits_path(&chunk.path) && self.admits_language(&chunk.language)
     }
 }

@@ -11,13 +11,6 @@
 //!   `parsehttpresponse`, `parse`, `http`, `response`, so a query in one naming convention
 //!   finds code written in another.
 
-// Nothing outside the tests calls the index until `Store` keeps it up to date; this
-// expectation then fails and is to be removed.
-#![cfg_attr(
-    not(test),
-    expect(dead_code, reason = "the store does not use the lexical index yet")
-)]
-
 use std::collections::{BTreeSet, BinaryHeap};
 use std::fs;
 use std::path::{Path, PathBuf};

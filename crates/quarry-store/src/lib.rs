@@ -38,18 +38,22 @@
 //! - [`detect_changes`] says which files to re-index: `git diff` against the indexed commit,
 //!   then mtime and size, then a [`content_hash`] as the arbiter; renames included.
 
+mod ann;
 mod changes;
+mod drift;
 mod error;
 mod filter;
 mod lexical;
 mod records;
+mod search;
 mod store;
 
+pub use ann::{EXACT_SCAN_BELOW, TOMBSTONE_REBUILD_FRACTION};
 pub use changes::{
     ChangeSet, GitUse, Rename, TreeFile, Walk, content_hash, detect_changes, head_commit, walk,
 };
 pub use error::StoreError;
-pub use filter::Filter;
+pub use filter::{Filter, PROJECT_SCOPE, scope_of};
 pub use lexical::CodeTokenizer;
-pub use records::{FileState, IndexSettings, SCHEMA_VERSION, StoredChunk};
+pub use records::{Drift, FileState, IndexSettings, SCHEMA_VERSION, StoredChunk};
 pub use store::{Batch, Counts, Hit, INDEX_DIR, Snapshot, Store};

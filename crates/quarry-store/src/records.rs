@@ -15,10 +15,39 @@ pub(crate) const FILES: TableDefinition<&str, &[u8]> = TableDefinition::new("fil
 pub(crate) const CHUNKS: TableDefinition<u128, &[u8]> = TableDefinition::new("chunks");
 /// Chunk id → its vector, little-endian `f32`s.
 pub(crate) const VECTORS: TableDefinition<u128, &[u8]> = TableDefinition::new("vectors");
+/// Repository-relative path → the [`Drift`] of its last re-index.
+pub(crate) const DRIFT: TableDefinition<&str, &[u8]> = TableDefinition::new("drift");
+/// (path, name) → data another component attaches to a file (for example its PageRank).
+pub(crate) const FILE_DATA: TableDefinition<(&str, &str), &[u8]> =
+    TableDefinition::new("file_data");
 
 pub(crate) mod meta_keys {
     pub const SCHEMA_VERSION: &str = "schema_version";
     pub const SETTINGS: &str = "settings";
+    /// A counter bumped by every commit, the tag derived indexes carry. It starts at the
+    /// index's creation time in nanoseconds, so a rebuilt index never repeats a tag.
+    pub const GENERATION: &str = "generation";
+    /// The git commit the project's files were last indexed at.
+    pub const INDEXED_COMMIT: &str = "indexed_commit";
+}
+
+/// How much a file's chunks moved when it was last re-indexed.
+///
+/// Old and new chunks are paired: identical chunks first (drift 0), then by best cosine
+/// similarity (drift `1 - cosine`, clamped to `[0, 1]`); a chunk left without a partner on
+/// either side counts 1.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Drift {
+    /// The file.
+    pub path: String,
+    /// Mean drift over the pairs and unpaired chunks.
+    pub average: f32,
+    /// Largest drift of any pair or unpaired chunk.
+    pub max: f32,
+    /// Chunks before the re-index.
+    pub chunks_before: usize,
+    /// Chunks after it.
+    pub chunks_after: usize,
 }
 
 /// What the vectors in an index mean: an index is only valid for the settings it was built with.

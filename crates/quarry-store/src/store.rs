@@ -4,6 +4,8 @@ use std::cmp::Ordering;
 use std::collections::{BinaryHeap, HashSet};
 use std::fs;
 use std::path::{Path, PathBuf};
+use std::sync::{Mutex, MutexGuard};
+use std::time::{SystemTime, UNIX_EPOCH};
 
 use quarry_chunk::ChunkId;
 use redb::{
@@ -12,22 +14,30 @@ use redb::{
 };
 
 use crate::StoreError;
+use crate::ann::{AnnIndex, dot};
+use crate::drift::{DriftChunk, drift};
 use crate::filter::Filter;
+use crate::lexical::LexicalIndex;
 use crate::records::{
-    CHUNKS, FILES, FileState, IndexSettings, META, SCHEMA_VERSION, StoredChunk, VECTORS,
-    decode_vector, encode, encode_vector, meta_keys,
+    CHUNKS, DRIFT, Drift, FILE_DATA, FILES, FileState, IndexSettings, META, SCHEMA_VERSION,
+    StoredChunk, VECTORS, decode_vector, encode, encode_vector, meta_keys,
 };
 
 /// The index directory's name, at the repository root.
 pub const INDEX_DIR: &str = ".quarry";
 const DATABASE_FILE: &str = "index.redb";
+/// The vector index's directory, beside the database.
+const ANN_DIR: &str = "vectors";
+/// The lexical index's directory, beside the database.
+const LEXICAL_DIR: &str = "lexical";
 
-/// A search result: a chunk and its cosine similarity to the query.
+/// A search result: a chunk and its score.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Hit {
     /// The chunk.
     pub id: ChunkId,
-    /// Dot product with the query; cosine similarity, as stored vectors are normalised.
+    /// For a vector search, the dot product with the query (the cosine similarity, as stored
+    /// vectors are normalised); for a lexical search, the BM25 score.
     pub score: f32,
 }
 
@@ -46,8 +56,33 @@ pub struct Store {
     db: Handle,
     path: PathBuf,
     settings: IndexSettings,
+    /// The indexes derived from the database, brought up to date as they are used.
+    pub(crate) derived: Mutex<Derived>,
     /// A writer's exclusive lock on `writer.lock`, released when the store is dropped.
     _writer_lock: Option<fs::File>,
+}
+
+/// The vector and lexical indexes, derived from the database.
+#[derive(Default)]
+pub(crate) struct Derived {
+    /// Built when first needed, and only for indexes of [`crate::ann::EXACT_SCAN_BELOW`]
+    /// vectors or more.
+    pub ann: Option<AnnIndex>,
+    /// The generation of the vector index on disk.
+    pub ann_saved: Option<u64>,
+    /// Absent for a reader when no writer has created it yet.
+    pub lexical: Option<LexicalIndex>,
+    /// What the store repaired on its own, for the user to see.
+    pub notes: Vec<String>,
+}
+
+impl std::fmt::Debug for Derived {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Derived")
+            .field("ann", &self.ann.as_ref().map(|a| a.generation))
+            .field("lexical", &self.lexical.as_ref().map(|l| l.generation()))
+            .finish()
+    }
 }
 
 /// One process may write an index while others read it: every handle uses redb's
@@ -94,16 +129,30 @@ impl Store {
         create_index_dir(&path)?;
         // redb would make a second writer wait for the first; quarry says so at once.
         let writer_lock = lock_for_writing(&path)?;
+        Self::open_locked(path, settings, writer_lock)
+    }
+
+    fn open_locked(
+        path: PathBuf,
+        settings: IndexSettings,
+        writer_lock: fs::File,
+    ) -> Result<Self, StoreError> {
         let db = builder()
             .create(&path)
             .map_err(|e| database_error(&path, e.into()))?;
+        let lexical = LexicalIndex::open_writer(&path.with_file_name(LEXICAL_DIR))?;
         let store = Self {
             db: Handle::Writer(db),
             path,
             settings,
+            derived: Mutex::new(Derived {
+                lexical: Some(lexical),
+                ..Derived::default()
+            }),
             _writer_lock: Some(writer_lock),
         };
         store.check_or_record_settings()?;
+        store.sync_lexical(&mut store.derived())?;
         Ok(store)
     }
 
@@ -117,10 +166,15 @@ impl Store {
         let db = builder()
             .open_read_only(&path)
             .map_err(|e| database_error(&path, e.into()))?;
+        let lexical = LexicalIndex::open_reader(&path.with_file_name(LEXICAL_DIR))?;
         let store = Self {
             db: Handle::Reader(db),
             path,
             settings,
+            derived: Mutex::new(Derived {
+                lexical,
+                ..Derived::default()
+            }),
             _writer_lock: None,
         };
         let stored = store.read(|txn| match txn.open_table(META) {
@@ -139,16 +193,46 @@ impl Store {
     /// Replaces the index at `root`, whatever state it is in, with an empty one.
     pub fn rebuild(root: &Path, settings: IndexSettings) -> Result<Self, StoreError> {
         let path = Self::database_path(root);
+        create_index_dir(&path)?;
+        let writer_lock = lock_for_writing(&path)?;
+        let not_found = |e: &std::io::Error| e.kind() == std::io::ErrorKind::NotFound;
+        let io_error = |path: PathBuf| move |source| StoreError::Io { path, source };
         match fs::remove_file(&path) {
-            Err(error) if error.kind() != std::io::ErrorKind::NotFound => {
-                return Err(StoreError::Io {
-                    path,
-                    source: error,
-                });
-            }
+            Err(error) if !not_found(&error) => return Err(io_error(path)(error)),
             _ => {}
         }
-        Self::open(root, settings)
+        for derived in [ANN_DIR, LEXICAL_DIR] {
+            let dir = path.with_file_name(derived);
+            match fs::remove_dir_all(&dir) {
+                Err(error) if !not_found(&error) => return Err(io_error(dir)(error)),
+                _ => {}
+            }
+        }
+        Self::open_locked(path, settings, writer_lock)
+    }
+
+    /// The vector index's directory.
+    pub(crate) fn ann_dir(&self) -> PathBuf {
+        self.path.with_file_name(ANN_DIR)
+    }
+
+    pub(crate) fn derived(&self) -> MutexGuard<'_, Derived> {
+        // A panic while the derived indexes were being updated leaves them possibly behind
+        // the database, which they tolerate: they are brought up to date when next used.
+        self.derived
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// Whether this handle may write.
+    pub fn is_writer(&self) -> bool {
+        matches!(self.db, Handle::Writer(_))
+    }
+
+    /// What the store repaired on its own since it was opened (a damaged vector index rebuilt,
+    /// a stale lexical index brought up to date...), for the user to see.
+    pub fn notes(&self) -> Vec<String> {
+        self.derived().notes.clone()
     }
 
     /// The settings the index was built with.
@@ -172,12 +256,19 @@ impl Store {
             txn.open_table(FILES).map_err(|e| error(e.into()))?;
             txn.open_table(CHUNKS).map_err(|e| error(e.into()))?;
             txn.open_table(VECTORS).map_err(|e| error(e.into()))?;
+            txn.open_table(DRIFT).map_err(|e| error(e.into()))?;
+            txn.open_table(FILE_DATA).map_err(|e| error(e.into()))?;
             let mut meta = txn.open_table(META).map_err(|e| error(e.into()))?;
             let stored = stored_settings(&meta).map_err(|e| error(e.into()))?;
             if stored.version.is_none() {
                 meta.insert(meta_keys::SCHEMA_VERSION, &SCHEMA_VERSION.to_le_bytes()[..])
                     .map_err(|e| error(e.into()))?;
                 meta.insert(meta_keys::SETTINGS, &encode(&self.settings)[..])
+                    .map_err(|e| error(e.into()))?;
+                let created = SystemTime::now()
+                    .duration_since(UNIX_EPOCH)
+                    .map_or(1, |d| d.as_nanos() as u64);
+                meta.insert(meta_keys::GENERATION, &created.to_le_bytes()[..])
                     .map_err(|e| error(e.into()))?;
             } else {
                 self.check_stored(stored)?;
@@ -216,7 +307,12 @@ impl Store {
         let txn = db
             .begin_write()
             .map_err(|e| database_error(&self.path, e.into()))?;
-        Ok(Batch { store: self, txn })
+        Ok(Batch {
+            store: self,
+            txn,
+            removed: Vec::new(),
+            added: Vec::new(),
+        })
     }
 
     /// A consistent view of the index as of now: later commits (by this or another process)
@@ -229,6 +325,7 @@ impl Store {
         Ok(Snapshot {
             txn,
             path: &self.path,
+            dimensions: self.settings.dimensions,
         })
     }
 
@@ -257,6 +354,16 @@ impl Store {
         self.snapshot()?.counts()
     }
 
+    /// Files whose last re-index drifted by `threshold` or more ([`Snapshot::drifts`]).
+    pub fn drifts(&self, threshold: f32) -> Result<Vec<Drift>, StoreError> {
+        self.snapshot()?.drifts(threshold)
+    }
+
+    /// The git commit the project was last indexed at ([`Snapshot::indexed_commit`]).
+    pub fn indexed_commit(&self) -> Result<Option<String>, StoreError> {
+        self.snapshot()?.indexed_commit()
+    }
+
     /// The best `k` chunks for `query` by exact scan ([`Snapshot::search_exact`]).
     pub fn search_exact(
         &self,
@@ -283,6 +390,7 @@ impl Store {
 pub struct Snapshot<'a> {
     txn: redb::ReadTransaction,
     path: &'a Path,
+    dimensions: usize,
 }
 
 impl Snapshot<'_> {
@@ -325,6 +433,109 @@ impl Snapshot<'_> {
         })
     }
 
+    /// The drift of the file at `path`'s last re-index, if it was re-indexed.
+    pub fn drift(&self, path: &str) -> Result<Option<Drift>, StoreError> {
+        self.read(|txn| {
+            let drift = txn.open_table(DRIFT)?;
+            Ok(drift.get(path)?.map(|v| decode(v.value())).transpose())
+        })?
+        .map_err(|message| self.corrupt(message))
+    }
+
+    /// Files whose last re-index drifted by `threshold` or more on average, most drifted
+    /// first (then by path).
+    pub fn drifts(&self, threshold: f32) -> Result<Vec<Drift>, StoreError> {
+        let mut drifts = self
+            .read(|txn| {
+                let table = txn.open_table(DRIFT)?;
+                let mut all = Vec::new();
+                for entry in table.iter()? {
+                    all.push(decode::<Drift>(entry?.1.value()));
+                }
+                Ok(all.into_iter().collect::<Result<Vec<_>, _>>())
+            })?
+            .map_err(|message| self.corrupt(message))?;
+        drifts.retain(|d| d.average >= threshold);
+        drifts.sort_by(|a, b| b.average.total_cmp(&a.average).then(a.path.cmp(&b.path)));
+        Ok(drifts)
+    }
+
+    /// What `name` attached to the file at `path` ([`Batch::set_file_data`]).
+    pub fn file_data(&self, path: &str, name: &str) -> Result<Option<Vec<u8>>, StoreError> {
+        self.read(|txn| {
+            let data = txn.open_table(FILE_DATA)?;
+            Ok(data.get((path, name))?.map(|v| v.value().to_vec()))
+        })
+    }
+
+    /// The git commit the project was last indexed at ([`Batch::set_indexed_commit`]).
+    pub fn indexed_commit(&self) -> Result<Option<String>, StoreError> {
+        self.read(|txn| {
+            let meta = txn.open_table(META)?;
+            Ok(meta
+                .get(meta_keys::INDEXED_COMMIT)?
+                .map(|v| String::from_utf8_lossy(v.value()).into_owned()))
+        })
+    }
+
+    /// The commit counter derived indexes are tagged with.
+    pub(crate) fn generation(&self) -> Result<u64, StoreError> {
+        self.read(|txn| {
+            let meta = txn.open_table(META)?;
+            Ok(meta
+                .get(meta_keys::GENERATION)?
+                .map_or(0, |v| decode_u64(v.value())))
+        })
+    }
+
+    /// Every indexed path.
+    pub(crate) fn paths(&self) -> Result<Vec<String>, StoreError> {
+        self.read(|txn| {
+            let files = txn.open_table(FILES)?;
+            let mut paths = Vec::new();
+            for entry in files.iter()? {
+                paths.push(entry?.0.value().to_owned());
+            }
+            Ok(paths)
+        })
+    }
+
+    /// Every stored chunk id, from the file records (cheaper than scanning the chunks).
+    pub(crate) fn chunk_ids(&self) -> Result<HashSet<u128>, StoreError> {
+        Ok(self
+            .files()?
+            .into_iter()
+            .flat_map(|f| f.chunk_ids)
+            .collect())
+    }
+
+    /// Every chunk with its vector, in id order.
+    pub(crate) fn for_each_chunk(
+        &self,
+        mut each: impl FnMut(StoredChunk, Vec<f32>),
+    ) -> Result<(), StoreError> {
+        self.read(|txn| {
+            let chunks = txn.open_table(CHUNKS)?;
+            let vectors = txn.open_table(VECTORS)?;
+            for (chunk, vector) in chunks.iter()?.zip(vectors.iter()?) {
+                let ((id, chunk), (vector_id, vector)) = (chunk?, vector?);
+                if id.value() != vector_id.value() {
+                    return Ok(Err(format!(
+                        "chunk {:032x} and vector {:032x} are out of step",
+                        id.value(),
+                        vector_id.value()
+                    )));
+                }
+                match decode(chunk.value()) {
+                    Ok(chunk) => each(chunk, decode_vector(vector.value())),
+                    Err(message) => return Ok(Err(message)),
+                }
+            }
+            Ok(Ok(()))
+        })?
+        .map_err(|message| self.corrupt(message))
+    }
+
     /// How many files and chunks the index holds.
     pub fn counts(&self) -> Result<Counts, StoreError> {
         self.read(|txn| {
@@ -359,18 +570,35 @@ impl Snapshot<'_> {
                         _ => continue,
                     }
                 }
-                let score = dot(query, bytes.value());
-                best.push(Ranked(Hit {
-                    id: ChunkId(id),
-                    score,
-                }));
-                if best.len() > k {
-                    best.pop();
-                }
+                push_best(&mut best, k, id, dot(query, &decode_vector(bytes.value())));
             }
             // `Ranked` orders best first, so the ascending sort is the ranking.
             Ok(best.into_sorted_vec().into_iter().map(|r| r.0).collect())
         })
+    }
+
+    /// The `k` chunks among `ids` most similar to `query`, best first, by exact scan.
+    pub(crate) fn search_exact_among(
+        &self,
+        query: &[f32],
+        k: usize,
+        ids: impl Iterator<Item = u128>,
+    ) -> Result<Vec<Hit>, StoreError> {
+        self.read(|txn| {
+            let vectors = txn.open_table(VECTORS)?;
+            let mut best = BinaryHeap::with_capacity(k + 1);
+            for id in ids {
+                if let Some(bytes) = vectors.get(id)? {
+                    push_best(&mut best, k, id, dot(query, &decode_vector(bytes.value())));
+                }
+            }
+            Ok(best.into_sorted_vec().into_iter().map(|r| r.0).collect())
+        })
+    }
+
+    /// The vector length of this index.
+    pub(crate) fn dimensions(&self) -> usize {
+        self.dimensions
     }
 
     fn read<T>(
@@ -389,12 +617,17 @@ impl Snapshot<'_> {
 pub struct Batch<'a> {
     store: &'a Store,
     txn: WriteTransaction,
+    /// Chunks removed or replaced, for the lexical index.
+    removed: Vec<u128>,
+    /// Chunks stored, for the lexical index.
+    added: Vec<StoredChunk>,
 }
 
 impl Batch<'_> {
     /// Records `state` for its file, storing `new_chunks` with their vectors and removing the
     /// file's chunks that `state` no longer lists. A chunk `state` lists and `new_chunks` does
-    /// not give must already be stored (an unchanged chunk keeps its vector).
+    /// not give must already be stored (an unchanged chunk keeps its vector). When the
+    /// file's chunks change, its [`Drift`] is recorded.
     pub fn put_file(
         &mut self,
         state: &FileState,
@@ -413,13 +646,6 @@ impl Batch<'_> {
             .map(|v| decode(v.value()))
             .transpose()
             .map_err(|message| self.store.corrupt(message))?;
-        let kept: HashSet<u128> = state.chunk_ids.iter().copied().collect();
-        for old in previous.iter().flat_map(|p| &p.chunk_ids) {
-            if !kept.contains(old) {
-                chunks.remove(*old).map_err(|e| error(e.into()))?;
-                vectors.remove(*old).map_err(|e| error(e.into()))?;
-            }
-        }
         for (chunk, vector) in new_chunks {
             if vector.len() != dimensions {
                 return Err(StoreError::Dimensions {
@@ -428,12 +654,33 @@ impl Batch<'_> {
                     found: vector.len(),
                 });
             }
-            chunks
+        }
+        let before = match &previous {
+            Some(previous) if previous.chunk_ids != state.chunk_ids || !new_chunks.is_empty() => {
+                Some(read_chunks(&chunks, &vectors, &previous.chunk_ids).map_err(error)?)
+            }
+            _ => None,
+        };
+        let kept: HashSet<u128> = state.chunk_ids.iter().copied().collect();
+        for old in previous.iter().flat_map(|p| &p.chunk_ids) {
+            if !kept.contains(old) {
+                chunks.remove(*old).map_err(|e| error(e.into()))?;
+                vectors.remove(*old).map_err(|e| error(e.into()))?;
+                self.removed.push(*old);
+            }
+        }
+        for (chunk, vector) in new_chunks {
+            let replaced = chunks
                 .insert(chunk.id, &encode(chunk)[..])
-                .map_err(|e| error(e.into()))?;
+                .map_err(|e| error(e.into()))?
+                .is_some();
+            if replaced {
+                self.removed.push(chunk.id);
+            }
             vectors
                 .insert(chunk.id, &encode_vector(vector)[..])
                 .map_err(|e| error(e.into()))?;
+            self.added.push(chunk.clone());
         }
         for id in &state.chunk_ids {
             if chunks.get(*id).map_err(|e| error(e.into()))?.is_none() {
@@ -443,9 +690,46 @@ impl Batch<'_> {
                 });
             }
         }
+        if let Some(before) = before {
+            let after = read_chunks(&chunks, &vectors, &state.chunk_ids).map_err(error)?;
+            let drift = drift(&state.path, &drift_view(&before), &drift_view(&after));
+            self.txn
+                .open_table(DRIFT)
+                .and_then(|mut table| {
+                    table.insert(state.path.as_str(), &encode(&drift)[..])?;
+                    Ok(())
+                })
+                .map_err(|e: redb::TableError| error(e.into()))?;
+        }
         files
             .insert(state.path.as_str(), &encode(state)[..])
             .map_err(|e| error(e.into()))?;
+        Ok(())
+    }
+
+    /// Attaches `data` under `name` to the file at `path` (for example its PageRank); removed
+    /// with the file.
+    pub fn set_file_data(&mut self, path: &str, name: &str, data: &[u8]) -> Result<(), StoreError> {
+        let index = &self.store.path;
+        let mut table = self
+            .txn
+            .open_table(FILE_DATA)
+            .map_err(|e| database_error(index, e.into()))?;
+        table
+            .insert((path, name), data)
+            .map_err(|e| database_error(index, e.into()))?;
+        Ok(())
+    }
+
+    /// Records the git commit the project's files are indexed at.
+    pub fn set_indexed_commit(&mut self, commit: &str) -> Result<(), StoreError> {
+        let index = &self.store.path;
+        let mut meta = self
+            .txn
+            .open_table(META)
+            .map_err(|e| database_error(index, e.into()))?;
+        meta.insert(meta_keys::INDEXED_COMMIT, commit.as_bytes())
+            .map_err(|e| database_error(index, e.into()))?;
         Ok(())
     }
 
@@ -464,15 +748,79 @@ impl Batch<'_> {
         for id in previous.chunk_ids {
             chunks.remove(id).map_err(|e| error(e.into()))?;
             vectors.remove(id).map_err(|e| error(e.into()))?;
+            self.removed.push(id);
         }
+        let mut drift = self.txn.open_table(DRIFT).map_err(|e| error(e.into()))?;
+        drift.remove(path).map_err(|e| error(e.into()))?;
+        let mut data = self
+            .txn
+            .open_table(FILE_DATA)
+            .map_err(|e| error(e.into()))?;
+        data.retain_in((path, "")..(path, "\u{10FFFF}"), |_, _| false)
+            .map_err(|e| error(e.into()))?;
         Ok(())
     }
 
-    /// Makes every change of the batch durable and visible, at once.
+    /// Makes every change of the batch durable and visible, at once, then brings the lexical
+    /// index up to date. If that fails the batch is still committed, and the lexical index is
+    /// rebuilt when next used.
     pub fn commit(self) -> Result<(), StoreError> {
-        self.txn
-            .commit()
-            .map_err(|e| database_error(&self.store.path, e.into()))
+        let path = &self.store.path;
+        let error = |e: redb::Error| database_error(path, e);
+        let generation = {
+            let mut meta = self.txn.open_table(META).map_err(|e| error(e.into()))?;
+            let generation = meta
+                .get(meta_keys::GENERATION)
+                .map_err(|e| error(e.into()))?
+                .map_or(0, |v| decode_u64(v.value()))
+                .wrapping_add(1);
+            meta.insert(meta_keys::GENERATION, &generation.to_le_bytes()[..])
+                .map_err(|e| error(e.into()))?;
+            generation
+        };
+        self.txn.commit().map_err(|e| error(e.into()))?;
+        let mut derived = self.store.derived();
+        if let Some(lexical) = derived.lexical.as_mut() {
+            let added: Vec<&StoredChunk> = self.added.iter().collect();
+            lexical.apply(&self.removed, &added, generation)?;
+        }
+        Ok(())
+    }
+}
+
+/// The text and vector of each chunk in `ids`.
+fn read_chunks(
+    chunks: &impl ReadableTable<u128, &'static [u8]>,
+    vectors: &impl ReadableTable<u128, &'static [u8]>,
+    ids: &[u128],
+) -> Result<Vec<(String, Vec<f32>)>, redb::Error> {
+    let mut read = Vec::with_capacity(ids.len());
+    for &id in ids {
+        let (Some(chunk), Some(vector)) = (chunks.get(id)?, vectors.get(id)?) else {
+            continue;
+        };
+        // A chunk that does not decode is reported elsewhere; here it only has no text.
+        let text = decode::<StoredChunk>(chunk.value()).map_or_else(|_| String::new(), |c| c.text);
+        read.push((text, decode_vector(vector.value())));
+    }
+    Ok(read)
+}
+
+fn drift_view(chunks: &[(String, Vec<f32>)]) -> Vec<DriftChunk<'_>> {
+    chunks
+        .iter()
+        .map(|(text, vector)| DriftChunk { text, vector })
+        .collect()
+}
+
+/// Keeps the `k` best hits in `best`.
+fn push_best(best: &mut BinaryHeap<Ranked>, k: usize, id: u128, score: f32) {
+    best.push(Ranked(Hit {
+        id: ChunkId(id),
+        score,
+    }));
+    if best.len() > k {
+        best.pop();
     }
 }
 
@@ -496,14 +844,6 @@ impl PartialOrd for Ranked {
     fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
         Some(self.cmp(other))
     }
-}
-
-fn dot(query: &[f32], stored: &[u8]) -> f32 {
-    query
-        .iter()
-        .zip(stored.chunks_exact(4))
-        .map(|(q, b)| q * f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-        .sum()
 }
 
 fn create_index_dir(database: &Path) -> Result<(), StoreError> {
@@ -571,6 +911,10 @@ fn corrupt(path: &Path, message: String) -> StoreError {
 
 fn decode<T: serde::de::DeserializeOwned>(bytes: &[u8]) -> Result<T, String> {
     postcard::from_bytes(bytes).map_err(|e| format!("unreadable record: {e}"))
+}
+
+fn decode_u64(bytes: &[u8]) -> u64 {
+    bytes.try_into().map(u64::from_le_bytes).unwrap_or(0)
 }
 
 fn decode_version(bytes: &[u8]) -> u32 {
