@@ -3,7 +3,7 @@
 
 use quarry_chunk::ChunkId;
 
-use crate::ann::{AnnIndex, EF_SEARCH, EXACT_SCAN_BELOW, NewVector};
+use crate::ann::{AnnIndex, EF_SEARCH, NewVector};
 use crate::filter::Filter;
 use crate::lexical::LexicalFilter;
 use crate::store::{Derived, Hit, Snapshot, Store};
@@ -19,7 +19,8 @@ impl Store {
     /// The `k` chunks most similar to `query` (a normalised vector) among those `filter`
     /// admits, best first, ties broken by chunk id.
     ///
-    /// Indexes under [`EXACT_SCAN_BELOW`] vectors, and filters admitting under a tenth of
+    /// Indexes under [`crate::EXACT_SCAN_BELOW`] vectors (see [`Store::set_exact_scan_below`]),
+    /// and filters admitting under a tenth of
     /// them, are answered by an exact scan; larger ones by the HNSW graph, brought up to date
     /// with the database first. A filtered search returns as many results as exist, up to `k`.
     pub fn search_dense(
@@ -36,7 +37,7 @@ impl Store {
             });
         }
         let snapshot = self.snapshot()?;
-        if k == 0 || snapshot.counts()?.chunks < EXACT_SCAN_BELOW {
+        if k == 0 || snapshot.counts()?.chunks < self.exact_scan_below {
             return snapshot.search_exact(query, k, filter);
         }
         let mut derived = self.derived();
@@ -138,7 +139,7 @@ impl Store {
             });
         }
         let snapshot = self.snapshot()?;
-        if snapshot.counts()?.chunks < EXACT_SCAN_BELOW {
+        if snapshot.counts()?.chunks < self.exact_scan_below {
             return Ok(());
         }
         let mut derived = self.derived();

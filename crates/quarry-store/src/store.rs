@@ -14,7 +14,7 @@ use redb::{
 };
 
 use crate::StoreError;
-use crate::ann::{AnnIndex, dot};
+use crate::ann::{AnnIndex, EXACT_SCAN_BELOW, dot};
 use crate::drift::{DriftChunk, drift};
 use crate::filter::Filter;
 use crate::lexical::LexicalIndex;
@@ -56,6 +56,8 @@ pub struct Store {
     db: Handle,
     path: PathBuf,
     settings: IndexSettings,
+    /// Below this many vectors, an exact scan answers and no graph is built.
+    pub(crate) exact_scan_below: u64,
     /// The indexes derived from the database, brought up to date as they are used.
     pub(crate) derived: Mutex<Derived>,
     /// A writer's exclusive lock on `writer.lock`, released when the store is dropped.
@@ -145,6 +147,7 @@ impl Store {
             db: Handle::Writer(db),
             path,
             settings,
+            exact_scan_below: EXACT_SCAN_BELOW,
             derived: Mutex::new(Derived {
                 lexical: Some(lexical),
                 ..Derived::default()
@@ -171,6 +174,7 @@ impl Store {
             db: Handle::Reader(db),
             path,
             settings,
+            exact_scan_below: EXACT_SCAN_BELOW,
             derived: Mutex::new(Derived {
                 lexical,
                 ..Derived::default()
@@ -222,6 +226,12 @@ impl Store {
         self.derived
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// Sets how many vectors an index must hold before searches use the HNSW graph rather
+    /// than an exact scan ([`EXACT_SCAN_BELOW`] by default).
+    pub fn set_exact_scan_below(&mut self, vectors: u64) {
+        self.exact_scan_below = vectors;
     }
 
     /// Whether this handle may write.

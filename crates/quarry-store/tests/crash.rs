@@ -9,7 +9,7 @@ use std::process::Command;
 use std::time::Duration;
 
 use quarry_chunk::ChunkId;
-use quarry_store::{FileState, IndexSettings, Store, StoredChunk};
+use quarry_store::{FileState, Filter, IndexSettings, Store, StoredChunk};
 
 const FILES: u64 = 20;
 const CHUNKS_PER_FILE: u64 = 5;
@@ -164,6 +164,25 @@ fn killing_a_writer_at_random_points_leaves_the_last_committed_batch() {
         let Some(batch_number) = whole_batch(&store, &format!("round {round}")) else {
             continue; // killed before the first commit
         };
+        // The lexical index follows the database, even when the kill fell between the two.
+        let mut found: Vec<u128> = store
+            .search_lexical("batch", 1000, &Filter::default())
+            .unwrap()
+            .iter()
+            .map(|hit| hit.id.0)
+            .collect();
+        found.sort_unstable();
+        let mut stored: Vec<u128> = store
+            .files()
+            .unwrap()
+            .into_iter()
+            .flat_map(|f| f.chunk_ids)
+            .collect();
+        stored.sort_unstable();
+        assert_eq!(
+            found, stored,
+            "round {round}: the lexical index is out of step"
+        );
         // The writer resumes from what was committed: the batch number never goes back.
         assert!(
             last_seen.is_none_or(|last| batch_number >= last),

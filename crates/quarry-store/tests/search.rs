@@ -1,0 +1,409 @@
+//! Searching a real on-disk index: the HNSW graph against the exact scan, the lexical index,
+//! filters inside both, drift, and the derived indexes' repair.
+
+use std::collections::HashSet;
+use std::path::Path;
+
+use quarry_chunk::ChunkId;
+use quarry_store::{FileState, Filter, Hit, IndexSettings, PROJECT_SCOPE, Store, StoredChunk};
+
+const DIMENSIONS: usize = 16;
+const CHUNKS_PER_FILE: usize = 10;
+/// Files in a "large" index: 3,000 chunks, and the graph used from 2,000 on (the default
+/// threshold is higher; building a graph that large would slow the tests down).
+const FILES: usize = 300;
+const GRAPH_FROM: u64 = 2_000;
+
+fn settings() -> IndexSettings {
+    IndexSettings {
+        model: "search-test".into(),
+        dimensions: DIMENSIONS,
+        chunker: "v1".into(),
+    }
+}
+
+/// A deterministic unit vector (xorshift; no dependency).
+fn unit(seed: u64) -> Vec<f32> {
+    let mut state = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    let mut v: Vec<f32> = (0..DIMENSIONS)
+        .map(|_| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            (state >> 40) as f32 / (1u64 << 24) as f32 - 0.5
+        })
+        .collect();
+    let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt();
+    v.iter_mut().for_each(|x| *x /= norm);
+    v
+}
+
+fn chunk(id: u128, path: &str, text: &str) -> StoredChunk {
+    let language = if path.ends_with(".py") {
+        "python"
+    } else {
+        "rust"
+    };
+    StoredChunk {
+        id,
+        path: path.into(),
+        language: language.into(),
+        kind: "function".into(),
+        name: None,
+        container: vec![],
+        start_line: 1,
+        end_line: 1,
+        text: text.into(),
+    }
+}
+
+fn state(path: &str, ids: &[u128]) -> FileState {
+    FileState {
+        path: path.into(),
+        content_hash: ids.iter().fold(0, |h, id| h ^ *id as u64),
+        mtime_ns: 0,
+        size: 0,
+        chunk_ids: ids.to_vec(),
+    }
+}
+
+/// The path of file `i`: one in three is Python, and they spread over ten directories.
+fn path_of(file: usize) -> String {
+    let extension = if file.is_multiple_of(3) { "py" } else { "rs" };
+    format!("src/dir{}/file{file}.{extension}", file % 10)
+}
+
+/// An index of `files` files with ten chunks each; chunk `c` of file `f` has id
+/// `f * 10 + c` and vector `unit(id)`.
+fn large_index(root: &Path, files: usize) -> Store {
+    let store = open(root);
+    for first in (0..files).step_by(200) {
+        let mut batch = store.write().unwrap();
+        for file in first..(first + 200).min(files) {
+            let path = path_of(file);
+            let ids: Vec<u128> = (0..CHUNKS_PER_FILE)
+                .map(|c| (file * CHUNKS_PER_FILE + c) as u128)
+                .collect();
+            let vectors: Vec<Vec<f32>> = ids.iter().map(|&id| unit(id as u64)).collect();
+            let new: Vec<(StoredChunk, &[f32])> = ids
+                .iter()
+                .zip(&vectors)
+                .map(|(&id, v)| (chunk(id, &path, &format!("chunk {id}")), &v[..]))
+                .collect();
+            batch.put_file(&state(&path, &ids), &new).unwrap();
+        }
+        batch.commit().unwrap();
+    }
+    store
+}
+
+fn ids(hits: &[Hit]) -> Vec<u128> {
+    hits.iter().map(|h| h.id.0).collect()
+}
+
+fn open(root: &Path) -> Store {
+    let mut store = Store::open(root, settings()).unwrap();
+    store.set_exact_scan_below(GRAPH_FROM);
+    store
+}
+
+/// Mean share of the exact top `k` that the searched top `k` holds, over 40 queries.
+fn recall(store: &Store, k: usize, filter: &Filter) -> f64 {
+    let mut total = 0.0;
+    for q in 0..40 {
+        let query = unit(1_000_000 + q);
+        let exact: HashSet<u128> = ids(&store.search_exact(&query, k, filter).unwrap())
+            .into_iter()
+            .collect();
+        let found = store.search_dense(&query, k, filter).unwrap();
+        assert_eq!(found.len(), exact.len(), "as many results as exist");
+        assert!(
+            found.windows(2).all(|w| w[0].score >= w[1].score),
+            "best first"
+        );
+        total += found.iter().filter(|h| exact.contains(&h.id.0)).count() as f64 / k as f64;
+    }
+    total / 40.0
+}
+
+#[test]
+fn the_graph_agrees_with_the_exact_scan_with_and_without_filters() {
+    let repo = tempfile::tempdir().unwrap();
+    let store = large_index(repo.path(), FILES);
+
+    assert!(recall(&store, 10, &Filter::default()) >= 0.97);
+    // About a third of the chunks: searched in the graph with the filter inside.
+    let python = Filter::default().language("python");
+    assert!(recall(&store, 10, &python) >= 0.97);
+    // A few percent: scanned, so exact.
+    let one_directory = Filter::default()
+        .path_glob("src/dir3/**")
+        .unwrap()
+        .language("python");
+    assert_eq!(recall(&store, 10, &one_directory), 1.0);
+    // Fewer matches than asked for: all of them.
+    let one_file = Filter::default().path_glob("file42.py").unwrap();
+    let hits = store.search_dense(&unit(7), 50, &one_file).unwrap();
+    assert_eq!(hits.len(), CHUNKS_PER_FILE);
+    assert!(hits.iter().all(|h| h.id.0 / 10 == 42));
+
+    // A vector finds its own chunk first.
+    let hits = store
+        .search_dense(&unit(2345), 1, &Filter::default())
+        .unwrap();
+    assert_eq!(ids(&hits), [2345]);
+    assert!(store.notes().is_empty(), "{:?}", store.notes());
+}
+
+#[test]
+fn the_graph_follows_removals_and_additions_and_survives_reopening() {
+    let repo = tempfile::tempdir().unwrap();
+    {
+        let store = large_index(repo.path(), FILES);
+        store.checkpoint().unwrap();
+        // Changes after the checkpoint reach the next process through the database.
+        let mut batch = store.write().unwrap();
+        batch.remove_file(&path_of(5)).unwrap();
+        let new_id = 99_000_000u128;
+        let vector = unit(123_456);
+        batch
+            .put_file(
+                &state("src/new.rs", &[new_id]),
+                &[(chunk(new_id, "src/new.rs", "new"), &vector[..])],
+            )
+            .unwrap();
+        batch.commit().unwrap();
+    }
+    let store = open(repo.path());
+    let hits = store
+        .search_dense(&unit(123_456), 1, &Filter::default())
+        .unwrap();
+    assert_eq!(ids(&hits), [99_000_000]);
+    for removed in 50..60u64 {
+        let hits = store
+            .search_dense(&unit(removed), 10, &Filter::default())
+            .unwrap();
+        assert!(
+            hits.iter().all(|h| h.id.0 / 10 != 5),
+            "a removed chunk came back"
+        );
+    }
+    assert!(recall(&store, 10, &Filter::default()) >= 0.97);
+    assert!(store.notes().is_empty(), "{:?}", store.notes());
+
+    // A reader in the same state sees the same.
+    let mut reader = Store::open_read_only(repo.path(), settings()).unwrap();
+    reader.set_exact_scan_below(GRAPH_FROM);
+    let hits = reader
+        .search_dense(&unit(123_456), 1, &Filter::default())
+        .unwrap();
+    assert_eq!(ids(&hits), [99_000_000]);
+}
+
+#[test]
+fn a_damaged_graph_is_rebuilt_and_said_so() {
+    let repo = tempfile::tempdir().unwrap();
+    large_index(repo.path(), FILES).checkpoint().unwrap();
+    let graph = repo.path().join(".quarry/vectors/graph.hnsw.graph");
+    let mut bytes = std::fs::read(&graph).unwrap();
+    bytes.truncate(bytes.len() / 2);
+    std::fs::write(&graph, bytes).unwrap();
+
+    let store = open(repo.path());
+    let hits = store
+        .search_dense(&unit(77), 1, &Filter::default())
+        .unwrap();
+    assert_eq!(ids(&hits), [77]);
+    let notes = store.notes();
+    assert!(
+        notes.len() == 1 && notes[0].contains("checksum") && notes[0].contains("rebuilt"),
+        "{notes:?}"
+    );
+}
+
+/// Files of Rust and Python snippets for the lexical index.
+fn put_texts(store: &Store, files: &[(&str, &[(u128, &str)])]) {
+    let mut batch = store.write().unwrap();
+    for (path, chunks) in files {
+        let ids: Vec<u128> = chunks.iter().map(|(id, _)| *id).collect();
+        let vectors: Vec<Vec<f32>> = ids.iter().map(|&id| unit(id as u64)).collect();
+        let new: Vec<(StoredChunk, &[f32])> = chunks
+            .iter()
+            .zip(&vectors)
+            .map(|((id, text), v)| (chunk(*id, path, text), &v[..]))
+            .collect();
+        batch.put_file(&state(path, &ids), &new).unwrap();
+    }
+    batch.commit().unwrap();
+}
+
+#[test]
+fn lexical_search_finds_identifiers_across_naming_conventions_with_filters_inside() {
+    let repo = tempfile::tempdir().unwrap();
+    let store = Store::open(repo.path(), settings()).unwrap();
+    put_texts(
+        &store,
+        &[
+            (
+                "src/settings.rs",
+                &[
+                    (1, "fn parse_config(text: &str) -> Config { todo() }"),
+                    (2, "fn load_file(path: &Path) -> String { read(path) }"),
+                ],
+            ),
+            (
+                "tools/settings.py",
+                &[(3, "def parseConfig(text):\n    return Config(text)")],
+            ),
+            (
+                "lib:serde/src/de.rs",
+                &[(4, "pub fn parse_config_value() {}")],
+            ),
+        ],
+    );
+    let found = |query: &str, filter: &Filter| -> Vec<u128> {
+        let mut ids = ids(&store.search_lexical(query, 10, filter).unwrap());
+        ids.sort_unstable();
+        ids
+    };
+    assert_eq!(found("parseConfig", &Filter::default()), [1, 3, 4]);
+    assert_eq!(found("load_file", &Filter::default()), [2]);
+    assert_eq!(
+        found("parse config", &Filter::default().language("python")),
+        [3]
+    );
+    assert_eq!(
+        found(
+            "parse config",
+            &Filter::default().path_glob("*.rs").unwrap()
+        ),
+        [1, 4]
+    );
+    assert_eq!(
+        found("parse config", &Filter::default().scope(PROJECT_SCOPE)),
+        [1, 3]
+    );
+    assert_eq!(
+        found("parse config", &Filter::default().scope("lib:serde")),
+        [4]
+    );
+    assert_eq!(
+        found(
+            "parse config",
+            &Filter::default().exclude_file("src/settings.rs")
+        ),
+        [3, 4]
+    );
+    assert!(found("", &Filter::default()).is_empty());
+
+    // Removed chunks leave the lexical index with the file.
+    let mut batch = store.write().unwrap();
+    batch.remove_file("tools/settings.py").unwrap();
+    batch.commit().unwrap();
+    assert_eq!(found("parseConfig", &Filter::default()), [1, 4]);
+
+    // Another process reading sees the writer's commits.
+    let reader = Store::open_read_only(repo.path(), settings()).unwrap();
+    assert_eq!(
+        ids(&reader
+            .search_lexical("load_file", 10, &Filter::default())
+            .unwrap()),
+        [2]
+    );
+    put_texts(&store, &[("src/late.rs", &[(9, "fn arrived_late() {}")])]);
+    assert_eq!(
+        ids(&reader
+            .search_lexical("arrived late", 10, &Filter::default())
+            .unwrap()),
+        [9]
+    );
+}
+
+#[test]
+fn a_lexical_index_behind_the_database_is_rebuilt_on_open() {
+    let repo = tempfile::tempdir().unwrap();
+    {
+        let store = Store::open(repo.path(), settings()).unwrap();
+        put_texts(&store, &[("a.rs", &[(1, "fn alpha() {}")])]);
+    }
+    // As if the process had died between the database's commit and the lexical index's.
+    std::fs::remove_dir_all(repo.path().join(".quarry/lexical")).unwrap();
+    std::fs::create_dir(repo.path().join(".quarry/lexical")).unwrap();
+    std::fs::write(repo.path().join(".quarry/lexical/meta.json"), b"{ not json").unwrap();
+    let store = Store::open(repo.path(), settings()).unwrap();
+    assert_eq!(
+        ids(&store
+            .search_lexical("alpha", 10, &Filter::default())
+            .unwrap()),
+        [1]
+    );
+}
+
+#[test]
+fn reindexed_files_record_their_drift() {
+    let repo = tempfile::tempdir().unwrap();
+    let store = Store::open(repo.path(), settings()).unwrap();
+    let v: Vec<Vec<f32>> = (0..4).map(unit).collect();
+    let put = |ids: &[u128], new: &[(u128, &str, &[f32])]| {
+        let mut batch = store.write().unwrap();
+        let new: Vec<(StoredChunk, &[f32])> = new
+            .iter()
+            .map(|(id, text, vector)| (chunk(*id, "a.rs", text), *vector))
+            .collect();
+        batch.put_file(&state("a.rs", ids), &new).unwrap();
+        batch.commit().unwrap();
+    };
+    put(&[1, 2], &[(1, "one", &v[0]), (2, "two", &v[1])]);
+    assert_eq!(store.snapshot().unwrap().drift("a.rs").unwrap(), None);
+
+    // Chunk 1 unchanged, chunk 2 rewritten (a new id and vector), chunk 3 added.
+    put(
+        &[1, 4, 3],
+        &[(4, "two, edited", &v[1]), (3, "three", &v[3])],
+    );
+    let drift = store.snapshot().unwrap().drift("a.rs").unwrap().unwrap();
+    assert_eq!((drift.chunks_before, drift.chunks_after), (2, 3));
+    assert_eq!(drift.max, 1.0, "the added chunk has no partner");
+    assert!((drift.average - 1.0 / 3.0).abs() < 1e-5, "{drift:?}");
+    assert_eq!(store.drifts(0.3).unwrap(), vec![drift.clone()]);
+    assert!(store.drifts(0.5).unwrap().is_empty());
+
+    let mut batch = store.write().unwrap();
+    batch.set_file_data("a.rs", "pagerank", b"0.25").unwrap();
+    batch.set_indexed_commit("0123abcd").unwrap();
+    batch.commit().unwrap();
+    let snapshot = store.snapshot().unwrap();
+    assert_eq!(
+        snapshot.file_data("a.rs", "pagerank").unwrap().as_deref(),
+        Some(&b"0.25"[..])
+    );
+    assert_eq!(store.indexed_commit().unwrap().as_deref(), Some("0123abcd"));
+
+    let mut batch = store.write().unwrap();
+    batch.remove_file("a.rs").unwrap();
+    batch.commit().unwrap();
+    let snapshot = store.snapshot().unwrap();
+    assert_eq!(snapshot.drift("a.rs").unwrap(), None);
+    assert_eq!(snapshot.file_data("a.rs", "pagerank").unwrap(), None);
+}
+
+#[test]
+fn a_rebuild_replaces_the_derived_indexes_too() {
+    let repo = tempfile::tempdir().unwrap();
+    {
+        let store = Store::open(repo.path(), settings()).unwrap();
+        put_texts(&store, &[("a.rs", &[(1, "fn alpha() {}")])]);
+    }
+    let store = Store::rebuild(repo.path(), settings()).unwrap();
+    assert!(
+        store
+            .search_lexical("alpha", 10, &Filter::default())
+            .unwrap()
+            .is_empty()
+    );
+    assert_eq!(store.chunk(ChunkId(1)).unwrap(), None);
+    let error = store
+        .search_dense(&[1.0], 1, &Filter::default())
+        .unwrap_err();
+    assert!(error.to_string().contains("16"), "{error}");
+}
