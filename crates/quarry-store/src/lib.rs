@@ -1,5 +1,6 @@
 //! quarry's on-disk index: files, chunks and their vectors in a [redb] database under
-//! `.quarry/` at the repository root.
+//! `.quarry/` at the repository root, with an HNSW graph ([hnsw_rs]) and a BM25 index
+//! ([tantivy]) derived from it.
 //!
 //! ```
 //! use quarry_store::{FileState, Filter, IndexSettings, Store, StoredChunk};
@@ -20,7 +21,9 @@
 //! batch.put_file(&state, &[(chunk, &[0.6, 0.8][..])])?;
 //! batch.commit()?;
 //!
-//! let hits = store.search_exact(&[0.6, 0.8], 10, &Filter::default())?;
+//! let hits = store.search_dense(&[0.6, 0.8], 10, &Filter::default())?;
+//! assert_eq!(hits[0].id.0, 7);
+//! let hits = store.search_lexical("parse", 10, &Filter::default().path_glob("*.rs")?)?;
 //! assert_eq!(hits[0].id.0, 7);
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
@@ -33,8 +36,15 @@
 //! - One process writes ([`Store::open`]; a second writer gets [`StoreError::Locked`]), any
 //!   number read ([`Store::open_read_only`]) and see its commits; a [`Snapshot`] is one
 //!   consistent view.
-//! - [`Store::search_exact`] scans every vector: the answer for small indexes and the oracle
-//!   the approximate index is tested against.
+//! - [`Store::search_dense`] answers from the HNSW graph once the index holds
+//!   [`EXACT_SCAN_BELOW`] vectors, by exact scan below that; [`Store::search_lexical`] by BM25
+//!   over code-aware tokens ([`CodeTokenizer`]). Both apply the [`Filter`] inside the search.
+//!   [`Store::search_exact`] scans every vector: the oracle the graph is tested against.
+//! - The graph and the lexical index are derived: tagged with the commit generation they
+//!   reflect, brought up to date or rebuilt from redb when they lag or are damaged
+//!   ([`Store::notes`] says when). [`Store::checkpoint`] saves the graph at the end of a run.
+//! - [`Batch::put_file`] records each re-indexed file's [`Drift`]; [`Store::drifts`] lists the
+//!   files that moved most.
 //! - [`detect_changes`] says which files to re-index: `git diff` against the indexed commit,
 //!   then mtime and size, then a [`content_hash`] as the arbiter; renames included.
 
