@@ -5,7 +5,7 @@ use quarry_chunk::ChunkId;
 
 use crate::ann::{AnnIndex, EF_SEARCH, NewVector};
 use crate::filter::Filter;
-use crate::lexical::LexicalFilter;
+use crate::lexical::{LexicalFilter, LexicalIndex};
 use crate::store::{Derived, Hit, Snapshot, Store};
 use crate::{StoreError, StoredChunk};
 
@@ -113,6 +113,9 @@ impl Store {
             self.sync_lexical(&mut derived)?;
         } else if let Some(lexical) = derived.lexical.as_mut() {
             lexical.refresh()?;
+        } else {
+            // The writer may have created it since this reader opened.
+            derived.lexical = LexicalIndex::open_reader(&self.lexical_dir())?;
         }
         let Some(lexical) = derived.lexical.as_ref() else {
             return Ok(Vec::new());

@@ -220,6 +220,11 @@ impl Store {
         self.path.with_file_name(ANN_DIR)
     }
 
+    /// The lexical index's directory.
+    pub(crate) fn lexical_dir(&self) -> PathBuf {
+        self.path.with_file_name(LEXICAL_DIR)
+    }
+
     pub(crate) fn derived(&self) -> MutexGuard<'_, Derived> {
         // A panic while the derived indexes were being updated leaves them possibly behind
         // the database, which they tolerate: they are brought up to date when next used.

@@ -219,6 +219,13 @@ fn another_process_reads_whole_batches_while_one_writes() {
         if let Some(batch_number) = whole_batch(&reader, &format!("read {read}")) {
             seen.push(batch_number);
         }
+        // Searches answer while the writer commits: results, never a lock error.
+        reader
+            .search_lexical("batch", 10, &Filter::default())
+            .unwrap_or_else(|e| panic!("read {read}: {e}"));
+        reader
+            .search_dense(&[0.5; 8], 10, &Filter::default())
+            .unwrap_or_else(|e| panic!("read {read}: {e}"));
         std::thread::sleep(Duration::from_millis(2));
     }
     writer.kill();
