@@ -1,0 +1,318 @@
+//! Candidates, the layer trait, and the chain that keeps them in order.
+
+use std::cmp::Ordering;
+
+use crate::{Effect, Explanation, LayerKind, LayerReport, RankError, Step, Summary};
+
+/// A chunk to rank: what the layers read about it.
+///
+/// quarry-store's `StoredChunk` has all of it; this crate keeps its own type so that it stays
+/// a leaf (serde and thiserror) instead of pulling in the index's database, search engines
+/// and grammars. The engine moves a `StoredChunk`'s strings in; nothing is copied.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Candidate {
+    /// The chunk's id.
+    pub id: u128,
+    /// Repository-relative path of its file, `/`-separated.
+    pub path: String,
+    /// First line, 1-based.
+    pub start_line: usize,
+    /// Last line, 1-based, inclusive.
+    pub end_line: usize,
+    /// The file's language (`quarry_chunk::Language::name`).
+    pub language: String,
+    /// What the chunk holds (`quarry_chunk::ChunkKind::name`).
+    pub kind: String,
+    /// Its symbol, if it has one.
+    pub symbol: Option<String>,
+    /// Its source text, what a reranker reads.
+    pub text: String,
+}
+
+/// A candidate with its current score and how it got it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Ranked {
+    /// The chunk.
+    pub candidate: Candidate,
+    /// Its score so far.
+    pub score: f32,
+    /// What the layers did to it.
+    pub explanation: Explanation,
+}
+
+impl Ranked {
+    /// Scales the score by `factor` and records it, unless the factor changes nothing.
+    /// Returns whether it did.
+    ///
+    /// A negative score (a cosine similarity can be one) is divided instead, so that a
+    /// penalty lowers every score and a boost raises every score; zero stays zero. The
+    /// result saturates at the largest finite values, so scores stay orderable.
+    pub(crate) fn scale(&mut self, layer: LayerKind, factor: f32, effect: Effect) -> bool {
+        if factor == 1.0 {
+            return false;
+        }
+        let scaled = if self.score >= 0.0 {
+            self.score * factor
+        } else {
+            self.score / factor
+        };
+        self.score = scaled.clamp(f32::MIN, f32::MAX);
+        self.record(layer, effect);
+        true
+    }
+
+    /// Records what `layer` did, with the score as it stands.
+    pub(crate) fn record(&mut self, layer: LayerKind, effect: Effect) {
+        self.explanation.steps.push(Step {
+            layer,
+            effect,
+            score: self.score,
+        });
+    }
+}
+
+/// One step of the ranking pipeline.
+///
+/// [`apply_chain`] hands every layer the list in ranking order (descending score, ties by
+/// path, then start line, then end line, then id) and restores that order after it, so a
+/// layer only changes scores or drops candidates.
+pub trait RankingLayer: Send + Sync {
+    /// Which layer this is, for reports and explanations.
+    fn kind(&self) -> LayerKind;
+
+    /// Rescores or drops candidates of `list` for `query`, recording in `report` what it
+    /// dropped and in each result's explanation what it changed.
+    fn apply(
+        &self,
+        query: &str,
+        list: &mut Vec<Ranked>,
+        report: &mut LayerReport,
+    ) -> Result<(), RankError>;
+}
+
+/// One query's results, best first, with what the pipeline did.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Ranking {
+    /// The results in ranking order.
+    pub results: Vec<Ranked>,
+    /// What each layer did to the candidates as a whole.
+    pub summary: Summary,
+}
+
+/// Runs `candidates` (each with its retrieval score) through `layers` in turn.
+///
+/// After every layer the list is in ranking order: descending score, ties broken by path,
+/// then start line (then end line and id, so the order is total). Scores must be finite.
+pub fn apply_chain(
+    layers: &[Box<dyn RankingLayer>],
+    query: &str,
+    candidates: Vec<(Candidate, f32)>,
+) -> Result<Ranking, RankError> {
+    let mut list = Vec::with_capacity(candidates.len());
+    for (candidate, score) in candidates {
+        if !score.is_finite() {
+            return Err(RankError::InvalidScore {
+                id: candidate.id,
+                path: candidate.path,
+                score,
+            });
+        }
+        list.push(Ranked {
+            candidate,
+            score,
+            explanation: Explanation {
+                retrieval_score: score,
+                steps: Vec::new(),
+            },
+        });
+    }
+    sort(&mut list);
+    let mut summary = Summary {
+        candidates: list.len(),
+        layers: Vec::with_capacity(layers.len()),
+    };
+    for layer in layers {
+        let mut report = LayerReport::new(layer.kind(), list.len());
+        layer.apply(query, &mut list, &mut report)?;
+        sort(&mut list);
+        report.kept = list.len();
+        summary.layers.push(report);
+    }
+    Ok(Ranking {
+        results: list,
+        summary,
+    })
+}
+
+/// Sorts `list` into ranking order. A candidate is a couple of hundred bytes, and sorting
+/// moves elements many times over, so this sorts their indices and then moves each
+/// candidate into place once (the permutation is applied by swaps, as
+/// `slice::sort_by_cached_key` does).
+fn sort(list: &mut [Ranked]) {
+    if list.is_sorted_by(|a, b| ranking_order(a, b).is_le()) {
+        return;
+    }
+    let mut order: Vec<usize> = (0..list.len()).collect();
+    order.sort_by(|&a, &b| ranking_order(&list[a], &list[b]));
+    for i in 0..order.len() {
+        // Where the element for place `i` is now: earlier places swapped theirs away.
+        let mut index = order[i];
+        while index < i {
+            index = order[index];
+        }
+        order[i] = index;
+        list.swap(i, index);
+    }
+}
+
+/// Descending score, then path, start line, end line and id: never the input's order.
+fn ranking_order(a: &Ranked, b: &Ranked) -> Ordering {
+    let (x, y) = (&a.candidate, &b.candidate);
+    // Adding 0 turns -0 into 0: the same score, so a tie.
+    (b.score + 0.0)
+        .total_cmp(&(a.score + 0.0))
+        .then_with(|| x.path.cmp(&y.path))
+        .then(x.start_line.cmp(&y.start_line))
+        .then(x.end_line.cmp(&y.end_line))
+        .then(x.id.cmp(&y.id))
+}
+
+/// Keeps the candidates `keep` accepts (called once per candidate, in order, with its
+/// index) and records the others as dropped.
+pub(crate) fn keep_where(
+    list: &mut Vec<Ranked>,
+    report: &mut LayerReport,
+    mut keep: impl FnMut(usize, &Ranked) -> bool,
+) {
+    let mut index = 0;
+    list.retain(|ranked| {
+        let kept = keep(index, ranked);
+        index += 1;
+        if !kept {
+            report.record_drop(&ranked.candidate.path);
+        }
+        kept
+    });
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+
+    /// Scores a text by the share of the query's words it contains: a real, if crude,
+    /// relevance model.
+    pub struct WordOverlap;
+
+    impl crate::Reranker for WordOverlap {
+        fn rerank(&self, query: &str, texts: &[&str]) -> Result<Vec<f32>, crate::RerankError> {
+            let words: Vec<&str> = query.split_whitespace().collect();
+            Ok(texts
+                .iter()
+                .map(|text| {
+                    let found = words.iter().filter(|w| text.contains(*w)).count();
+                    found as f32 / words.len() as f32
+                })
+                .collect())
+        }
+    }
+
+    /// A Rust function chunk of `path` at `line`.
+    pub fn candidate(path: &str, line: usize) -> Candidate {
+        Candidate {
+            id: (path.len() * 1000 + line) as u128,
+            path: path.into(),
+            start_line: line,
+            end_line: line + 9,
+            language: "rust".into(),
+            kind: "function".into(),
+            symbol: None,
+            text: format!("fn at_{line}() {{}}"),
+        }
+    }
+
+    /// Runs one layer over `(path, line, score)` candidates.
+    pub fn run(
+        layer: impl RankingLayer + 'static,
+        query: &str,
+        input: &[(&str, usize, f32)],
+    ) -> Ranking {
+        let layers: Vec<Box<dyn RankingLayer>> = vec![Box::new(layer)];
+        let candidates = input
+            .iter()
+            .map(|&(path, line, score)| (candidate(path, line), score))
+            .collect();
+        apply_chain(&layers, query, candidates).unwrap()
+    }
+
+    /// `(path, line, score)` of each result, the score rounded to 4 decimals so that
+    /// tests can write `0.64` for `0.8 × 0.8`.
+    pub fn outline(ranking: &Ranking) -> Vec<(&str, usize, f32)> {
+        ranking
+            .results
+            .iter()
+            .map(|r| {
+                let score = (r.score * 1e4).round() / 1e4;
+                (r.candidate.path.as_str(), r.candidate.start_line, score)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn the_chain_orders_by_score_then_path_then_line_whatever_the_input_order() {
+        let input = [
+            ("b.rs", 1, 0.5),
+            ("a.rs", 9, 0.5),
+            ("c.rs", 1, 0.9),
+            ("a.rs", 2, 0.5),
+        ];
+        let mut reversed = input;
+        reversed.reverse();
+        let layers: Vec<Box<dyn RankingLayer>> = Vec::new();
+        for order in [input, reversed] {
+            let candidates = order
+                .iter()
+                .map(|&(p, l, s)| (candidate(p, l), s))
+                .collect();
+            let ranking = apply_chain(&layers, "", candidates).unwrap();
+            assert_eq!(
+                outline(&ranking),
+                [
+                    ("c.rs", 1, 0.9),
+                    ("a.rs", 2, 0.5),
+                    ("a.rs", 9, 0.5),
+                    ("b.rs", 1, 0.5)
+                ]
+            );
+        }
+    }
+
+    #[test]
+    fn a_score_that_cannot_be_ordered_is_refused() {
+        for score in [f32::NAN, f32::INFINITY, f32::NEG_INFINITY] {
+            let error = apply_chain(&[], "", vec![(candidate("a.rs", 1), score)]).unwrap_err();
+            assert!(matches!(error, RankError::InvalidScore { .. }), "{error}");
+        }
+    }
+
+    #[test]
+    fn scaling_lowers_negative_scores_too_and_keeps_zero() {
+        let mut ranked = Ranked {
+            candidate: candidate("a.rs", 1),
+            score: -0.4,
+            explanation: Explanation {
+                retrieval_score: -0.4,
+                steps: Vec::new(),
+            },
+        };
+        let effect = Effect::Boosted { factor: 0.5 };
+        assert!(ranked.scale(LayerKind::SourceBoost, 0.5, effect.clone()));
+        assert_eq!(ranked.score, -0.8);
+        ranked.score = 0.0;
+        ranked.scale(LayerKind::SourceBoost, 0.5, effect.clone());
+        assert_eq!(ranked.score, 0.0);
+        ranked.score = f32::MAX;
+        ranked.scale(LayerKind::SourceBoost, 2.0, effect);
+        assert_eq!(ranked.score, f32::MAX);
+        assert_eq!(ranked.explanation.steps.len(), 3);
+    }
+}

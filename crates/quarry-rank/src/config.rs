@@ -1,0 +1,296 @@
+//! [`RankingConfig`] and the one function that turns it into a [`Pipeline`].
+
+use std::collections::BTreeSet;
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+use crate::{
+    Candidate, CapMode, ConfigError, CrossEncoderRerank, DiversityCap, IncludeTests, LayerKind,
+    PageRankBoost, PathPenalty, PenaltyFactors, Percentiles, RankError, Ranking, RankingLayer,
+    Reranker, SourceBoost, Threshold, TopK, apply_chain,
+};
+
+/// Everything that shapes ranking. Every entry point (search, related, the MCP server, the
+/// benchmark) builds its pipeline from one of these with [`Pipeline::from_config`].
+///
+/// Missing fields take their defaults, so a configuration file names only what it changes.
+/// The factors are starting points, to be tuned on the relevance benchmark.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct RankingConfig {
+    /// Results per query (10: a screenful, and what an agent reads).
+    pub limit: usize,
+    /// At most this many chunks per file; `None` means `max(3, limit / 3)` (3 for 10
+    /// results: a file can show its main function and some context without crowding out
+    /// the rest); 0 disables the cap.
+    pub max_per_file: Option<usize>,
+    /// Decay a file's extra chunks instead of dropping them (false: results should show
+    /// several files).
+    pub soft_cap: bool,
+    /// The soft cap's decay per extra chunk, in `(0, 1]` (0.5).
+    pub soft_cap_decay: f32,
+    /// What to do with test code (`auto`).
+    pub include_tests: IncludeTests,
+    /// Penalty per path class.
+    pub penalties: PenaltyFactors,
+    /// Boost for files under source directories, at least 1 (1.1: a nudge that breaks near
+    /// ties in favour of the code itself).
+    pub source_boost: f32,
+    /// The largest PageRank boost, at least 0 (0.2: the most central files gain up to 20%,
+    /// enough to overtake a peripheral file that matches slightly better, not one that
+    /// matches clearly better).
+    pub pagerank_strength: f32,
+    /// Results must score above this (0: drop candidates with no positive evidence, on any
+    /// retriever's scale); `None` keeps every score.
+    pub threshold: Option<f32>,
+    /// Layers to leave out, by name (`pagerank`, `diversity_cap`...): ablations.
+    pub disable: BTreeSet<LayerKind>,
+}
+
+impl Default for RankingConfig {
+    fn default() -> Self {
+        Self {
+            limit: 10,
+            max_per_file: None,
+            soft_cap: false,
+            soft_cap_decay: 0.5,
+            include_tests: IncludeTests::Auto,
+            penalties: PenaltyFactors::default(),
+            source_boost: 1.1,
+            pagerank_strength: 0.2,
+            threshold: Some(0.0),
+            disable: BTreeSet::new(),
+        }
+    }
+}
+
+impl RankingConfig {
+    /// The per-file cap: `max_per_file`, or `max(3, limit / 3)` when it is not set.
+    pub fn max_per_file(&self) -> usize {
+        self.max_per_file.unwrap_or_else(|| self.default_cap())
+    }
+
+    /// How many candidates the retriever should fetch: `limit × max_per_file`, so that
+    /// after the cap keeps at most `max_per_file` of any file, `limit` results can remain,
+    /// and the penalties have candidates to promote.
+    ///
+    /// It does not shrink when the cap is disabled (0 or in `disable`): an ablation then
+    /// compares rankings of the same candidates.
+    pub fn fetch_count(&self) -> usize {
+        let per_file = match self.max_per_file() {
+            0 => self.default_cap(),
+            cap => cap,
+        };
+        self.limit.saturating_mul(per_file)
+    }
+
+    fn default_cap(&self) -> usize {
+        (self.limit / 3).max(3)
+    }
+
+    fn enabled(&self, layer: LayerKind) -> bool {
+        !self.disable.contains(&layer)
+    }
+}
+
+/// A chain of [`RankingLayer`]s.
+pub struct Pipeline {
+    layers: Vec<Box<dyn RankingLayer>>,
+}
+
+impl Pipeline {
+    /// The pipeline `config` describes, in this order:
+    ///
+    /// 1. [`CrossEncoderRerank`], when a `reranker` is given;
+    /// 2. [`PathPenalty`];
+    /// 3. [`SourceBoost`];
+    /// 4. [`PageRankBoost`], when `pagerank` percentiles are given;
+    /// 5. [`Threshold`], when `config.threshold` is set;
+    /// 6. [`DiversityCap`], when the cap is not 0;
+    /// 7. [`TopK`] at `config.limit`.
+    ///
+    /// A layer named in `config.disable` is left out.
+    pub fn from_config(
+        config: &RankingConfig,
+        pagerank: Option<Percentiles>,
+        reranker: Option<Box<dyn Reranker>>,
+    ) -> Result<Self, ConfigError> {
+        if config.limit == 0 {
+            return Err(ConfigError::ZeroLimit);
+        }
+        let mut layers: Vec<Box<dyn RankingLayer>> = Vec::new();
+        // Built (and so checked) even when disabled: an ablation must not hide a bad value.
+        let penalty = PathPenalty::new(config.penalties.clone(), config.include_tests)?;
+        let boost = SourceBoost::new(config.source_boost)?;
+        let mode = if config.soft_cap {
+            CapMode::Soft {
+                decay: config.soft_cap_decay,
+            }
+        } else {
+            CapMode::Hard
+        };
+        let cap = DiversityCap::new(config.max_per_file(), config.limit, mode)?;
+        let threshold = config.threshold.map(Threshold::new).transpose()?;
+        let pagerank = pagerank
+            .map(|percentiles| PageRankBoost::new(config.pagerank_strength, percentiles))
+            .transpose()?;
+
+        if let Some(reranker) = reranker.filter(|_| config.enabled(LayerKind::Rerank)) {
+            layers.push(Box::new(CrossEncoderRerank::new(reranker)));
+        }
+        if config.enabled(LayerKind::PathPenalty) {
+            layers.push(Box::new(penalty));
+        }
+        if config.enabled(LayerKind::SourceBoost) {
+            layers.push(Box::new(boost));
+        }
+        if let Some(pagerank) = pagerank.filter(|_| config.enabled(LayerKind::PageRank)) {
+            layers.push(Box::new(pagerank));
+        }
+        if let Some(threshold) = threshold.filter(|_| config.enabled(LayerKind::Threshold)) {
+            layers.push(Box::new(threshold));
+        }
+        if config.max_per_file() > 0 && config.enabled(LayerKind::DiversityCap) {
+            layers.push(Box::new(cap));
+        }
+        if config.enabled(LayerKind::TopK) {
+            layers.push(Box::new(TopK::new(config.limit)));
+        }
+        Ok(Self { layers })
+    }
+
+    /// The layers, in order.
+    pub fn layers(&self) -> &[Box<dyn RankingLayer>] {
+        &self.layers
+    }
+
+    /// Ranks one query's candidates (each with its retrieval score); see [`apply_chain`].
+    pub fn rank(
+        &self,
+        query: &str,
+        candidates: Vec<(Candidate, f32)>,
+    ) -> Result<Ranking, RankError> {
+        apply_chain(&self.layers, query, candidates)
+    }
+}
+
+impl fmt::Debug for Pipeline {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_list()
+            .entries(self.layers.iter().map(|layer| layer.kind()))
+            .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::chain::tests::WordOverlap;
+
+    fn kinds(pipeline: &Pipeline) -> Vec<LayerKind> {
+        pipeline.layers().iter().map(|l| l.kind()).collect()
+    }
+
+    #[test]
+    fn the_default_chain_leaves_out_what_it_was_not_given() {
+        let config = RankingConfig::default();
+        let pipeline = Pipeline::from_config(&config, None, None).unwrap();
+        use LayerKind::*;
+        assert_eq!(
+            kinds(&pipeline),
+            [PathPenalty, SourceBoost, Threshold, DiversityCap, TopK]
+        );
+        let full = Pipeline::from_config(
+            &config,
+            Some(Box::new(|_| Some(0.5))),
+            Some(Box::new(WordOverlap)),
+        )
+        .unwrap();
+        assert_eq!(kinds(&full), LayerKind::ALL);
+        assert_eq!(format!("{full:?}"), format!("{:?}", LayerKind::ALL));
+    }
+
+    #[test]
+    fn every_layer_can_be_disabled() {
+        for layer in LayerKind::ALL {
+            let mut config = RankingConfig::default();
+            config.disable.insert(layer);
+            let pipeline = Pipeline::from_config(
+                &config,
+                Some(Box::new(|_| Some(0.5))),
+                Some(Box::new(WordOverlap)),
+            )
+            .unwrap();
+            let expected: Vec<_> = LayerKind::ALL.into_iter().filter(|&l| l != layer).collect();
+            assert_eq!(kinds(&pipeline), expected);
+        }
+        let no_cap = RankingConfig {
+            max_per_file: Some(0),
+            threshold: None,
+            ..RankingConfig::default()
+        };
+        let pipeline = Pipeline::from_config(&no_cap, None, None).unwrap();
+        use LayerKind::*;
+        assert_eq!(kinds(&pipeline), [PathPenalty, SourceBoost, TopK]);
+    }
+
+    #[test]
+    fn the_cap_and_the_fetch_follow_the_limit() {
+        let config = |limit, max_per_file| RankingConfig {
+            limit,
+            max_per_file,
+            ..RankingConfig::default()
+        };
+        assert_eq!(config(10, None).max_per_file(), 3);
+        assert_eq!(config(10, None).fetch_count(), 30);
+        assert_eq!(config(30, None).max_per_file(), 10);
+        assert_eq!(config(30, None).fetch_count(), 300);
+        assert_eq!(config(10, Some(5)).fetch_count(), 50);
+        // Disabling the cap keeps the fetch, so an ablation ranks the same candidates.
+        assert_eq!(config(10, Some(0)).fetch_count(), 30);
+    }
+
+    #[test]
+    fn bad_values_are_refused_even_in_disabled_layers() {
+        let mut config = RankingConfig {
+            source_boost: 0.5,
+            ..RankingConfig::default()
+        };
+        config.disable.insert(LayerKind::SourceBoost);
+        let error = Pipeline::from_config(&config, None, None).unwrap_err();
+        assert!(error.to_string().contains("source_boost"), "{error}");
+        let zero = RankingConfig {
+            limit: 0,
+            ..RankingConfig::default()
+        };
+        assert_eq!(
+            Pipeline::from_config(&zero, None, None).unwrap_err(),
+            ConfigError::ZeroLimit
+        );
+    }
+
+    #[test]
+    fn a_config_file_names_only_what_it_changes() {
+        let config: RankingConfig = serde_json::from_str(
+            r#"{"limit": 20, "include_tests": "never", "penalties": {"test": 0.9},
+                "disable": ["pagerank", "diversity_cap"]}"#,
+        )
+        .unwrap();
+        assert_eq!(config.limit, 20);
+        assert_eq!(config.include_tests, IncludeTests::Never);
+        assert_eq!(config.penalties.test, 0.9);
+        assert_eq!(config.penalties.vendored, 0.5);
+        assert_eq!(
+            config.disable,
+            [LayerKind::PageRank, LayerKind::DiversityCap].into()
+        );
+        assert!(serde_json::from_str::<RankingConfig>(r#"{"limt": 20}"#).is_err());
+        let round_trip: RankingConfig =
+            serde_json::from_str(&serde_json::to_string(&config).unwrap()).unwrap();
+        assert_eq!(round_trip, config);
+        assert_eq!("top_k".parse::<LayerKind>(), Ok(LayerKind::TopK));
+        let unknown = "page_rank".parse::<LayerKind>().unwrap_err();
+        assert!(unknown.to_string().contains("pagerank"), "{unknown}");
+    }
+}

@@ -1,0 +1,217 @@
+//! What the layers did: per result ([`Explanation`]) and per query ([`Summary`]).
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::str::FromStr;
+
+use serde::{Deserialize, Serialize};
+
+use crate::{ConfigError, PathClass};
+
+/// The layers, in the order [`Pipeline::from_config`](crate::Pipeline::from_config) chains
+/// them. Their names (`Display`, `FromStr`, serde) are what configuration and `--ablate` use.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub enum LayerKind {
+    /// [`CrossEncoderRerank`](crate::CrossEncoderRerank): `rerank`.
+    #[serde(rename = "rerank")]
+    Rerank,
+    /// [`PathPenalty`](crate::PathPenalty): `path_penalty`.
+    #[serde(rename = "path_penalty")]
+    PathPenalty,
+    /// [`SourceBoost`](crate::SourceBoost): `source_boost`.
+    #[serde(rename = "source_boost")]
+    SourceBoost,
+    /// [`PageRankBoost`](crate::PageRankBoost): `pagerank`.
+    #[serde(rename = "pagerank")]
+    PageRank,
+    /// [`Threshold`](crate::Threshold): `threshold`.
+    #[serde(rename = "threshold")]
+    Threshold,
+    /// [`DiversityCap`](crate::DiversityCap): `diversity_cap`.
+    #[serde(rename = "diversity_cap")]
+    DiversityCap,
+    /// [`TopK`](crate::TopK): `top_k`.
+    #[serde(rename = "top_k")]
+    TopK,
+}
+
+impl LayerKind {
+    /// Every layer, in chain order.
+    pub const ALL: [LayerKind; 7] = [
+        LayerKind::Rerank,
+        LayerKind::PathPenalty,
+        LayerKind::SourceBoost,
+        LayerKind::PageRank,
+        LayerKind::Threshold,
+        LayerKind::DiversityCap,
+        LayerKind::TopK,
+    ];
+
+    /// The layer's name.
+    pub fn name(self) -> &'static str {
+        match self {
+            LayerKind::Rerank => "rerank",
+            LayerKind::PathPenalty => "path_penalty",
+            LayerKind::SourceBoost => "source_boost",
+            LayerKind::PageRank => "pagerank",
+            LayerKind::Threshold => "threshold",
+            LayerKind::DiversityCap => "diversity_cap",
+            LayerKind::TopK => "top_k",
+        }
+    }
+
+    /// Every name, comma-separated, for messages.
+    pub(crate) fn names() -> String {
+        LayerKind::ALL.map(LayerKind::name).join(", ")
+    }
+}
+
+impl fmt::Display for LayerKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for LayerKind {
+    type Err = ConfigError;
+
+    fn from_str(name: &str) -> Result<Self, Self::Err> {
+        LayerKind::ALL
+            .into_iter()
+            .find(|kind| kind.name() == name)
+            .ok_or_else(|| ConfigError::UnknownLayer(name.to_owned()))
+    }
+}
+
+/// What one layer did to one result.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Effect {
+    /// The cross-encoder's score replaced the score.
+    Rescored {
+        /// The score before.
+        previous: f32,
+    },
+    /// The file is in these classes, whose penalties multiplied to `factor`.
+    Penalised {
+        /// The classes whose factor applied.
+        classes: Vec<PathClass>,
+        /// Their product.
+        factor: f32,
+    },
+    /// The file is under a source directory.
+    Boosted {
+        /// The boost.
+        factor: f32,
+    },
+    /// The file's PageRank percentile earned this boost.
+    PageRank {
+        /// The file's percentile, 0 (least central) to 1.
+        percentile: f32,
+        /// The boost.
+        factor: f32,
+    },
+    /// The soft cap decayed the `nth` chunk of its file.
+    Decayed {
+        /// Its place among its file's chunks in score order, from 1.
+        nth_in_file: usize,
+        /// The decay.
+        factor: f32,
+    },
+    /// Kept beyond the per-file cap because too few other files filled the results.
+    Spilled {
+        /// Its place among its file's chunks in score order, from 1.
+        nth_in_file: usize,
+    },
+}
+
+/// One layer's effect on a result, and the score it left.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Step {
+    /// The layer.
+    pub layer: LayerKind,
+    /// What it did.
+    pub effect: Effect,
+    /// The score after it.
+    pub score: f32,
+}
+
+/// How a result got its score: the retriever's score, then every layer that changed it or
+/// kept it by exception. Layers that simply let a result through leave no step.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Explanation {
+    /// The score the candidate arrived with.
+    pub retrieval_score: f32,
+    /// What the layers did, in chain order.
+    pub steps: Vec<Step>,
+}
+
+/// What one layer did to one query's candidates.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LayerReport {
+    /// The layer.
+    pub layer: LayerKind,
+    /// Candidates it received.
+    pub received: usize,
+    /// Candidates it passed on.
+    pub kept: usize,
+    /// Candidates whose score it changed.
+    pub adjusted: usize,
+    /// Candidates it dropped, by file.
+    pub dropped_per_file: BTreeMap<String, usize>,
+    /// Chunks kept beyond the per-file cap to fill slots no other file could.
+    pub spilled: usize,
+    /// Decisions that depend on the query or the candidates, in words.
+    pub notes: Vec<String>,
+}
+
+impl LayerReport {
+    pub(crate) fn new(layer: LayerKind, received: usize) -> Self {
+        Self {
+            layer,
+            received,
+            kept: received,
+            adjusted: 0,
+            dropped_per_file: BTreeMap::new(),
+            spilled: 0,
+            notes: Vec::new(),
+        }
+    }
+
+    pub(crate) fn record_drop(&mut self, path: &str) {
+        // One allocation per file, not per dropped chunk.
+        match self.dropped_per_file.get_mut(path) {
+            Some(count) => *count += 1,
+            None => {
+                self.dropped_per_file.insert(path.to_owned(), 1);
+            }
+        }
+    }
+}
+
+/// What the pipeline did to one query's candidates.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Summary {
+    /// Candidates that came in.
+    pub candidates: usize,
+    /// One report per layer, in chain order.
+    pub layers: Vec<LayerReport>,
+}
+
+impl Summary {
+    /// Candidates dropped by any layer, by file.
+    pub fn dropped_per_file(&self) -> BTreeMap<&str, usize> {
+        let mut total = BTreeMap::new();
+        for report in &self.layers {
+            for (path, count) in &report.dropped_per_file {
+                *total.entry(path.as_str()).or_default() += count;
+            }
+        }
+        total
+    }
+
+    /// The report of `layer`, if it ran.
+    pub fn layer(&self, layer: LayerKind) -> Option<&LayerReport> {
+        self.layers.iter().find(|report| report.layer == layer)
+    }
+}

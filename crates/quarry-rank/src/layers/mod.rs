@@ -1,0 +1,38 @@
+//! The layers [`Pipeline::from_config`](crate::Pipeline::from_config) chains.
+
+mod boost;
+mod cap;
+mod cut;
+mod penalty;
+mod rerank;
+
+pub use boost::{PageRankBoost, Percentiles, SourceBoost};
+pub use cap::{CapMode, DiversityCap};
+pub use cut::{Threshold, TopK};
+pub use penalty::{IncludeTests, PathPenalty, PenaltyFactors};
+pub use rerank::{CrossEncoderRerank, Reranker};
+
+use crate::ConfigError;
+
+/// `value` if `valid` says it is, else an error naming the setting and its range.
+fn check(
+    setting: &'static str,
+    value: f32,
+    expected: &'static str,
+    valid: impl Fn(f32) -> bool,
+) -> Result<f32, ConfigError> {
+    if valid(value) {
+        Ok(value)
+    } else {
+        Err(ConfigError::OutOfRange {
+            setting,
+            value,
+            expected,
+        })
+    }
+}
+
+/// Factors that may only lower a score: `(0, 1]`.
+fn penalty(setting: &'static str, value: f32) -> Result<f32, ConfigError> {
+    check(setting, value, "in (0, 1]", |v| v > 0.0 && v <= 1.0)
+}

@@ -1,0 +1,74 @@
+//! quarry's ranking pipeline: from the retriever's candidates to the results a query shows,
+//! through a chain of layers built from one [`RankingConfig`].
+//!
+//! ```
+//! use quarry_rank::{Candidate, Effect, Pipeline, RankingConfig};
+//!
+//! let chunk = |path: &str, line: usize| Candidate {
+//!     id: line as u128, path: path.into(), start_line: line, end_line: line + 5,
+//!     language: "rust".into(), kind: "function".into(), symbol: None, text: String::new(),
+//! };
+//! // One large file matches best, then its test, then two small files.
+//! let mut candidates: Vec<(Candidate, f32)> = (0..6)
+//!     .map(|i| (chunk("src/parser.rs", 1 + 10 * i), 0.9 - 0.01 * i as f32))
+//!     .collect();
+//! candidates.push((chunk("tests/parser.rs", 1), 0.88));
+//! candidates.push((chunk("src/lexer.rs", 1), 0.6));
+//! candidates.push((chunk("src/token.rs", 1), 0.5));
+//!
+//! let config = RankingConfig { limit: 5, ..RankingConfig::default() };
+//! assert_eq!(config.fetch_count(), 15); // what to ask the retriever for
+//! let pipeline = Pipeline::from_config(&config, None, None)?;
+//! let ranking = pipeline.rank("parse_expression", candidates)?;
+//!
+//! // At most 3 chunks per file, so the small files appear; the test is penalised below them.
+//! let paths: Vec<&str> = ranking.results.iter().map(|r| r.candidate.path.as_str()).collect();
+//! assert_eq!(paths, ["src/parser.rs", "src/parser.rs", "src/parser.rs", "src/lexer.rs", "src/token.rs"]);
+//! assert_eq!(ranking.results[3].explanation.steps[0].effect, Effect::Boosted { factor: 1.1 });
+//! assert_eq!(
+//!     ranking.summary.dropped_per_file(),
+//!     [("src/parser.rs", 3), ("tests/parser.rs", 1)].into(),
+//! );
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! [`Pipeline::from_config`] chains, in order (each can be disabled for ablations):
+//!
+//! 1. [`CrossEncoderRerank`]: a [`Reranker`]'s scores replace the retriever's; only when
+//!    the caller has one (the model itself lives outside this crate);
+//! 2. [`PathPenalty`]: tests, fixtures, mocks, generated, vendored, minified and example
+//!    code and, for queries about code, prose, each scaled by its factor;
+//! 3. [`SourceBoost`]: files under `src/`, `lib/`, `pkg/`... scaled up;
+//! 4. [`PageRankBoost`]: a bounded sigmoid of the file's PageRank percentile, when the
+//!    caller has them;
+//! 5. [`Threshold`]: drops what does not score above it;
+//! 6. [`DiversityCap`]: at most `max_per_file` chunks per file, spilling into slots no other
+//!    file fills (or, soft, decaying each extra chunk);
+//! 7. [`TopK`]: the best `limit`.
+//!
+//! Invariants:
+//!
+//! - **Order:** after every layer the list is sorted by descending score, ties broken by
+//!   path, then start line (then end line, then id): never by input or hash-map order.
+//! - **Multiplicative adjustments:** penalties lower, boosts raise, and a score of zero stays
+//!   zero (a negative score is divided, so a penalty still lowers it).
+//! - **Explained:** every result carries an [`Explanation`] (its retrieval score and each
+//!   layer's effect on it), and the [`Summary`] says what each layer dropped, per file.
+//!   Both serialise with serde.
+
+mod chain;
+mod config;
+mod error;
+mod explain;
+mod layers;
+mod path;
+
+pub use chain::{Candidate, Ranked, Ranking, RankingLayer, apply_chain};
+pub use config::{Pipeline, RankingConfig};
+pub use error::{ConfigError, RankError, RerankError};
+pub use explain::{Effect, Explanation, LayerKind, LayerReport, Step, Summary};
+pub use layers::{
+    CapMode, CrossEncoderRerank, DiversityCap, IncludeTests, PageRankBoost, PathPenalty,
+    PenaltyFactors, Percentiles, Reranker, SourceBoost, Threshold, TopK,
+};
+pub use path::PathClass;
