@@ -252,7 +252,7 @@ fn run_reference(root: &Path, model_dir: &Path, texts: &[&str]) -> Result<(Value
 
 /// The reference's Python: `QUARRY_BENCH_PYTHON`, or a virtual environment in the user cache,
 /// made on first use.
-fn reference_python() -> Result<PathBuf> {
+pub(crate) fn reference_python() -> Result<PathBuf> {
     if let Some(python) = std::env::var_os("QUARRY_BENCH_PYTHON") {
         return Ok(python.into());
     }
@@ -283,7 +283,7 @@ fn reference_python() -> Result<PathBuf> {
     Ok(python)
 }
 
-fn percentile(sorted: &[f64], quantile: f64) -> f64 {
+pub(crate) fn percentile(sorted: &[f64], quantile: f64) -> f64 {
     sorted[((sorted.len() - 1) as f64 * quantile) as usize]
 }
 
@@ -297,7 +297,7 @@ fn peak_rss_mb() -> Result<f64> {
     Ok(kib / 1024.0)
 }
 
-fn git_commit(root: &Path) -> String {
+pub(crate) fn git_commit(root: &Path) -> String {
     let git = |args: &[&str]| {
         Command::new("git")
             .args(args)

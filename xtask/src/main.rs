@@ -1,6 +1,7 @@
 //! Project chores, run as `cargo xtask <command>` (see `cargo xtask help`).
 
 mod bench_embed;
+mod bench_store;
 mod chunks;
 mod fuzz;
 mod model;
@@ -14,6 +15,12 @@ Commands:
   bench embed             embedding throughput (128/256 tokens, batches 1/8/32), query
         [--texts N]       latency and peak RSS, against sentence-transformers on PyTorch
         [--no-reference]  in the same run; writes bench-suite/reports/embed-<commit>.*
+  bench store             HNSW recall@10 against the exact scan, query latency, build time
+        [--vectors N]     and index size on random-normal and real embeddings (registry
+        [--queries Q]     code embedded by PyTorch in the reference's environment, cached);
+        [--dataset D]     change detection in a 10k-file tree; re-indexing one file.
+        [--embed-threads T]  Defaults: 100000 vectors, 500 queries, D both (random|real|
+                          both), 1 thread; writes bench-suite/reports/store-<commit>.*
   chunks <file>...        print the chunks quarry makes of files
          [--budget N]     characters per chunk (default: from the model's 256 tokens)
          [--text]         print each chunk's text too
@@ -31,7 +38,8 @@ fn main() -> Result<()> {
     match args.first().map(String::as_str) {
         Some("bench") => match args.get(1).map(String::as_str) {
             Some("embed") => bench_embed::run(&args[2..]),
-            _ => bail!("cargo xtask bench embed [...]\n\n{HELP}"),
+            Some("store") => bench_store::run(&args[2..]),
+            _ => bail!("cargo xtask bench embed|store [...]\n\n{HELP}"),
         },
         Some("chunks") => chunks::run(&args[1..]),
         Some("fuzz") => fuzz::run(&args[1..]),
