@@ -131,8 +131,17 @@ pub(crate) fn encode_vector(vector: &[f32]) -> Vec<u8> {
 }
 
 pub(crate) fn decode_vector(bytes: &[u8]) -> Vec<f32> {
-    bytes
-        .chunks_exact(4)
-        .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-        .collect()
+    let mut vector = Vec::with_capacity(bytes.len() / 4);
+    decode_vector_into(bytes, &mut vector);
+    vector
+}
+
+/// Decodes into `vector`, replacing what it held: scans reuse one buffer for every vector.
+pub(crate) fn decode_vector_into(bytes: &[u8], vector: &mut Vec<f32>) {
+    vector.clear();
+    vector.extend(
+        bytes
+            .chunks_exact(4)
+            .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])),
+    );
 }

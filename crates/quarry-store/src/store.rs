@@ -20,7 +20,7 @@ use crate::filter::Filter;
 use crate::lexical::LexicalIndex;
 use crate::records::{
     CHUNKS, DRIFT, Drift, FILE_DATA, FILES, FileState, IndexSettings, META, SCHEMA_VERSION,
-    StoredChunk, VECTORS, decode_vector, encode, encode_vector, meta_keys,
+    StoredChunk, VECTORS, decode_vector, decode_vector_into, encode, encode_vector, meta_keys,
 };
 
 /// The index directory's name, at the repository root.
@@ -573,6 +573,7 @@ impl Snapshot<'_> {
             let vectors = txn.open_table(VECTORS)?;
             let chunks = txn.open_table(CHUNKS)?;
             let mut best = BinaryHeap::with_capacity(k + 1);
+            let mut vector = Vec::with_capacity(self.dimensions);
             for entry in vectors.iter()? {
                 let (id, bytes) = entry?;
                 let id = id.value();
@@ -585,7 +586,8 @@ impl Snapshot<'_> {
                         _ => continue,
                     }
                 }
-                push_best(&mut best, k, id, dot(query, &decode_vector(bytes.value())));
+                decode_vector_into(bytes.value(), &mut vector);
+                push_best(&mut best, k, id, dot(query, &vector));
             }
             // `Ranked` orders best first, so the ascending sort is the ranking.
             Ok(best.into_sorted_vec().into_iter().map(|r| r.0).collect())
@@ -602,9 +604,11 @@ impl Snapshot<'_> {
         self.read(|txn| {
             let vectors = txn.open_table(VECTORS)?;
             let mut best = BinaryHeap::with_capacity(k + 1);
+            let mut vector = Vec::with_capacity(self.dimensions);
             for id in ids {
                 if let Some(bytes) = vectors.get(id)? {
-                    push_best(&mut best, k, id, dot(query, &decode_vector(bytes.value())));
+                    decode_vector_into(bytes.value(), &mut vector);
+                    push_best(&mut best, k, id, dot(query, &vector));
                 }
             }
             Ok(best.into_sorted_vec().into_iter().map(|r| r.0).collect())
