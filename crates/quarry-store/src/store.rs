@@ -143,17 +143,13 @@ impl Store {
             .create(&path)
             .map_err(|e| database_error(&path, e.into()))?;
         let lexical = LexicalIndex::open_writer(&path.with_file_name(LEXICAL_DIR))?;
-        let store = Self {
-            db: Handle::Writer(db),
+        let store = Self::new(
+            Handle::Writer(db),
             path,
             settings,
-            exact_scan_below: EXACT_SCAN_BELOW,
-            derived: Mutex::new(Derived {
-                lexical: Some(lexical),
-                ..Derived::default()
-            }),
-            _writer_lock: Some(writer_lock),
-        };
+            Some(lexical),
+            Some(writer_lock),
+        );
         store.check_or_record_settings()?;
         store.sync_lexical(&mut store.derived())?;
         Ok(store)
@@ -170,17 +166,7 @@ impl Store {
             .open_read_only(&path)
             .map_err(|e| database_error(&path, e.into()))?;
         let lexical = LexicalIndex::open_reader(&path.with_file_name(LEXICAL_DIR))?;
-        let store = Self {
-            db: Handle::Reader(db),
-            path,
-            settings,
-            exact_scan_below: EXACT_SCAN_BELOW,
-            derived: Mutex::new(Derived {
-                lexical,
-                ..Derived::default()
-            }),
-            _writer_lock: None,
-        };
+        let store = Self::new(Handle::Reader(db), path, settings, lexical, None);
         let stored = store.read(|txn| match txn.open_table(META) {
             Ok(meta) => Ok(Some(stored_settings(&meta)?)),
             // The writer has created the file but not yet committed its first transaction.
@@ -199,20 +185,32 @@ impl Store {
         let path = Self::database_path(root);
         create_index_dir(&path)?;
         let writer_lock = lock_for_writing(&path)?;
-        let not_found = |e: &std::io::Error| e.kind() == std::io::ErrorKind::NotFound;
-        let io_error = |path: PathBuf| move |source| StoreError::Io { path, source };
-        match fs::remove_file(&path) {
-            Err(error) if !not_found(&error) => return Err(io_error(path)(error)),
-            _ => {}
-        }
+        remove_if_present(&path, fs::remove_file(&path))?;
         for derived in [ANN_DIR, LEXICAL_DIR] {
             let dir = path.with_file_name(derived);
-            match fs::remove_dir_all(&dir) {
-                Err(error) if !not_found(&error) => return Err(io_error(dir)(error)),
-                _ => {}
-            }
+            remove_if_present(&dir, fs::remove_dir_all(&dir))?;
         }
         Self::open_locked(path, settings, writer_lock)
+    }
+
+    fn new(
+        db: Handle,
+        path: PathBuf,
+        settings: IndexSettings,
+        lexical: Option<LexicalIndex>,
+        writer_lock: Option<fs::File>,
+    ) -> Self {
+        Self {
+            db,
+            path,
+            settings,
+            exact_scan_below: EXACT_SCAN_BELOW,
+            derived: Mutex::new(Derived {
+                lexical,
+                ..Derived::default()
+            }),
+            _writer_lock: writer_lock,
+        }
     }
 
     /// The vector index's directory.
@@ -918,6 +916,17 @@ fn lock_for_writing(database: &Path) -> Result<fs::File, StoreError> {
             path: database.to_path_buf(),
         }),
         Err(fs::TryLockError::Error(source)) => Err(StoreError::Io { path, source }),
+    }
+}
+
+/// The outcome of removing `path`, where its being absent already is success.
+fn remove_if_present(path: &Path, removed: std::io::Result<()>) -> Result<(), StoreError> {
+    match removed {
+        Err(source) if source.kind() != std::io::ErrorKind::NotFound => Err(StoreError::Io {
+            path: path.to_path_buf(),
+            source,
+        }),
+        _ => Ok(()),
     }
 }
 
