@@ -32,10 +32,18 @@ fn files(dir: &Path) -> Vec<PathBuf> {
 
 /// The graph of a fixture, its files added by absolute path.
 fn build(family: &str, configure: impl FnOnce(&mut GraphBuilder)) -> FileGraph {
+    build_in_order(family, configure, files(&fixture(family)))
+}
+
+fn build_in_order(
+    family: &str,
+    configure: impl FnOnce(&mut GraphBuilder),
+    paths: Vec<PathBuf>,
+) -> FileGraph {
     let root = fixture(family);
     let mut builder = GraphBuilder::new(&root);
     configure(&mut builder);
-    for path in files(&root) {
+    for path in paths {
         builder.add_file(&path, &fs::read(&path).unwrap()).unwrap();
     }
     builder.build()
@@ -55,6 +63,18 @@ fn check(graph: &FileGraph, expected_edges: &str, externals: usize) {
         .collect();
     assert_eq!(edges, expected, "edges");
     assert_eq!(graph.external_count(), externals, "external imports");
+}
+
+#[test]
+fn the_order_files_are_added_in_changes_nothing() {
+    let sorted = build("python", |_| {});
+    let mut paths = files(&fixture("python"));
+    paths.reverse();
+    let reversed = build_in_order("python", |_| {}, paths);
+    assert!(sorted.files().eq(reversed.files()));
+    assert!(sorted.edges().eq(reversed.edges()));
+    let config = quarry_graph::PageRankConfig::default();
+    assert_eq!(sorted.rank(&config), reversed.rank(&config));
 }
 
 #[test]
