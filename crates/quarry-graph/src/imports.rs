@@ -1,0 +1,188 @@
+//! What one file imports and declares, read from its text alone.
+
+use std::cell::RefCell;
+
+use quarry_chunk::Language;
+use tree_sitter::{Parser, QueryCursor, StreamingIterator};
+
+use crate::FileKey;
+use crate::lang::{self, Found, Sink};
+use crate::parse;
+
+/// The imports and declarations of one file, before they are resolved against the
+/// rest of the repository by [`crate::GraphBuilder::build`].
+///
+/// [`FileImports::extract`] needs nothing but the file, so callers may run it on many
+/// threads and hand the results to [`crate::GraphBuilder::add`].
+#[derive(Debug, Clone, Default)]
+pub struct FileImports {
+    pub(crate) language: Option<Language>,
+    pub(crate) imports: Vec<Import>,
+    pub(crate) declared: Vec<Declared>,
+}
+
+/// One import as written: what a statement names, not yet a file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Import {
+    /// Rust `mod name;`, inside the inline modules `inline`, maybe with `#[path]`.
+    RustMod {
+        inline: Vec<String>,
+        name: String,
+        path: Option<String>,
+    },
+    /// One path of a Rust `use` tree, inside the inline modules `inline`.
+    RustUse {
+        inline: Vec<String>,
+        path: Vec<String>,
+    },
+    /// Python `import a.b` (no names) or `from ..a.b import c, d` (`level` dots).
+    Python {
+        level: usize,
+        module: Vec<String>,
+        names: Vec<String>,
+    },
+    /// A JavaScript or TypeScript module specifier.
+    Js(String),
+    /// A Go import path.
+    Go(String),
+    /// A dotted name looked up among the declarations of `family`.
+    Qualified {
+        family: Family,
+        name: String,
+        /// Whether an unknown name may fall back to the longest declared prefix
+        /// (a nested class, a static member).
+        prefixes: bool,
+    },
+    /// A file path searched from `bases`, trying each of `suffixes` appended.
+    Path {
+        path: String,
+        bases: Bases,
+        suffixes: &'static [&'static str],
+    },
+    /// A Swift module.
+    Swift(String),
+}
+
+/// Where an [`Import::Path`] is looked for, in order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Bases {
+    /// The importing file's directory.
+    FileDir,
+    /// The importing file's directory, then the repository root.
+    FileDirThenRoot,
+    /// The repository root only.
+    Root,
+    /// C `#include "…"`: the file's directory, the include directories, the root.
+    Quoted,
+    /// C `#include <…>`: the include directories, the root.
+    System,
+    /// Ruby's load path: every `lib` directory, then every `test` and `spec` one
+    /// (Rake's and RSpec's additions), then the root.
+    RubyLoadPath,
+    /// Lua's `package.path`: the root, then every `lua`, `src` and `lib` directory.
+    LuaPath,
+}
+
+/// Languages that share one namespace of dotted names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) enum Family {
+    /// Java, Kotlin and Scala: packages and top-level types.
+    Jvm,
+    /// C#: namespaces and top-level types.
+    DotNet,
+    /// PHP: namespaces, classes, interfaces, traits, enums and functions.
+    Php,
+    /// Elixir modules.
+    Elixir,
+    /// Haskell modules.
+    Haskell,
+}
+
+/// Something a file declares that other files' imports resolve to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Declared {
+    /// A dotted name (a type, an Elixir or Haskell module).
+    Name(Family, String),
+    /// A package or namespace some of the file's names live in.
+    Namespace(Family, String),
+    /// A Rust library crate's name (`-` as `_`), from its `Cargo.toml`.
+    Crate(String),
+    /// A Go module path, from its `go.mod`.
+    GoModule(String),
+}
+
+thread_local! {
+    static PARSER: RefCell<Parser> = RefCell::new(Parser::new());
+}
+
+impl FileImports {
+    /// Reads what the file at `key` imports and declares. The language comes from
+    /// quarry-chunk's [`Language::detect`]; `Cargo.toml` and `go.mod` are read for
+    /// the crate and module names that imports of other files resolve to. Anything
+    /// else (and a parse abandoned as runaway) imports nothing.
+    ///
+    /// Bytes that are not UTF-8 are read as U+FFFD, which matches no import.
+    pub fn extract(key: &FileKey, bytes: &[u8]) -> FileImports {
+        let text = String::from_utf8_lossy(bytes);
+        match key.file_name() {
+            "Cargo.toml" => return manifest(lang::rust::crate_name(&text).map(Declared::Crate)),
+            "go.mod" => return manifest(lang::go::module_path(&text).map(Declared::GoModule)),
+            _ => {}
+        }
+        let language = Language::detect(key.as_str(), &text);
+        let mut found = FileImports {
+            language: Some(language),
+            ..FileImports::default()
+        };
+        let (Some(grammar), Some((query, collect))) = (language.grammar(), lang::query(language))
+        else {
+            return found;
+        };
+        let text = parse::parser_text(language, &text);
+        let tree = PARSER.with_borrow_mut(|parser| {
+            parser.set_language(&grammar).ok()?;
+            parse::parse(parser, &text)
+        });
+        let Some(tree) = tree else {
+            return found;
+        };
+        let mut sink = Sink::default();
+        let mut cursor = QueryCursor::new();
+        let mut matches = cursor.matches(query, tree.root_node(), text.as_bytes());
+        while let Some(m) = matches.next() {
+            collect(
+                &Found {
+                    query,
+                    captures: m.captures(),
+                    text: &text,
+                },
+                &mut sink,
+            );
+        }
+        if language == Language::Rust {
+            lang::rust::finish(&mut sink);
+        }
+        found.imports = sink.imports;
+        found.declared = sink.declared;
+        found
+    }
+
+    /// The language the file was read as; `None` for the manifests read for names.
+    pub fn language(&self) -> Option<Language> {
+        self.language
+    }
+
+    /// How many imports the file has (a `use` tree or a `from … import` may be
+    /// several; see the crate docs).
+    pub fn import_count(&self) -> usize {
+        self.imports.len()
+    }
+}
+
+fn manifest(declared: Option<Declared>) -> FileImports {
+    FileImports {
+        language: None,
+        imports: Vec::new(),
+        declared: declared.into_iter().collect(),
+    }
+}

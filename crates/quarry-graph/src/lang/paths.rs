@@ -1,0 +1,191 @@
+//! Imports that name a file path, searched from a few directories: C and C++
+//! includes, Ruby and Lua requires, Zig's `@import`, Bash's `source`; and Swift's
+//! module imports.
+
+use super::{Found, Sink, literal};
+use crate::imports::{Bases, Import};
+use crate::repo::{Repo, join};
+
+pub(crate) const C: &str = r#"
+(preproc_include path: (string_literal (string_content) @quoted))
+(preproc_include path: (system_lib_string) @system)
+"#;
+
+pub(crate) fn collect_c(found: &Found<'_, '_, '_>, sink: &mut Sink) {
+    let (path, bases) = if let Some(path) = found.get("quoted") {
+        (found.text(path), Bases::Quoted)
+    } else {
+        let system = found.text_of("system");
+        (
+            system.trim_start_matches('<').trim_end_matches('>'),
+            Bases::System,
+        )
+    };
+    push(sink, path, bases, &[""]);
+}
+
+pub(crate) const RUBY: &str = r#"
+(call
+  !receiver
+  method: (identifier) @function
+  arguments: (argument_list . (string) @path)
+  (#any-of? @function "require" "require_relative" "load"))
+(call
+  !receiver
+  method: (identifier) @function
+  arguments: (argument_list (simple_symbol) . (string) @path)
+  (#eq? @function "autoload"))
+"#;
+
+pub(crate) fn collect_ruby(found: &Found<'_, '_, '_>, sink: &mut Sink) {
+    let Some(path) = found
+        .get("path")
+        .and_then(|s| literal(found, s, "string_content"))
+    else {
+        return;
+    };
+    let bases = match found.text_of("function") {
+        "require_relative" => Bases::FileDir,
+        _ => Bases::RubyLoadPath,
+    };
+    push(sink, path, bases, &[".rb", ""]);
+}
+
+pub(crate) const LUA: &str = r#"
+(function_call
+  name: (identifier) @function
+  arguments: (arguments . (string) @path)
+  (#any-of? @function "require" "dofile" "loadfile"))
+"#;
+
+pub(crate) fn collect_lua(found: &Found<'_, '_, '_>, sink: &mut Sink) {
+    let Some(path) = found
+        .get("path")
+        .and_then(|s| literal(found, s, "string_content"))
+    else {
+        return;
+    };
+    if found.text_of("function") == "require" {
+        // `require "a.b"` is the module `a/b.lua` or `a/b/init.lua` on the path.
+        push(
+            sink,
+            &path.replace('.', "/"),
+            Bases::LuaPath,
+            &[".lua", "/init.lua"],
+        );
+    } else {
+        push(sink, path, Bases::FileDirThenRoot, &[""]);
+    }
+}
+
+pub(crate) const ZIG: &str = r#"
+(builtin_function
+  (builtin_identifier) @function
+  (arguments . (string) @path)
+  (#eq? @function "@import"))
+"#;
+
+pub(crate) fn collect_zig(found: &Found<'_, '_, '_>, sink: &mut Sink) {
+    // `@import("std")` names a package: no such file, so it counts as external.
+    if let Some(path) = found
+        .get("path")
+        .and_then(|s| literal(found, s, "string_content"))
+    {
+        push(sink, path, Bases::FileDir, &[""]);
+    }
+}
+
+pub(crate) const BASH: &str = r#"
+(command
+  name: (command_name (word) @function)
+  .
+  argument: [(word) (raw_string) (string)] @path
+  (#any-of? @function "source" "."))
+"#;
+
+pub(crate) fn collect_bash(found: &Found<'_, '_, '_>, sink: &mut Sink) {
+    let Some(argument) = found.get("path") else {
+        return;
+    };
+    // Paths built from variables or commands cannot be read without running them.
+    let path = match argument.kind() {
+        "word" => Some(found.text(argument)).filter(|w| !w.contains(['$', '`', '*', '?'])),
+        "raw_string" => Some(found.text(argument).trim_matches('\'')),
+        _ => literal(found, argument, "string_content"),
+    };
+    if let Some(path) = path {
+        push(sink, path, Bases::FileDirThenRoot, &[""]);
+    }
+}
+
+pub(crate) const SWIFT: &str = r#"
+(import_declaration (identifier) @module)
+"#;
+
+pub(crate) fn collect_swift(found: &Found<'_, '_, '_>, sink: &mut Sink) {
+    // `import Foo.Bar` imports a submodule of the module `Foo`.
+    let module = found.text_of("module");
+    let module = module.split('.').next().unwrap_or(module).trim();
+    sink.imports.push(Import::Swift(module.to_owned()));
+}
+
+fn push(sink: &mut Sink, path: &str, bases: Bases, suffixes: &'static [&'static str]) {
+    if !path.is_empty() {
+        sink.imports.push(Import::Path {
+            path: path.to_owned(),
+            bases,
+            suffixes,
+        });
+    }
+}
+
+/// The first of `bases` (in order) holding `path` with one of `suffixes` (in order)
+/// appended. Absolute paths are outside the repository.
+pub(crate) fn resolve(
+    repo: &Repo<'_>,
+    file: u32,
+    path: &str,
+    bases: Bases,
+    suffixes: &[&str],
+) -> Vec<u32> {
+    if path.starts_with('/') {
+        return Vec::new();
+    }
+    let dir = repo.key(file).dir();
+    let mut dirs: Vec<&str> = Vec::new();
+    match bases {
+        Bases::FileDir => dirs.push(dir),
+        Bases::FileDirThenRoot => dirs.extend([dir, ""]),
+        Bases::Root => dirs.push(""),
+        Bases::Quoted => {
+            dirs.push(dir);
+            dirs.extend(repo.include_dirs.iter().map(String::as_str));
+            dirs.push("");
+        }
+        Bases::System => {
+            dirs.extend(repo.include_dirs.iter().map(String::as_str));
+            dirs.push("");
+        }
+        Bases::RubyLoadPath => {
+            for name in ["lib", "test", "spec"] {
+                dirs.extend(repo.dirs_named(name));
+            }
+            dirs.push("");
+        }
+        Bases::LuaPath => {
+            dirs.push("");
+            for name in ["lua", "src", "lib"] {
+                dirs.extend(repo.dirs_named(name));
+            }
+        }
+    }
+    dirs.iter()
+        .filter_map(|dir| join(dir, path))
+        .find_map(|base| {
+            suffixes
+                .iter()
+                .find_map(|suffix| repo.file(&format!("{base}{suffix}")))
+        })
+        .into_iter()
+        .collect()
+}
