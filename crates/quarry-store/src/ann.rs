@@ -5,6 +5,14 @@
 //! it answers. hnsw_rs cannot delete, so removed chunks stay in the graph as tombstones that
 //! searches skip, and the graph is rebuilt once they pass [`TOMBSTONE_REBUILD_FRACTION`].
 //!
+//! hnsw_rs's search descends the upper layers one hop each, so on vectors without structure
+//! (uniform random ones, say) a graph search needs a very wide beam before it finds the true
+//! neighbours, and may then cost more than scanning every vector. So each build *calibrates*:
+//! it holds back a sample of the vectors, inserts the rest, searches for the sample with
+//! widening beams against an exact scan, and inserts the sample last. Searches then use the
+//! narrowest beam that reached [`RECALL_TARGET`] on that sample, or scan (in memory, over the
+//! graph's own copy of the vectors) when no beam reached it faster than the scan.
+//!
 //! On disk it is a directory holding hnsw_rs's two dump files and a metadata file with the
 //! generation, the chunk of each graph node, and checksums of the dump files: hnsw_rs asserts
 //! (panics) on malformed dumps, so only dumps whose checksums match are handed to it.
@@ -12,10 +20,16 @@
 use std::collections::HashMap;
 use std::fs;
 use std::path::{Path, PathBuf};
+use std::time::Instant;
 
 use hnsw_rs::anndists::dist::Distance;
 use hnsw_rs::prelude::{AnnT, Hnsw, HnswIo};
+use quarry_chunk::ChunkId;
+use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
+
+use crate::Hit;
+use crate::best::Best;
 
 /// Below this many vectors, an exact scan answers and no graph is kept.
 pub const EXACT_SCAN_BELOW: u64 = 10_000;
@@ -27,10 +41,23 @@ const MAX_CONNECTIONS: usize = 32;
 const EF_CONSTRUCTION: usize = 200;
 /// hnsw_rs's default layer cap.
 const MAX_LAYERS: usize = 16;
-/// Candidates explored per search; raised with `k` and with restrictive filters.
+/// The narrowest beam calibration tries, and the beam of graphs too small to calibrate.
 pub const EF_SEARCH: usize = 160;
+/// The widest beam a search uses; a search that would need more scans instead.
+pub const MAX_EF: usize = 4096;
+/// The recall@10 against the exact scan that calibration asks of a beam, on its held-out
+/// sample. Set above the 0.99 goal: a sample of 100 queries estimates it within about ±0.005.
+pub const RECALL_TARGET: f64 = 0.995;
+/// Vectors held out for calibration (fewer in graphs under ten times as many).
+const CALIBRATION_QUERIES: usize = 100;
+/// Graphs too small to hold out this many are not calibrated.
+const MIN_CALIBRATION_QUERIES: usize = 10;
+/// Neighbours calibration compares, as search results are usually asked for.
+const CALIBRATION_K: usize = 10;
+/// Vectors per task of a parallel scan.
+const SCAN_TASK: usize = 4096;
 /// Bumped whenever the metadata file changes shape.
-const FORMAT_VERSION: u32 = 1;
+const FORMAT_VERSION: u32 = 2;
 const GRAPH_BASENAME: &str = "graph";
 const META_FILE: &str = "meta.bin";
 
@@ -148,6 +175,7 @@ struct Meta {
     slots: Vec<Slot>,
     paths: Interner,
     languages: Interner,
+    calibration: Option<Calibration>,
     graph_checksum: u64,
     data_checksum: u64,
 }
@@ -162,6 +190,73 @@ pub(crate) struct AnnIndex {
     /// The redb generation this index reflects.
     pub generation: u64,
     dimensions: usize,
+    /// How searches are answered; `None` for graphs too small to calibrate.
+    calibration: Option<Calibration>,
+}
+
+/// How dense searches are answered.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum DenseStrategy {
+    /// As the graph's calibration found best: the graph with the narrowest beam that reached
+    /// [`RECALL_TARGET`], or an exact scan where no beam reached it faster. Filters that
+    /// admit few chunks are scanned when that is cheaper than widening the beam.
+    #[default]
+    Calibrated,
+    /// The graph, with the calibrated beam (the widest one tried where none reached the
+    /// target), whatever it costs; still a scan where a filter would need a beam wider than
+    /// [`MAX_EF`] or the graph finds fewer results than exist.
+    Graph,
+    /// An exact scan of the vectors held in memory.
+    Scan,
+}
+
+/// What a build measured of its graph, searching for held-out vectors.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Calibration {
+    /// Held-out vectors searched for.
+    pub queries: usize,
+    /// Milliseconds per query for an exact scan of the graph's vectors.
+    pub scan_ms: f64,
+    /// The beams tried, narrowest first, until one reached [`RECALL_TARGET`] or cost more
+    /// than the scan.
+    pub trials: Vec<BeamTrial>,
+}
+
+/// One beam width calibration tried.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct BeamTrial {
+    /// hnsw_rs's `ef`: the candidates kept while searching the bottom layer.
+    pub ef: usize,
+    /// Recall@10 against the exact scan; a result scoring at least the exact tenth score
+    /// counts, so identical vectors tie.
+    pub recall: f64,
+    /// Milliseconds per query.
+    pub ms: f64,
+}
+
+impl Calibration {
+    /// The narrowest beam that reached [`RECALL_TARGET`], if any.
+    pub fn reaching_target(&self) -> Option<&BeamTrial> {
+        self.trials.iter().find(|t| t.recall >= RECALL_TARGET)
+    }
+
+    /// The beam searches use, if the graph beats the scan.
+    pub fn chosen(&self) -> Option<&BeamTrial> {
+        self.reaching_target().filter(|t| t.ms < self.scan_ms)
+    }
+}
+
+/// What the store says of its vector index.
+#[derive(Debug, Clone, PartialEq)]
+pub struct VectorIndexInfo {
+    /// Graph nodes, tombstones included.
+    pub nodes: usize,
+    /// Live chunks.
+    pub live: usize,
+    /// The database generation it reflects.
+    pub generation: u64,
+    /// What its build measured; `None` for graphs too small to calibrate.
+    pub calibration: Option<Calibration>,
 }
 
 impl std::fmt::Debug for AnnIndex {
@@ -175,7 +270,8 @@ impl std::fmt::Debug for AnnIndex {
 }
 
 impl AnnIndex {
-    /// An index of `vectors`, reflecting redb `generation`.
+    /// An index of `vectors`, reflecting redb `generation`, calibrated on a held-out sample
+    /// of them (see the module docs).
     pub fn build(dimensions: usize, vectors: Vec<NewVector<'_>>, generation: u64) -> Self {
         let graph = Hnsw::new(
             MAX_CONNECTIONS,
@@ -192,9 +288,62 @@ impl AnnIndex {
             languages: Interner::default(),
             generation,
             dimensions,
+            calibration: None,
         };
-        index.insert(vectors);
+        let held_out = CALIBRATION_QUERIES.min(vectors.len() / 10);
+        if held_out < MIN_CALIBRATION_QUERIES {
+            index.insert(vectors);
+            return index;
+        }
+        // Every n-th vector, so the sample spreads over the files as they were stored.
+        let stride = vectors.len() / held_out;
+        let (sample, rest): (Vec<_>, Vec<_>) = vectors
+            .into_iter()
+            .enumerate()
+            .partition(|(i, _)| i % stride == 0 && i / stride < held_out);
+        index.insert(rest.into_iter().map(|(_, v)| v).collect());
+        let sample: Vec<NewVector<'_>> = sample.into_iter().map(|(_, v)| v).collect();
+        index.calibration = Some(index.calibrate(&sample));
+        index.insert(sample);
         index
+    }
+
+    /// Searches for `sample` (vectors not in the graph) with beams from [`EF_SEARCH`] up,
+    /// doubling, against an exact scan, until a beam reaches [`RECALL_TARGET`] or costs more
+    /// than the scan.
+    fn calibrate(&self, sample: &[NewVector<'_>]) -> Calibration {
+        let started = Instant::now();
+        let truth: Vec<Vec<Hit>> = sample
+            .iter()
+            .map(|q| self.scan(&q.vector, CALIBRATION_K, &|_| true))
+            .collect();
+        let scan_ms = per_query_ms(started, sample.len());
+        let mut trials = Vec::new();
+        let mut ef = EF_SEARCH;
+        loop {
+            let started = Instant::now();
+            let found: Vec<Vec<Hit>> = sample
+                .iter()
+                .map(|q| self.graph_search(&q.vector, CALIBRATION_K, ef))
+                .collect();
+            let ms = per_query_ms(started, sample.len());
+            let recall = found
+                .iter()
+                .zip(&truth)
+                .map(|(found, truth)| recall(found, truth))
+                .sum::<f64>()
+                / sample.len() as f64;
+            trials.push(BeamTrial { ef, recall, ms });
+            if recall >= RECALL_TARGET || ms >= scan_ms || ef >= MAX_EF {
+                break;
+            }
+            ef = (ef * 2).min(MAX_EF);
+        }
+        Calibration {
+            queries: sample.len(),
+            scan_ms,
+            trials,
+        }
     }
 
     /// Adds `vectors`; a chunk already present is replaced.
@@ -231,11 +380,6 @@ impl AnnIndex {
         self.live.keys().copied()
     }
 
-    /// How many live chunks it holds.
-    pub fn len(&self) -> usize {
-        self.live.len()
-    }
-
     /// Whether tombstones have grown past [`TOMBSTONE_REBUILD_FRACTION`] of the graph.
     pub fn needs_rebuild(&self) -> bool {
         let dead = self.slots.len() - self.live.len();
@@ -255,32 +399,115 @@ impl AnnIndex {
     }
 
     /// The best `k` live chunks among the slots `admitted` marks (all live ones if `None`),
-    /// with their dot products, best first. May return fewer than exist when the filter is
-    /// restrictive; the caller then scans.
+    /// best first, as `strategy` says. Returns as many as exist up to `k`: a graph search
+    /// that finds fewer is followed by a scan.
+    ///
+    /// Tombstones and a filter are applied to the graph's candidate beam, which is widened by
+    /// the inverse of the fraction of nodes they admit so that about as many admitted
+    /// candidates remain as an unfiltered search keeps (hnsw_rs's own filtered search never
+    /// takes its early exit, and costs several times as much).
     pub fn search(
         &self,
         query: &[f32],
         k: usize,
-        ef: usize,
         admitted: Option<&[bool]>,
-    ) -> Vec<(u128, f32)> {
+        strategy: DenseStrategy,
+    ) -> Vec<Hit> {
         let slots = &self.slots;
-        let admit = |id: &usize| match admitted {
-            Some(admitted) => admitted[*id],
-            None => slots[*id].alive,
+        let admit = |slot: usize| match admitted {
+            Some(admitted) => admitted[slot],
+            None => slots[slot].alive,
         };
-        let all_live = admitted.is_none() && self.live.len() == slots.len();
-        let neighbours = self.graph.with(|graph| {
-            if all_live {
-                graph.search(query, k, ef)
-            } else {
-                graph.search_filter(query, k, ef, Some(&admit))
+        let admitted_count = admitted.map_or(self.live.len(), |m| m.iter().filter(|&&a| a).count());
+        let share = admitted_count as f64 / slots.len().max(1) as f64;
+        let scan = || self.scan(query, k, &admit);
+        let ef = match (strategy, &self.calibration) {
+            (DenseStrategy::Scan, _) => return scan(),
+            (_, None) => EF_SEARCH,
+            (DenseStrategy::Calibrated, Some(c)) => match c.chosen() {
+                Some(trial) => trial.ef,
+                None => return scan(),
+            },
+            (DenseStrategy::Graph, Some(c)) => c
+                .reaching_target()
+                .or(c.trials.last())
+                .map_or(EF_SEARCH, |t| t.ef),
+        };
+        let base = ef.max(k);
+        let widened = (base as f64 / share.max(f64::MIN_POSITIVE)).ceil();
+        if widened > MAX_EF as f64 {
+            return scan();
+        }
+        let widened = widened as usize;
+        if strategy == DenseStrategy::Calibrated
+            && let Some(c) = &self.calibration
+            && let Some(trial) = c.chosen()
+        {
+            // A beam's cost grows about linearly with its width; a scan's with what it admits.
+            let graph_ms = trial.ms * widened as f64 / trial.ef as f64;
+            if c.scan_ms * share < graph_ms {
+                return scan();
             }
-        });
-        neighbours
+        }
+        let hits: Vec<Hit> = self
+            .graph
+            .with(|graph| graph.search(query, widened, widened))
             .into_iter()
-            .map(|n| (slots[n.d_id].id, 1.0 - n.distance))
+            .filter(|n| admit(n.d_id))
+            .take(k)
+            .map(|n| Hit {
+                id: ChunkId(slots[n.d_id].id),
+                score: 1.0 - n.distance,
+            })
+            .collect();
+        if hits.len() < k.min(admitted_count) {
+            return scan();
+        }
+        hits
+    }
+
+    /// The best `k` among `admit`ted slots by an exact scan of the graph's own copy of the
+    /// vectors, in parallel; tombstones are for `admit` to refuse.
+    fn scan(&self, query: &[f32], k: usize, admit: &(dyn Fn(usize) -> bool + Sync)) -> Vec<Hit> {
+        self.graph.with(|graph| {
+            let points: Vec<_> = graph.get_point_indexation().into_iter().collect();
+            points
+                .par_chunks(SCAN_TASK)
+                .map(|part| {
+                    let mut best = Best::new(k);
+                    for point in part {
+                        let slot = point.get_origin_id();
+                        if admit(slot) {
+                            best.push(self.slots[slot].id, dot(query, point.get_v()));
+                        }
+                    }
+                    best
+                })
+                .reduce(|| Best::new(k), Best::merge)
+                .into_hits()
+        })
+    }
+
+    /// An unfiltered graph search of beam `ef`, for calibration (every node is live then).
+    fn graph_search(&self, query: &[f32], k: usize, ef: usize) -> Vec<Hit> {
+        self.graph
+            .with(|graph| graph.search(query, k, ef))
+            .into_iter()
+            .map(|n| Hit {
+                id: ChunkId(self.slots[n.d_id].id),
+                score: 1.0 - n.distance,
+            })
             .collect()
+    }
+
+    /// What the store reports of this index.
+    pub fn info(&self) -> VectorIndexInfo {
+        VectorIndexInfo {
+            nodes: self.slots.len(),
+            live: self.live.len(),
+            generation: self.generation,
+            calibration: self.calibration.clone(),
+        }
     }
 
     /// Writes the index into `dir`, replacing what was there. The new files are written
@@ -309,6 +536,7 @@ impl AnnIndex {
             slots: self.slots.clone(),
             paths: self.paths.clone(),
             languages: self.languages.clone(),
+            calibration: self.calibration.clone(),
             graph_checksum: checksum(&graph_file)?,
             data_checksum: checksum(&data_file)?,
         };
@@ -372,8 +600,28 @@ impl AnnIndex {
             languages: meta.languages,
             generation: meta.generation,
             dimensions,
+            calibration: meta.calibration,
         }))
     }
+}
+
+/// The share of the exact top `k` that `found` holds; a hit scoring at least the exact k-th
+/// score counts, so that identical vectors tie whichever of them each side picked.
+fn recall(found: &[Hit], truth: &[Hit]) -> f64 {
+    let Some(last) = truth.last() else {
+        return 1.0;
+    };
+    // Scores from the graph went through `1 - (1 - dot)`; allow for that rounding.
+    let matched = found
+        .iter()
+        .filter(|h| h.score >= last.score - 1e-6)
+        .count()
+        .min(truth.len());
+    matched as f64 / truth.len() as f64
+}
+
+fn per_query_ms(started: Instant, queries: usize) -> f64 {
+    started.elapsed().as_secs_f64() * 1000.0 / queries.max(1) as f64
 }
 
 fn dump_files(dir: &Path) -> (PathBuf, PathBuf) {
@@ -448,15 +696,15 @@ mod tests {
     fn finds_each_vector_itself_and_skips_tombstones() {
         let mut index = AnnIndex::build(16, vectors(0..300), 1);
         for i in [0u64, 17, 299] {
-            let best = index.search(&unit(i, 16), 1, EF_SEARCH, None);
-            assert_eq!(best[0].0, i as u128);
-            assert!((best[0].1 - 1.0).abs() < 1e-5);
+            let best = index.search(&unit(i, 16), 1, None, DenseStrategy::Graph);
+            assert_eq!(best[0].id.0, i as u128);
+            assert!((best[0].score - 1.0).abs() < 1e-5);
         }
         index.remove(17);
-        let best = index.search(&unit(17, 16), 5, EF_SEARCH, None);
-        assert!(best.iter().all(|(id, _)| *id != 17));
+        let best = index.search(&unit(17, 16), 5, None, DenseStrategy::Graph);
+        assert!(best.iter().all(|h| h.id.0 != 17));
         assert_eq!(best.len(), 5);
-        assert_eq!(index.len(), 299);
+        assert_eq!(index.info().live, 299);
     }
 
     #[test]
@@ -468,9 +716,9 @@ mod tests {
             .iter()
             .map(|s| s.alive && python[s.language as usize])
             .collect();
-        let hits = index.search(&unit(4, 16), 10, EF_SEARCH, Some(&mask));
+        let hits = index.search(&unit(4, 16), 10, Some(&mask), DenseStrategy::Graph);
         assert_eq!(hits.len(), 10);
-        assert!(hits.iter().all(|(id, _)| id % 2 == 1));
+        assert!(hits.iter().all(|h| h.id.0 % 2 == 1));
     }
 
     #[test]
@@ -485,8 +733,10 @@ mod tests {
 
         let loaded = AnnIndex::load(&ann, 16).unwrap().unwrap();
         assert_eq!(loaded.generation, 7);
-        assert_eq!(loaded.len(), 209);
-        assert_eq!(loaded.search(&unit(205, 16), 1, EF_SEARCH, None)[0].0, 205);
+        assert_eq!(loaded.info().live, 209);
+        let best = loaded.search(&unit(205, 16), 1, None, DenseStrategy::Graph);
+        assert_eq!(best[0].id.0, 205);
+        assert_eq!(loaded.calibration, index.calibration);
         assert!(!loaded.live.contains_key(&3));
 
         assert!(AnnIndex::load(&ann, 32).is_err(), "other dimensions");
@@ -501,5 +751,39 @@ mod tests {
                 .unwrap()
                 .is_none()
         );
+    }
+
+    #[test]
+    fn calibration_holds_out_a_sample_and_every_strategy_finds_the_exact_answer() {
+        let index = AnnIndex::build(16, vectors(0..3_000), 1);
+        assert_eq!(index.info().live, 3_000, "the sample is inserted after calibrating");
+        let calibration = index.calibration.clone().expect("large enough to calibrate");
+        assert_eq!(calibration.queries, CALIBRATION_QUERIES);
+        assert_eq!(calibration.trials[0].ef, EF_SEARCH);
+        assert!(calibration.trials.windows(2).all(|w| w[1].ef == (w[0].ef * 2).min(MAX_EF)));
+        // Sixteen dimensions are easy for the graph: the first beam reaches the target.
+        assert!(calibration.reaching_target().is_some(), "{calibration:?}");
+
+        for q in 0..20u64 {
+            let query = unit(50_000 + q, 16);
+            let exact = index.search(&query, 10, None, DenseStrategy::Scan);
+            let truth: Vec<u128> = {
+                let mut all: Vec<(u128, f32)> =
+                    (0..3_000).map(|i| (i as u128, dot(&query, &unit(i, 16)))).collect();
+                all.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+                all.iter().take(10).map(|p| p.0).collect()
+            };
+            assert_eq!(exact.iter().map(|h| h.id.0).collect::<Vec<_>>(), truth);
+            for strategy in [DenseStrategy::Graph, DenseStrategy::Calibrated] {
+                let found = index.search(&query, 10, None, strategy);
+                assert_eq!(found.len(), 10);
+                assert!(recall(&found, &exact) >= 0.8, "{strategy:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn an_untrained_graph_is_not_calibrated() {
+        assert!(AnnIndex::build(16, vectors(0..50), 1).calibration.is_none());
     }
 }

@@ -36,10 +36,14 @@
 //! - One process writes ([`Store::open`]; a second writer gets [`StoreError::Locked`]), any
 //!   number read ([`Store::open_read_only`]) and see its commits; a [`Snapshot`] is one
 //!   consistent view.
-//! - [`Store::search_dense`] answers from the HNSW graph once the index holds
-//!   [`EXACT_SCAN_BELOW`] vectors, by exact scan below that; [`Store::search_lexical`] by BM25
-//!   over code-aware tokens ([`CodeTokenizer`]). Both apply the [`Filter`] inside the search.
-//!   [`Store::search_exact`] scans every vector: the oracle the graph is tested against.
+//! - [`Store::search_dense`] answers from the vector index once the index holds
+//!   [`EXACT_SCAN_BELOW`] vectors and [`Store::checkpoint`] has built it, by an exact scan of
+//!   the database before. The index is an HNSW graph calibrated when built: searches use the
+//!   narrowest beam that reached [`RECALL_TARGET`] on held-out vectors, or an in-memory scan
+//!   where that is faster ([`Calibration`], [`Store::vector_index`]).
+//!   [`Store::search_lexical`] answers by BM25 over code-aware tokens ([`CodeTokenizer`]).
+//!   Both apply the [`Filter`] inside the search. [`Store::search_exact`] scans every vector
+//!   in the database: the oracle the graph is tested against.
 //! - The graph and the lexical index are derived: tagged with the commit generation they
 //!   reflect, brought up to date or rebuilt from redb when they lag or are damaged
 //!   ([`Store::notes`] says when). [`Store::checkpoint`] saves the graph at the end of a run.
@@ -49,6 +53,7 @@
 //!   then mtime and size, then a [`content_hash`] as the arbiter; renames included.
 
 mod ann;
+mod best;
 mod changes;
 mod drift;
 mod error;
@@ -58,7 +63,10 @@ mod records;
 mod search;
 mod store;
 
-pub use ann::{EXACT_SCAN_BELOW, TOMBSTONE_REBUILD_FRACTION};
+pub use ann::{
+    BeamTrial, Calibration, DenseStrategy, EF_SEARCH, EXACT_SCAN_BELOW, MAX_EF, RECALL_TARGET,
+    TOMBSTONE_REBUILD_FRACTION, VectorIndexInfo,
+};
 pub use changes::{
     ChangeSet, GitUse, Rename, TreeFile, Walk, content_hash, detect_changes, head_commit, walk,
 };

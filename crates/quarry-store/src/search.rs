@@ -3,26 +3,24 @@
 
 use quarry_chunk::ChunkId;
 
-use crate::ann::{AnnIndex, EF_SEARCH, NewVector};
+use crate::ann::{AnnIndex, NewVector, VectorIndexInfo};
+use crate::best::sort_hits;
 use crate::filter::Filter;
 use crate::lexical::{LexicalFilter, LexicalIndex};
 use crate::store::{Derived, Hit, Snapshot, Store};
 use crate::{StoreError, StoredChunk};
 
-/// A filter admitting less than this fraction of the chunks is answered by an exact scan of
-/// those chunks: the graph would have to be explored too widely to find them.
-const SCAN_BELOW_FRACTION: f64 = 0.1;
-/// The widest graph search before falling back to a scan.
-const MAX_EF: usize = 4096;
-
 impl Store {
     /// The `k` chunks most similar to `query` (a normalised vector) among those `filter`
-    /// admits, best first, ties broken by chunk id.
+    /// admits, best first, ties broken by chunk id. A filtered search returns as many
+    /// results as exist, up to `k`.
     ///
-    /// Indexes under [`crate::EXACT_SCAN_BELOW`] vectors (see [`Store::set_exact_scan_below`]),
-    /// and filters admitting under a tenth of
-    /// them, are answered by an exact scan; larger ones by the HNSW graph, brought up to date
-    /// with the database first. A filtered search returns as many results as exist, up to `k`.
+    /// Indexes under [`crate::EXACT_SCAN_BELOW`] vectors (see [`Store::set_exact_scan_below`])
+    /// are scanned in the database. Larger ones are answered from the vector index that
+    /// [`Store::checkpoint`] built, brought up to date with the database first (new vectors
+    /// inserted, removed ones tombstoned), as [`Store::set_dense_strategy`] says: by default
+    /// the graph with its calibrated beam, or an in-memory scan where that is cheaper. Until a
+    /// checkpoint has built one, the database is scanned: a search never builds the graph.
     pub fn search_dense(
         &self,
         query: &[f32],
@@ -41,45 +39,33 @@ impl Store {
             return snapshot.search_exact(query, k, filter);
         }
         let mut derived = self.derived();
-        let ann = current_ann(self, &mut derived, &snapshot)?;
-        let slots = ann.slots();
+        let Some(ann) = current_ann(self, &mut derived, &snapshot, Build::Never)? else {
+            drop(derived);
+            return snapshot.search_exact(query, k, filter);
+        };
         let mask: Option<Vec<bool>> = (!filter.is_empty()).then(|| {
             let paths = ann.paths().admitted(|p| filter.admits_path(p));
             let languages = ann.languages().admitted(|l| filter.admits_language(l));
-            slots
+            ann.slots()
                 .iter()
                 .map(|s| s.alive && paths[s.path as usize] && languages[s.language as usize])
                 .collect()
         });
-        let admitted = mask
-            .as_ref()
-            .map_or(ann.len(), |m| m.iter().filter(|&&a| a).count());
-        let scan = || {
-            let ids = slots
-                .iter()
-                .enumerate()
-                .filter_map(|(i, slot)| mask.as_ref().is_none_or(|m| m[i]).then_some(slot.id));
-            snapshot.search_exact_among(query, k, ids)
-        };
-        let fraction = admitted as f64 / ann.len().max(1) as f64;
-        if fraction < SCAN_BELOW_FRACTION {
-            return scan();
-        }
-        let ef = ((EF_SEARCH.max(k) as f64 / fraction) as usize).min(MAX_EF);
-        let mut hits: Vec<Hit> = ann
-            .search(query, k, ef, mask.as_deref())
-            .into_iter()
-            .map(|(id, score)| Hit {
-                id: ChunkId(id),
-                score,
-            })
-            .collect();
-        if hits.len() < k.min(admitted) {
-            return scan();
-        }
+        let mut hits = ann.search(query, k, mask.as_deref(), self.dense_strategy);
         sort_hits(&mut hits);
-        hits.truncate(k);
         Ok(hits)
+    }
+
+    /// The vector index as of the last commit (loaded from disk and brought up to date if
+    /// this process has not yet used it), or `None` where the index is small enough to be
+    /// scanned or no checkpoint has built one yet.
+    pub fn vector_index(&self) -> Result<Option<VectorIndexInfo>, StoreError> {
+        let snapshot = self.snapshot()?;
+        if snapshot.counts()?.chunks < self.exact_scan_below {
+            return Ok(None);
+        }
+        let mut derived = self.derived();
+        Ok(current_ann(self, &mut derived, &snapshot, Build::Never)?.map(AnnIndex::info))
     }
 
     /// The `k` chunks that best match `query` by BM25 over symbol names, paths and text,
@@ -132,9 +118,12 @@ impl Store {
         Ok(hits)
     }
 
-    /// Saves the vector index to disk if it is behind the database, building it first if the
-    /// index has grown large enough to need one, so the next process to open the index
-    /// starts with it. Call it when an indexing run ends; a writer only.
+    /// Brings the vector index up to date with the database and saves it, so that searches
+    /// (in this process and in the next to open the index) use it: builds and calibrates it
+    /// when the index has grown large enough to need one, or when tombstones have passed
+    /// [`crate::TOMBSTONE_REBUILD_FRACTION`] of its nodes. Call it when an indexing run
+    /// ends; a writer only. Building takes a while (about a minute per 100,000 vectors of a
+    /// real model on two cores); catching up takes time in proportion to the change.
     pub fn checkpoint(&self) -> Result<(), StoreError> {
         if !self.is_writer() {
             return Err(StoreError::ReadOnly {
@@ -146,7 +135,9 @@ impl Store {
             return Ok(());
         }
         let mut derived = self.derived();
-        let generation = current_ann(self, &mut derived, &snapshot)?.generation;
+        let generation = current_ann(self, &mut derived, &snapshot, Build::IfNeeded)?
+            .expect("built if missing")
+            .generation;
         if derived.ann_saved == Some(generation) {
             return Ok(());
         }
@@ -184,16 +175,26 @@ impl Store {
     }
 }
 
+/// Whether [`current_ann`] may build the graph.
+#[derive(Clone, Copy, PartialEq)]
+enum Build {
+    /// Searches: use what exists (a missing graph is `None`, tombstones are tolerated).
+    Never,
+    /// Checkpoints: build it when missing, unreadable or past the tombstone limit.
+    IfNeeded,
+}
+
 /// The vector index, brought up to date with `snapshot`: loaded from disk if this process
-/// has none yet, then given the vectors added since and told of those removed; rebuilt when
-/// it is missing, unreadable or full of tombstones.
+/// has none yet, then given the vectors added since and told of those removed. `Build`
+/// says whether a missing or worn-out graph is (re)built here.
 fn current_ann<'d>(
     store: &Store,
     derived: &'d mut Derived,
     snapshot: &Snapshot<'_>,
-) -> Result<&'d AnnIndex, StoreError> {
+    build_graph: Build,
+) -> Result<Option<&'d AnnIndex>, StoreError> {
     let generation = snapshot.generation()?;
-    if derived.ann.is_none() {
+    if derived.ann.is_none() && !derived.ann_unreadable {
         let dir = store.ann_dir();
         match AnnIndex::load(&dir, snapshot.dimensions()) {
             Ok(Some(ann)) => {
@@ -201,27 +202,30 @@ fn current_ann<'d>(
                 derived.ann = Some(ann);
             }
             Ok(None) => {}
-            Err(message) => derived.notes.push(format!(
-                "{}: {message}; rebuilt the vector index from the database",
-                dir.display()
-            )),
-        }
-    }
-    let ann = match derived.ann.take() {
-        Some(ann) if ann.generation == generation => ann,
-        Some(mut ann) => {
-            catch_up(&mut ann, snapshot)?;
-            if ann.needs_rebuild() {
-                build(snapshot)?
-            } else {
-                ann
+            Err(message) => {
+                derived.ann_unreadable = true;
+                derived.notes.push(format!(
+                    "{}: {message}; searching by exact scan until the next checkpoint \
+                     rebuilds the vector index from the database",
+                    dir.display()
+                ));
             }
         }
-        None => build(snapshot)?,
+    }
+    let mut ann = derived.ann.take();
+    if let Some(ann) = ann.as_mut().filter(|ann| ann.generation != generation) {
+        catch_up(ann, snapshot)?;
+    }
+    if build_graph == Build::IfNeeded && ann.as_ref().is_none_or(AnnIndex::needs_rebuild) {
+        ann = Some(build(snapshot)?);
+        derived.ann_unreadable = false;
+    }
+    let Some(ann) = ann else {
+        return Ok(None);
     };
     let ann = derived.ann.insert(ann);
     ann.generation = generation;
-    Ok(ann)
+    Ok(Some(ann))
 }
 
 fn build(snapshot: &Snapshot<'_>) -> Result<AnnIndex, StoreError> {
@@ -269,9 +273,4 @@ fn catch_up(ann: &mut AnnIndex, snapshot: &Snapshot<'_>) -> Result<(), StoreErro
             .collect(),
     );
     Ok(())
-}
-
-/// Best first: higher score, then lower id.
-fn sort_hits(hits: &mut [Hit]) {
-    hits.sort_by(|a, b| b.score.total_cmp(&a.score).then(a.id.cmp(&b.id)));
 }

@@ -1,7 +1,6 @@
 //! [`Store`]: the redb database under `.quarry/`.
 
-use std::cmp::Ordering;
-use std::collections::{BinaryHeap, HashSet};
+use std::collections::HashSet;
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, MutexGuard};
@@ -14,7 +13,8 @@ use redb::{
 };
 
 use crate::StoreError;
-use crate::ann::{AnnIndex, EXACT_SCAN_BELOW, dot};
+use crate::ann::{AnnIndex, DenseStrategy, EXACT_SCAN_BELOW, dot};
+use crate::best::Best;
 use crate::drift::{DriftChunk, drift};
 use crate::filter::Filter;
 use crate::lexical::LexicalIndex;
@@ -58,6 +58,8 @@ pub struct Store {
     settings: IndexSettings,
     /// Below this many vectors, an exact scan answers and no graph is built.
     pub(crate) exact_scan_below: u64,
+    /// How searches use the vector index.
+    pub(crate) dense_strategy: DenseStrategy,
     /// The indexes derived from the database, brought up to date as they are used.
     pub(crate) derived: Mutex<Derived>,
     /// A writer's exclusive lock on `writer.lock`, released when the store is dropped.
@@ -72,6 +74,9 @@ pub(crate) struct Derived {
     pub ann: Option<AnnIndex>,
     /// The generation of the vector index on disk.
     pub ann_saved: Option<u64>,
+    /// The vector index on disk could not be read (and was reported); searches scan until a
+    /// checkpoint rebuilds it.
+    pub ann_unreadable: bool,
     /// Absent for a reader when no writer has created it yet.
     pub lexical: Option<LexicalIndex>,
     /// What the store repaired on its own, for the user to see.
@@ -205,6 +210,7 @@ impl Store {
             path,
             settings,
             exact_scan_below: EXACT_SCAN_BELOW,
+            dense_strategy: DenseStrategy::default(),
             derived: Mutex::new(Derived {
                 lexical,
                 ..Derived::default()
@@ -235,6 +241,12 @@ impl Store {
     /// than an exact scan ([`EXACT_SCAN_BELOW`] by default).
     pub fn set_exact_scan_below(&mut self, vectors: u64) {
         self.exact_scan_below = vectors;
+    }
+
+    /// Sets how searches use the vector index ([`DenseStrategy::Calibrated`] by default):
+    /// the others are for tests and benchmarks that compare the graph with the scan.
+    pub fn set_dense_strategy(&mut self, strategy: DenseStrategy) {
+        self.dense_strategy = strategy;
     }
 
     /// Whether this handle may write.
@@ -570,7 +582,7 @@ impl Snapshot<'_> {
         self.read(|txn| {
             let vectors = txn.open_table(VECTORS)?;
             let chunks = txn.open_table(CHUNKS)?;
-            let mut best = BinaryHeap::with_capacity(k + 1);
+            let mut best = Best::new(k);
             let mut vector = Vec::with_capacity(self.dimensions);
             for entry in vectors.iter()? {
                 let (id, bytes) = entry?;
@@ -585,31 +597,9 @@ impl Snapshot<'_> {
                     }
                 }
                 decode_vector_into(bytes.value(), &mut vector);
-                push_best(&mut best, k, id, dot(query, &vector));
+                best.push(id, dot(query, &vector));
             }
-            // `Ranked` orders best first, so the ascending sort is the ranking.
-            Ok(best.into_sorted_vec().into_iter().map(|r| r.0).collect())
-        })
-    }
-
-    /// The `k` chunks among `ids` most similar to `query`, best first, by exact scan.
-    pub(crate) fn search_exact_among(
-        &self,
-        query: &[f32],
-        k: usize,
-        ids: impl Iterator<Item = u128>,
-    ) -> Result<Vec<Hit>, StoreError> {
-        self.read(|txn| {
-            let vectors = txn.open_table(VECTORS)?;
-            let mut best = BinaryHeap::with_capacity(k + 1);
-            let mut vector = Vec::with_capacity(self.dimensions);
-            for id in ids {
-                if let Some(bytes) = vectors.get(id)? {
-                    decode_vector_into(bytes.value(), &mut vector);
-                    push_best(&mut best, k, id, dot(query, &vector));
-                }
-            }
-            Ok(best.into_sorted_vec().into_iter().map(|r| r.0).collect())
+            Ok(best.into_hits())
         })
     }
 
@@ -828,39 +818,6 @@ fn drift_view(chunks: &[(String, Vec<f32>)]) -> Vec<DriftChunk<'_>> {
         .iter()
         .map(|(text, vector)| DriftChunk { text, vector })
         .collect()
-}
-
-/// Keeps the `k` best hits in `best`.
-fn push_best(best: &mut BinaryHeap<Ranked>, k: usize, id: u128, score: f32) {
-    best.push(Ranked(Hit {
-        id: ChunkId(id),
-        score,
-    }));
-    if best.len() > k {
-        best.pop();
-    }
-}
-
-/// Orders hits best first: higher score, then lower id.
-#[derive(PartialEq)]
-struct Ranked(Hit);
-
-impl Eq for Ranked {}
-
-impl Ord for Ranked {
-    fn cmp(&self, other: &Self) -> Ordering {
-        other
-            .0
-            .score
-            .total_cmp(&self.0.score)
-            .then(self.0.id.cmp(&other.0.id))
-    }
-}
-
-impl PartialOrd for Ranked {
-    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
-        Some(self.cmp(other))
-    }
 }
 
 fn create_index_dir(database: &Path) -> Result<(), StoreError> {

@@ -5,7 +5,9 @@ use std::collections::HashSet;
 use std::path::Path;
 
 use quarry_chunk::ChunkId;
-use quarry_store::{FileState, Filter, Hit, IndexSettings, PROJECT_SCOPE, Store, StoredChunk};
+use quarry_store::{
+    DenseStrategy, FileState, Filter, Hit, IndexSettings, PROJECT_SCOPE, Store, StoredChunk,
+};
 
 const DIMENSIONS: usize = 16;
 const CHUNKS_PER_FILE: usize = 10;
@@ -107,6 +109,14 @@ fn open(root: &Path) -> Store {
     store
 }
 
+/// A large index whose graph a checkpoint built, searched through the graph.
+fn graph_index(root: &Path) -> Store {
+    let mut store = large_index(root, FILES);
+    store.checkpoint().unwrap();
+    store.set_dense_strategy(DenseStrategy::Graph);
+    store
+}
+
 /// Mean share of the exact top `k` that the searched top `k` holds, over 40 queries.
 fn recall(store: &Store, k: usize, filter: &Filter) -> f64 {
     let mut total = 0.0;
@@ -129,7 +139,11 @@ fn recall(store: &Store, k: usize, filter: &Filter) -> f64 {
 #[test]
 fn the_graph_agrees_with_the_exact_scan_with_and_without_filters() {
     let repo = tempfile::tempdir().unwrap();
-    let store = large_index(repo.path(), FILES);
+    let mut store = graph_index(repo.path());
+    let info = store.vector_index().unwrap().expect("the checkpoint built it");
+    assert_eq!((info.nodes, info.live), (FILES * CHUNKS_PER_FILE, FILES * CHUNKS_PER_FILE));
+    let calibration = info.calibration.expect("3,000 vectors are calibrated");
+    assert!(calibration.reaching_target().is_some(), "{calibration:?}");
 
     assert!(recall(&store, 10, &Filter::default()) >= 0.97);
     // About a third of the chunks: searched in the graph with the filter inside.
@@ -153,14 +167,33 @@ fn the_graph_agrees_with_the_exact_scan_with_and_without_filters() {
         .unwrap();
     assert_eq!(ids(&hits), [2345]);
     assert!(store.notes().is_empty(), "{:?}", store.notes());
+
+    // As calibrated (the graph or a scan, whichever was faster) and scanned in memory.
+    for strategy in [DenseStrategy::Calibrated, DenseStrategy::Scan] {
+        store.set_dense_strategy(strategy);
+        assert!(recall(&store, 10, &Filter::default()) >= 0.97, "{strategy:?}");
+        assert!(recall(&store, 10, &python) >= 0.97, "{strategy:?}");
+    }
+    assert_eq!(recall(&store, 10, &Filter::default()), 1.0);
+}
+
+#[test]
+fn searches_scan_the_database_until_a_checkpoint_builds_the_graph() {
+    let repo = tempfile::tempdir().unwrap();
+    let store = large_index(repo.path(), FILES);
+    assert!(store.vector_index().unwrap().is_none());
+    assert_eq!(recall(&store, 10, &Filter::default()), 1.0);
+    assert!(store.vector_index().unwrap().is_none(), "a search built the graph");
+    store.checkpoint().unwrap();
+    assert!(store.vector_index().unwrap().is_some());
+    assert!(repo.path().join(".quarry/vectors/meta.bin").exists());
 }
 
 #[test]
 fn the_graph_follows_removals_and_additions_and_survives_reopening() {
     let repo = tempfile::tempdir().unwrap();
     {
-        let store = large_index(repo.path(), FILES);
-        store.checkpoint().unwrap();
+        let store = graph_index(repo.path());
         // Changes after the checkpoint reach the next process through the database.
         let mut batch = store.write().unwrap();
         batch.remove_file(&path_of(5)).unwrap();
@@ -174,11 +207,14 @@ fn the_graph_follows_removals_and_additions_and_survives_reopening() {
             .unwrap();
         batch.commit().unwrap();
     }
-    let store = open(repo.path());
+    let mut store = open(repo.path());
+    store.set_dense_strategy(DenseStrategy::Graph);
     let hits = store
         .search_dense(&unit(123_456), 1, &Filter::default())
         .unwrap();
     assert_eq!(ids(&hits), [99_000_000]);
+    let info = store.vector_index().unwrap().unwrap();
+    assert_eq!(info.nodes - info.live, CHUNKS_PER_FILE, "tombstones");
     for removed in 50..60u64 {
         let hits = store
             .search_dense(&unit(removed), 10, &Filter::default())
@@ -194,6 +230,7 @@ fn the_graph_follows_removals_and_additions_and_survives_reopening() {
     // A reader in the same state sees the same.
     let mut reader = Store::open_read_only(repo.path(), settings()).unwrap();
     reader.set_exact_scan_below(GRAPH_FROM);
+    reader.set_dense_strategy(DenseStrategy::Graph);
     let hits = reader
         .search_dense(&unit(123_456), 1, &Filter::default())
         .unwrap();
@@ -201,7 +238,7 @@ fn the_graph_follows_removals_and_additions_and_survives_reopening() {
 }
 
 #[test]
-fn a_damaged_graph_is_rebuilt_and_said_so() {
+fn a_damaged_graph_is_scanned_around_said_so_and_rebuilt_at_the_checkpoint() {
     let repo = tempfile::tempdir().unwrap();
     large_index(repo.path(), FILES).checkpoint().unwrap();
     let graph = repo.path().join(".quarry/vectors/graph.hnsw.graph");
@@ -209,16 +246,22 @@ fn a_damaged_graph_is_rebuilt_and_said_so() {
     bytes.truncate(bytes.len() / 2);
     std::fs::write(&graph, bytes).unwrap();
 
-    let store = open(repo.path());
+    let mut store = open(repo.path());
+    store.set_dense_strategy(DenseStrategy::Graph);
     let hits = store
         .search_dense(&unit(77), 1, &Filter::default())
         .unwrap();
     assert_eq!(ids(&hits), [77]);
+    assert!(store.vector_index().unwrap().is_none());
     let notes = store.notes();
     assert!(
-        notes.len() == 1 && notes[0].contains("checksum") && notes[0].contains("rebuilt"),
+        notes.len() == 1 && notes[0].contains("checksum") && notes[0].contains("checkpoint"),
         "{notes:?}"
     );
+    store.checkpoint().unwrap();
+    assert_eq!(store.vector_index().unwrap().unwrap().live, FILES * CHUNKS_PER_FILE);
+    assert!(recall(&store, 10, &Filter::default()) >= 0.97);
+    assert_eq!(store.notes().len(), 1, "reported once");
 }
 
 /// Files of Rust and Python snippets for the lexical index.
