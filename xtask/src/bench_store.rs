@@ -1123,9 +1123,10 @@ fn markdown(report: &Value) -> String {
                 num(&d["write"]["chunks_per_s"])
             )
         });
-        row("checkpoint = HNSW build + calibration + save".into(), &|d| {
-            format!("{:.1} s", num(&d["checkpoint_s"]))
-        });
+        row(
+            "checkpoint = HNSW build + calibration + save".into(),
+            &|d| format!("{:.1} s", num(&d["checkpoint_s"])),
+        );
         row(
             "index on disk per chunk (redb / HNSW / lexical)".into(),
             &|d| {
@@ -1143,27 +1144,35 @@ fn markdown(report: &Value) -> String {
         row("distinct vectors".into(), &|d| {
             format!("{} of {}", d["distinct_vectors"], d["vectors"])
         });
-        row("calibration: in-memory scan; beams tried (recall, ms); chosen".into(), &|d| {
-            let c = &d["calibration"];
-            let trials: Vec<String> = c["trials"]
-                .as_array()
-                .map(|t| {
-                    t.iter()
-                        .map(|t| {
-                            format!("{}: {:.3}, {:.1}", t["ef"], num(&t["recall"]), num(&t["ms"]))
-                        })
-                        .collect()
-                })
-                .unwrap_or_default();
-            format!(
-                "{:.1} ms; {}; **{}**",
-                num(&c["scan_ms"]),
-                trials.join("; "),
-                c["chosen_ef"]
-                    .as_u64()
-                    .map_or("scan".to_owned(), |ef| format!("ef {ef}"))
-            )
-        });
+        row(
+            "calibration: in-memory scan; beams tried (recall, ms); chosen".into(),
+            &|d| {
+                let c = &d["calibration"];
+                let trials: Vec<String> = c["trials"]
+                    .as_array()
+                    .map(|t| {
+                        t.iter()
+                            .map(|t| {
+                                format!(
+                                    "{}: {:.3}, {:.1}",
+                                    t["ef"],
+                                    num(&t["recall"]),
+                                    num(&t["ms"])
+                                )
+                            })
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                format!(
+                    "{:.1} ms; {}; **{}**",
+                    num(&c["scan_ms"]),
+                    trials.join("; "),
+                    c["chosen_ef"]
+                        .as_u64()
+                        .map_or("scan".to_owned(), |ef| format!("ef {ef}"))
+                )
+            },
+        );
         let recall_cell = |m: &Value| {
             let r = &m["recall"];
             format!(
@@ -1184,9 +1193,10 @@ fn markdown(report: &Value) -> String {
                 &|d| recall_cell(&d["search"][key]),
             );
         }
-        row("database scan (`search_exact`, the truth) p50 / p95".into(), &|d| {
-            ms_pair(&d["exact_ms"])
-        });
+        row(
+            "database scan (`search_exact`, the truth) p50 / p95".into(),
+            &|d| ms_pair(&d["exact_ms"]),
+        );
         row("database scan p50 / calibrated p50".into(), &|d| {
             format!(
                 "{:.0}x",

@@ -1,9 +1,11 @@
-//! The BERT encoder in Burn.
+//! The BERT encoder in Burn, and the sequence classifier built on it.
 //!
-//! Module and field names mirror Hugging Face's `BertModel` weight names, so that
-//! `encoder.layer.3.attention.self.query.weight` in `model.safetensors` is the field
-//! `encoder.layer[3].attention.self_attention.query.weight` here. Two names cannot be Rust
-//! fields and are renamed on load ([`WEIGHT_KEY_RENAMES`]): `self` and `LayerNorm`.
+//! Module and field names mirror Hugging Face's `BertModel` and `BertForSequenceClassification`
+//! weight names, so that `encoder.layer.3.attention.self.query.weight` in `model.safetensors` is
+//! the field `encoder.layer[3].attention.self_attention.query.weight` here. Two names cannot be
+//! Rust fields and are renamed on load: `self` and `LayerNorm`. Checkpoints differ in whether
+//! the encoder sits under `bert.`, so each model's renames ([`WEIGHT_KEY_RENAMES`],
+//! [`CLASSIFIER_WEIGHT_KEY_RENAMES`]) accept both forms.
 //! Linear weights are stored `[out, in]` by PyTorch and `[in, out]` by Burn; Burn's PyTorch
 //! adapter transposes them, and maps a layer norm's `weight`/`bias` to `gamma`/`beta`.
 
@@ -17,22 +19,39 @@ use burn::tensor::{Bool, Device, Int, Tensor, TensorData};
 use crate::config::{Activation, BertConfig};
 use crate::kernels;
 
-/// Renames from Hugging Face weight names to this module's field names, as
+/// `self` is a keyword: `attention.self` is the field `attention.self_attention`.
+const SELF_ATTENTION_RENAME: (&str, &str) = (r"\.attention\.self\.", ".attention.self_attention.");
+/// Rust fields are snake case: `LayerNorm` is `layer_norm`.
+const LAYER_NORM_RENAME: (&str, &str) = (r"LayerNorm\.", "layer_norm.");
+
+/// Renames from Hugging Face weight names to [`BertModel`]'s field names, as
 /// (regular expression, replacement) pairs applied in order.
 pub const WEIGHT_KEY_RENAMES: [(&str, &str); 3] = [
-    // Checkpoints saved from `BertForMaskedLM` and friends nest the encoder under `bert.`.
+    // Checkpoints saved from `BertForMaskedLM`, `BertForSequenceClassification` and friends
+    // nest the encoder under `bert.`; sentence-transformers saves a bare `BertModel`.
     (r"^bert\.", ""),
-    (r"\.attention\.self\.", ".attention.self_attention."),
-    (r"LayerNorm\.", "layer_norm."),
+    SELF_ATTENTION_RENAME,
+    LAYER_NORM_RENAME,
 ];
 
-/// `BertModel` without its pooler: token states for a batch of token ids.
+/// Renames from Hugging Face weight names to [`BertForSequenceClassification`]'s field names.
+pub const CLASSIFIER_WEIGHT_KEY_RENAMES: [(&str, &str); 3] = [
+    // Hugging Face saves the encoder under `bert.`; accept a checkpoint without the prefix too.
+    (r"^(embeddings|encoder|pooler)\.", "bert.$1."),
+    SELF_ATTENTION_RENAME,
+    LAYER_NORM_RENAME,
+];
+
+/// `BertModel`: token states for a batch of token ids, and optionally the pooled `[CLS]` state.
 #[derive(Module, Debug)]
 pub struct BertModel {
     /// Word, position and token-type embeddings.
     pub embeddings: BertEmbeddings,
     /// The stack of transformer layers.
     pub encoder: BertEncoder,
+    /// `pooler`: absent for embeddings (sentence-transformers pools the token states itself,
+    /// and ignores the checkpoint's pooler), present under a classification head.
+    pub pooler: Option<BertPooler>,
     #[module(skip)]
     activation: Activation,
     #[module(skip)]
@@ -101,6 +120,23 @@ pub struct BertIntermediate {
     pub dense: Linear,
 }
 
+/// `BertPooler`: the `[CLS]` token's state through a dense layer and `tanh`.
+#[derive(Module, Debug)]
+pub struct BertPooler {
+    /// `dense`.
+    pub dense: Linear,
+}
+
+/// `BertForSequenceClassification` (evaluation only: its dropout is the identity): the
+/// pooled `[CLS]` state through a linear layer, one logit per label.
+#[derive(Module, Debug)]
+pub struct BertForSequenceClassification {
+    /// `bert`: the encoder, with its pooler.
+    pub bert: BertModel,
+    /// `classifier`: `hidden_size` to `num_labels`.
+    pub classifier: Linear,
+}
+
 /// `BertSelfOutput` and `BertOutput`, which have the same shape: dense, residual, norm.
 #[derive(Module, Debug)]
 pub struct BertOutput {
@@ -111,7 +147,8 @@ pub struct BertOutput {
 }
 
 impl BertModel {
-    /// A model with the shape `config` describes; its weights are placeholders until loaded.
+    /// A model with the shape `config` describes, without a pooler; its weights are
+    /// placeholders until loaded.
     pub fn new(config: &BertConfig, device: &Device) -> Self {
         let hidden = config.hidden_size;
         let norm = || {
@@ -151,20 +188,34 @@ impl BertModel {
             encoder: BertEncoder {
                 layer: (0..config.num_hidden_layers).map(|_| layer()).collect(),
             },
+            pooler: None,
             activation: config.hidden_act,
             num_attention_heads: config.num_attention_heads,
             host_gelu: *device == Device::flex(),
         }
     }
 
+    /// The same model with a pooler.
+    pub fn with_pooler(config: &BertConfig, device: &Device) -> Self {
+        let hidden = config.hidden_size;
+        Self {
+            pooler: Some(BertPooler {
+                dense: LinearConfig::new(hidden, hidden).init(device),
+            }),
+            ..Self::new(config, device)
+        }
+    }
+
     /// Token states `[batch, seq, hidden]` for token ids `[batch, seq]`.
     ///
-    /// `padding` is `[batch, seq, seq]`, true where a query position must not attend to a key
-    /// position because the key is padding; `None` when no row of the batch is padded.
-    /// Token types are all zero: quarry embeds single texts, never pairs.
+    /// `token_types` is `[batch, seq]`: 0 for the first text of a pair, 1 for the second;
+    /// `None` when every token is of type 0 (single texts). `padding` is `[batch, seq, seq]`,
+    /// true where a query position must not attend to a key position because the key is
+    /// padding; `None` when no row of the batch is padded.
     pub fn forward(
         &self,
         input_ids: Tensor<2, Int>,
+        token_types: Option<Tensor<2, Int>>,
         padding: Option<Tensor<3, Bool>>,
     ) -> Tensor<3> {
         let [batch, seq] = input_ids.dims();
@@ -172,7 +223,8 @@ impl BertModel {
         let positions = Tensor::<1, Int>::arange(0..seq as i64, &device)
             .reshape([1, seq])
             .expand([batch, seq]);
-        let token_types = Tensor::<2, Int>::zeros([batch, seq], &device);
+        let token_types =
+            token_types.unwrap_or_else(|| Tensor::<2, Int>::zeros([batch, seq], &device));
         let embeddings = &self.embeddings;
         let mut hidden = embeddings.layer_norm.forward(
             embeddings.word_embeddings.forward(input_ids)
@@ -202,6 +254,45 @@ impl BertModel {
             Activation::GeluTanh => gelu_approximate(states),
             Activation::Relu => relu(states),
         }
+    }
+}
+
+impl BertPooler {
+    /// `tanh(dense(h))` of the first token's state `h`: `[batch, hidden]` from
+    /// `[batch, seq, hidden]`.
+    pub fn forward(&self, hidden: Tensor<3>) -> Tensor<2> {
+        let [batch, _, width] = hidden.dims();
+        let first = hidden
+            .slice([0..batch, 0..1, 0..width])
+            .reshape([batch, width]);
+        self.dense.forward(first).tanh()
+    }
+}
+
+impl BertForSequenceClassification {
+    /// A classifier with the shape `config` describes, `config.num_labels()` logits wide; its
+    /// weights are placeholders until loaded.
+    pub fn new(config: &BertConfig, device: &Device) -> Self {
+        Self {
+            bert: BertModel::with_pooler(config, device),
+            classifier: LinearConfig::new(config.hidden_size, config.num_labels()).init(device),
+        }
+    }
+
+    /// Logits `[batch, num_labels]`; the arguments are [`BertModel::forward`]'s.
+    pub fn forward(
+        &self,
+        input_ids: Tensor<2, Int>,
+        token_types: Option<Tensor<2, Int>>,
+        padding: Option<Tensor<3, Bool>>,
+    ) -> Tensor<2> {
+        let hidden = self.bert.forward(input_ids, token_types, padding);
+        let pooler = self
+            .bert
+            .pooler
+            .as_ref()
+            .expect("BertForSequenceClassification::new builds the pooler");
+        self.classifier.forward(pooler.forward(hidden))
     }
 }
 

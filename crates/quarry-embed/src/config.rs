@@ -1,7 +1,8 @@
 //! The model's description, read from the files of a Hugging Face / sentence-transformers
-//! model directory: `config.json` for the encoder, `modules.json`,
+//! model directory: `config.json` for the encoder (and a classifier's labels), `modules.json`,
 //! `1_Pooling/config.json` and `sentence_bert_config.json` for what happens around it.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
@@ -36,6 +37,31 @@ pub struct BertConfig {
     /// Only `absolute` positions are part of the BERT family quarry runs.
     #[serde(default = "default_position_embedding_type")]
     pub position_embedding_type: String,
+    /// A classifier's label names by index (`{"0": "LABEL_0"}` for a one-logit cross-encoder);
+    /// empty in an encoder's configuration.
+    #[serde(default)]
+    pub id2label: BTreeMap<String, String>,
+}
+
+impl BertConfig {
+    /// Reads and checks `config.json` in `dir`.
+    pub fn read(dir: &Path) -> Result<Self, EmbedError> {
+        let path = dir.join(files::CONFIG);
+        let bert: Self =
+            read_json(&path)?.ok_or_else(|| EmbedError::MissingFile { path: path.clone() })?;
+        check_supported(&bert, &path)?;
+        Ok(bert)
+    }
+
+    /// Number of logits a classifier head on this encoder has: one per `id2label` entry, or
+    /// Hugging Face's default of 2 where the configuration names none.
+    pub fn num_labels(&self) -> usize {
+        if self.id2label.is_empty() {
+            2
+        } else {
+            self.id2label.len()
+        }
+    }
 }
 
 fn default_type_vocab_size() -> usize {
@@ -134,11 +160,7 @@ impl ModelConfig {
     /// plain Hugging Face BERT directory gets mean pooling, normalisation and the full position
     /// table as its maximum length.
     pub fn read(dir: &Path) -> Result<Self, EmbedError> {
-        let config_path = dir.join(files::CONFIG);
-        let bert: BertConfig = read_json(&config_path)?.ok_or_else(|| EmbedError::MissingFile {
-            path: config_path.clone(),
-        })?;
-        check_supported(&bert, &config_path)?;
+        let bert = BertConfig::read(dir)?;
 
         let modules: Option<Vec<ModuleEntry>> = read_json(&dir.join(files::MODULES))?;
         let (pooling, normalize) = match &modules {

@@ -1,25 +1,24 @@
 //! [`Embedder`]: texts in, normalised vectors out.
 
-use std::fmt;
 use std::sync::mpsc;
 
-use burn::store::{ModuleSnapshot, PyTorchToBurnAdapter, SafetensorsStore};
-use burn::tensor::{Bool, Device, Int, Tensor, TensorData};
+use burn::tensor::{Device, Tensor, TensorData};
 
 use crate::EmbedError;
 use crate::backend::{self, BackendChoice, BackendInfo};
 use crate::bert::{BertModel, WEIGHT_KEY_RENAMES};
 use crate::config::{ModelConfig, Pooling, files};
-use crate::provision::{ModelDir, check_digest, hex, sha256_file};
+use crate::loading::{Batch, ModelFingerprint, fingerprint, in_length_order, load_weights};
+use crate::provision::ModelDir;
 use crate::tokenize::{TextTokenizer, Tokenized};
 
-/// How an [`Embedder`] runs.
+/// How an [`Embedder`] (or a [`CrossEncoder`](crate::CrossEncoder)) runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct EmbedderOptions {
     /// Which backend runs the model.
     pub backend: BackendChoice,
-    /// Most texts in one forward pass. Texts are sorted by length before batching, so a batch
-    /// holds texts of similar length and little padding.
+    /// Most texts (or pairs) in one forward pass. Texts are sorted by length before batching,
+    /// so a batch holds texts of similar length and little padding.
     pub batch_size: usize,
     /// Truncate inputs to fewer tokens than the model's maximum sequence length (faster, and
     /// what a benchmark at a fixed length needs); `None` keeps the model's.
@@ -47,24 +46,6 @@ impl EmbedderOptions {
             backend,
             ..Self::default()
         })
-    }
-}
-
-/// Identifies a model's outputs: an index built with one fingerprint is invalid under another.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct ModelFingerprint {
-    /// The model's name, e.g. `sentence-transformers/all-MiniLM-L6-v2`.
-    pub name: String,
-    /// Its revision, or `local`.
-    pub revision: String,
-    /// sha256 over the digests of every file that decides the output (configuration,
-    /// tokenizer, weights, pooling) and the maximum sequence length in use, in hex.
-    pub digest: String,
-}
-
-impl fmt::Display for ModelFingerprint {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}@{}#{}", self.name, self.revision, &self.digest[..16])
     }
 }
 
@@ -107,6 +88,7 @@ impl Embedder {
         let model = load_weights(
             BertModel::new(&config.bert, &device),
             &dir.path.join(files::WEIGHTS),
+            &WEIGHT_KEY_RENAMES,
         )?;
         Ok(Self {
             model,
@@ -184,15 +166,7 @@ impl Embedder {
 
     /// Embeds already tokenized texts, in order.
     fn embed_tokenized(&self, texts: Vec<Tokenized>) -> Vec<Embedding> {
-        let mut order: Vec<usize> = (0..texts.len()).collect();
-        order.sort_by_key(|&i| texts[i].ids.len());
-        let mut vectors = vec![Vec::new(); texts.len()];
-        for batch in order.chunks(self.batch_size) {
-            let batch_texts: Vec<&Tokenized> = batch.iter().map(|&i| &texts[i]).collect();
-            for (&i, vector) in batch.iter().zip(self.forward(&batch_texts)) {
-                vectors[i] = vector;
-            }
-        }
+        let vectors = in_length_order(&texts, self.batch_size, |batch| self.forward(batch));
         texts
             .into_iter()
             .zip(vectors)
@@ -206,29 +180,16 @@ impl Embedder {
 
     /// One forward pass: a normalised vector per text.
     fn forward(&self, batch: &[&Tokenized]) -> Vec<Vec<f32>> {
+        let Batch {
+            ids,
+            token_types,
+            padding,
+            lengths,
+            seq,
+        } = Batch::new(batch, &self.device);
         let rows = batch.len();
-        let seq = batch.iter().map(|t| t.ids.len()).max().unwrap_or(0);
-        let lengths: Vec<usize> = batch.iter().map(|t| t.ids.len()).collect();
-        let ids: Vec<i64> = batch
-            .iter()
-            .flat_map(|t| {
-                let padding = seq - t.ids.len();
-                t.ids
-                    .iter()
-                    .map(|&id| i64::from(id))
-                    .chain(std::iter::repeat_n(0, padding))
-            })
-            .collect();
-        let ids = Tensor::<2, Int>::from_data(TensorData::new(ids, [rows, seq]), &self.device);
-        let padded = lengths.iter().any(|&len| len < seq);
-        let attention_mask = padded.then(|| {
-            let masked: Vec<bool> = lengths
-                .iter()
-                .flat_map(|&len| (0..seq * seq).map(move |i| i % seq >= len))
-                .collect();
-            Tensor::<3, Bool>::from_data(TensorData::new(masked, [rows, seq, seq]), &self.device)
-        });
-        let hidden = self.model.forward(ids, attention_mask);
+        let padded = padding.is_some();
+        let hidden = self.model.forward(ids, token_types, padding);
         let width = self.dimensions();
         let pooled = match self.config.pooling {
             Pooling::Cls => hidden
@@ -260,76 +221,4 @@ fn normalized(vector: &[f32]) -> Vec<f32> {
     let norm = vector.iter().map(|v| v * v).sum::<f32>().sqrt();
     let scale = if norm > 0.0 { 1.0 / norm } else { 0.0 };
     vector.iter().map(|v| v * scale).collect()
-}
-
-fn load_weights(mut model: BertModel, path: &std::path::Path) -> Result<BertModel, EmbedError> {
-    let error = |message: String| EmbedError::Weights {
-        path: path.to_path_buf(),
-        message,
-    };
-    if !path.is_file() {
-        return Err(EmbedError::MissingFile {
-            path: path.to_path_buf(),
-        });
-    }
-    let mut store = WEIGHT_KEY_RENAMES.iter().fold(
-        SafetensorsStore::from_file(path)
-            .with_from_adapter(PyTorchToBurnAdapter)
-            // Checked below, with messages that name the model's files.
-            .validate(false)
-            .allow_partial(true),
-        |store, (pattern, replacement)| store.with_key_remapping(*pattern, *replacement),
-    );
-    let result = model
-        .load_from(&mut store)
-        .map_err(|e| error(e.to_string()))?;
-    let mut problems: Vec<String> = result.errors.iter().map(ToString::to_string).collect();
-    problems.extend(
-        result
-            .missing
-            .iter()
-            .map(|(tensor, _)| format!("tensor {tensor} is missing")),
-    );
-    if problems.is_empty() {
-        Ok(model)
-    } else {
-        Err(error(problems.join("; ")))
-    }
-}
-
-/// The fingerprint of the model in `dir`, checking each file against its published digest
-/// where `dir` has them. `max_seq_length` is part of it: truncating sooner changes the vectors
-/// of long texts.
-fn fingerprint(dir: &ModelDir, max_seq_length: usize) -> Result<ModelFingerprint, EmbedError> {
-    use sha2::{Digest, Sha256};
-    let all_files = [
-        files::CONFIG,
-        files::TOKENIZER,
-        files::WEIGHTS,
-        files::MODULES,
-        files::POOLING,
-        files::SENTENCE_BERT,
-    ];
-    let mut combined = Sha256::new();
-    for file in all_files {
-        let path = dir.path.join(file);
-        if !path.is_file() {
-            continue;
-        }
-        let digest = sha256_file(&path)?;
-        let expected = dir
-            .expected_digests
-            .and_then(|digests| digests.iter().find(|(name, _)| *name == file));
-        if let Some((_, expected)) = expected {
-            check_digest(&path, expected, &digest)?;
-        }
-        combined.update(file.as_bytes());
-        combined.update(digest.as_bytes());
-    }
-    combined.update(format!("max_seq_length={max_seq_length}").as_bytes());
-    Ok(ModelFingerprint {
-        name: dir.name.clone(),
-        revision: dir.revision.clone(),
-        digest: hex(&combined.finalize()),
-    })
 }

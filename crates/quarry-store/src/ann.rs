@@ -11,7 +11,7 @@
 //! it holds back a sample of the vectors, inserts the rest, searches for the sample with
 //! widening beams against an exact scan, and inserts the sample last. Searches then use the
 //! narrowest beam that reached [`RECALL_TARGET`] on that sample, or scan (in memory, over the
-//! graph's own copy of the vectors) when no beam reached it faster than the scan.
+//! vectors, kept row by row beside the graph) when no beam reached it faster than the scan.
 //!
 //! On disk it is a directory holding hnsw_rs's two dump files and a metadata file with the
 //! generation, the chunk of each graph node, and checksums of the dump files: hnsw_rs asserts
@@ -192,6 +192,10 @@ pub(crate) struct AnnIndex {
     dimensions: usize,
     /// How searches are answered; `None` for graphs too small to calibrate.
     calibration: Option<Calibration>,
+    /// Every node's vector, row by row in slot order: what scans read. hnsw_rs keeps each
+    /// vector in its own allocation, and a scan that follows those pointers runs several
+    /// times slower than one over contiguous rows.
+    rows: Vec<f32>,
 }
 
 /// How dense searches are answered.
@@ -289,6 +293,7 @@ impl AnnIndex {
             generation,
             dimensions,
             calibration: None,
+            rows: Vec::new(),
         };
         let held_out = CALIBRATION_QUERIES.min(vectors.len() / 10);
         if held_out < MIN_CALIBRATION_QUERIES {
@@ -359,6 +364,7 @@ impl AnnIndex {
                 alive: true,
             });
             self.live.insert(new.id, slot);
+            self.rows.extend_from_slice(&new.vector);
         }
         let items: Vec<(&[f32], usize)> = vectors
             .iter()
@@ -466,26 +472,25 @@ impl AnnIndex {
         hits
     }
 
-    /// The best `k` among `admit`ted slots by an exact scan of the graph's own copy of the
-    /// vectors, in parallel; tombstones are for `admit` to refuse.
+    /// The best `k` among `admit`ted slots by an exact scan of the rows, in parallel;
+    /// tombstones are for `admit` to refuse.
     fn scan(&self, query: &[f32], k: usize, admit: &(dyn Fn(usize) -> bool + Sync)) -> Vec<Hit> {
-        self.graph.with(|graph| {
-            let points: Vec<_> = graph.get_point_indexation().into_iter().collect();
-            points
-                .par_chunks(SCAN_TASK)
-                .map(|part| {
-                    let mut best = Best::new(k);
-                    for point in part {
-                        let slot = point.get_origin_id();
-                        if admit(slot) {
-                            best.push(self.slots[slot].id, dot(query, point.get_v()));
-                        }
+        let task = SCAN_TASK * self.dimensions;
+        self.rows
+            .par_chunks(task)
+            .enumerate()
+            .map(|(t, rows)| {
+                let mut best = Best::new(k);
+                for (i, row) in rows.chunks_exact(self.dimensions).enumerate() {
+                    let slot = t * SCAN_TASK + i;
+                    if admit(slot) {
+                        best.push(self.slots[slot].id, dot(query, row));
                     }
-                    best
-                })
-                .reduce(|| Best::new(k), Best::merge)
-                .into_hits()
-        })
+                }
+                best
+            })
+            .reduce(|| Best::new(k), Best::merge)
+            .into_hits()
     }
 
     /// An unfiltered graph search of beam `ef`, for calibration (every node is live then).
@@ -585,6 +590,21 @@ impl AnnIndex {
                 meta.slots.len()
             ));
         }
+        let mut rows = vec![0.0; node_count * dimensions];
+        loaded.with_dependent(|_, graph| {
+            for point in graph.get_point_indexation() {
+                let (slot, vector) = (point.get_origin_id(), point.get_v());
+                if slot >= node_count || vector.len() != dimensions {
+                    return Err(format!(
+                        "node {slot} has {} dimensions; the graph has {node_count} nodes of \
+                         {dimensions}",
+                        vector.len()
+                    ));
+                }
+                rows[slot * dimensions..(slot + 1) * dimensions].copy_from_slice(vector);
+            }
+            Ok(())
+        })?;
         meta.paths.reindex();
         meta.languages.reindex();
         let live = (0..)
@@ -601,6 +621,7 @@ impl AnnIndex {
             generation: meta.generation,
             dimensions,
             calibration: meta.calibration,
+            rows,
         }))
     }
 }
@@ -756,11 +777,23 @@ mod tests {
     #[test]
     fn calibration_holds_out_a_sample_and_every_strategy_finds_the_exact_answer() {
         let index = AnnIndex::build(16, vectors(0..3_000), 1);
-        assert_eq!(index.info().live, 3_000, "the sample is inserted after calibrating");
-        let calibration = index.calibration.clone().expect("large enough to calibrate");
+        assert_eq!(
+            index.info().live,
+            3_000,
+            "the sample is inserted after calibrating"
+        );
+        let calibration = index
+            .calibration
+            .clone()
+            .expect("large enough to calibrate");
         assert_eq!(calibration.queries, CALIBRATION_QUERIES);
         assert_eq!(calibration.trials[0].ef, EF_SEARCH);
-        assert!(calibration.trials.windows(2).all(|w| w[1].ef == (w[0].ef * 2).min(MAX_EF)));
+        assert!(
+            calibration
+                .trials
+                .windows(2)
+                .all(|w| w[1].ef == (w[0].ef * 2).min(MAX_EF))
+        );
         // Sixteen dimensions are easy for the graph: the first beam reaches the target.
         assert!(calibration.reaching_target().is_some(), "{calibration:?}");
 
@@ -768,8 +801,9 @@ mod tests {
             let query = unit(50_000 + q, 16);
             let exact = index.search(&query, 10, None, DenseStrategy::Scan);
             let truth: Vec<u128> = {
-                let mut all: Vec<(u128, f32)> =
-                    (0..3_000).map(|i| (i as u128, dot(&query, &unit(i, 16)))).collect();
+                let mut all: Vec<(u128, f32)> = (0..3_000)
+                    .map(|i| (i as u128, dot(&query, &unit(i, 16))))
+                    .collect();
                 all.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
                 all.iter().take(10).map(|p| p.0).collect()
             };

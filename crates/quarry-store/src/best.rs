@@ -43,7 +43,11 @@ impl Best {
     /// The hits, best first.
     pub fn into_hits(self) -> Vec<Hit> {
         // `Ranked` orders best first, so the ascending sort is the ranking.
-        self.heap.into_sorted_vec().into_iter().map(|r| r.0).collect()
+        self.heap
+            .into_sorted_vec()
+            .into_iter()
+            .map(|r| r.0)
+            .collect()
     }
 }
 

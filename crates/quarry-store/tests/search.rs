@@ -140,8 +140,14 @@ fn recall(store: &Store, k: usize, filter: &Filter) -> f64 {
 fn the_graph_agrees_with_the_exact_scan_with_and_without_filters() {
     let repo = tempfile::tempdir().unwrap();
     let mut store = graph_index(repo.path());
-    let info = store.vector_index().unwrap().expect("the checkpoint built it");
-    assert_eq!((info.nodes, info.live), (FILES * CHUNKS_PER_FILE, FILES * CHUNKS_PER_FILE));
+    let info = store
+        .vector_index()
+        .unwrap()
+        .expect("the checkpoint built it");
+    assert_eq!(
+        (info.nodes, info.live),
+        (FILES * CHUNKS_PER_FILE, FILES * CHUNKS_PER_FILE)
+    );
     let calibration = info.calibration.expect("3,000 vectors are calibrated");
     assert!(calibration.reaching_target().is_some(), "{calibration:?}");
 
@@ -171,7 +177,10 @@ fn the_graph_agrees_with_the_exact_scan_with_and_without_filters() {
     // As calibrated (the graph or a scan, whichever was faster) and scanned in memory.
     for strategy in [DenseStrategy::Calibrated, DenseStrategy::Scan] {
         store.set_dense_strategy(strategy);
-        assert!(recall(&store, 10, &Filter::default()) >= 0.97, "{strategy:?}");
+        assert!(
+            recall(&store, 10, &Filter::default()) >= 0.97,
+            "{strategy:?}"
+        );
         assert!(recall(&store, 10, &python) >= 0.97, "{strategy:?}");
     }
     assert_eq!(recall(&store, 10, &Filter::default()), 1.0);
@@ -183,7 +192,10 @@ fn searches_scan_the_database_until_a_checkpoint_builds_the_graph() {
     let store = large_index(repo.path(), FILES);
     assert!(store.vector_index().unwrap().is_none());
     assert_eq!(recall(&store, 10, &Filter::default()), 1.0);
-    assert!(store.vector_index().unwrap().is_none(), "a search built the graph");
+    assert!(
+        store.vector_index().unwrap().is_none(),
+        "a search built the graph"
+    );
     store.checkpoint().unwrap();
     assert!(store.vector_index().unwrap().is_some());
     assert!(repo.path().join(".quarry/vectors/meta.bin").exists());
@@ -259,7 +271,10 @@ fn a_damaged_graph_is_scanned_around_said_so_and_rebuilt_at_the_checkpoint() {
         "{notes:?}"
     );
     store.checkpoint().unwrap();
-    assert_eq!(store.vector_index().unwrap().unwrap().live, FILES * CHUNKS_PER_FILE);
+    assert_eq!(
+        store.vector_index().unwrap().unwrap().live,
+        FILES * CHUNKS_PER_FILE
+    );
     assert!(recall(&store, 10, &Filter::default()) >= 0.97);
     assert_eq!(store.notes().len(), 1, "reported once");
 }

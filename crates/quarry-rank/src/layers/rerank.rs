@@ -1,6 +1,6 @@
 //! [`CrossEncoderRerank`]: rescore candidates with a model that reads query and chunk
-//! together. The model lives elsewhere (a cross-encoder in quarry-embed); this is its
-//! interface.
+//! together. The model lives elsewhere (quarry-embed's `CrossEncoder`, whose `relevance`
+//! method has [`Reranker::rerank`]'s shape, adapted by the engine); this is its interface.
 
 use crate::{Effect, LayerKind, LayerReport, RankError, Ranked, RankingLayer, RerankError};
 
