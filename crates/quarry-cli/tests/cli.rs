@@ -36,16 +36,30 @@ fn search_indexes_first_then_answers_in_text_and_json() {
     let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/engine/shop");
     copy_dir(&fixture, repo.path());
 
-    let out = quarry(repo.path(), &["search", "read the settings file", "-k", "3"]);
+    let out = quarry(
+        repo.path(),
+        &["search", "read the settings file", "-k", "3"],
+    );
     assert!(out.status.success(), "{}", text(&out.stderr));
-    assert!(text(&out.stderr).contains("indexed in"), "{}", text(&out.stderr));
-    let first = text(&out.stdout).lines().next().unwrap_or_default().to_owned();
+    assert!(
+        text(&out.stderr).contains("indexed in"),
+        "{}",
+        text(&out.stderr)
+    );
+    let first = text(&out.stdout)
+        .lines()
+        .next()
+        .unwrap_or_default()
+        .to_owned();
     assert!(first.starts_with("src/config.rs:"), "{}", text(&out.stdout));
     assert!(repo.path().join(".quarry/index.redb").exists());
 
     let out = quarry(repo.path(), &["search", "retry_with_backoff", "--json"]);
     assert!(out.status.success(), "{}", text(&out.stderr));
-    assert!(!text(&out.stderr).contains("indexed in"), "nothing changed, nothing re-indexed");
+    assert!(
+        !text(&out.stderr).contains("indexed in"),
+        "nothing changed, nothing re-indexed"
+    );
     let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let best = &json["results"][0];
     assert_eq!(best["path"], "lib/http_client.py");
@@ -64,9 +78,17 @@ fn bad_input_fails_with_a_message_and_a_non_zero_exit() {
     let dir = tempfile::tempdir().unwrap();
     let out = quarry(dir.path(), &["index", "no/such/dir"]);
     assert!(!out.status.success());
-    assert!(text(&out.stderr).contains("no/such/dir: not a directory"), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("no/such/dir: not a directory"),
+        "{}",
+        text(&out.stderr)
+    );
 
     let out = quarry(dir.path(), &["search", "  ", "--mode", "lexical"]);
     assert!(!out.status.success());
-    assert!(text(&out.stderr).contains("the query is empty"), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("the query is empty"),
+        "{}",
+        text(&out.stderr)
+    );
 }

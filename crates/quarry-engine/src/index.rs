@@ -85,10 +85,7 @@ impl Engine {
     ///
     /// Each batch of files is committed on its own, so an interrupted run keeps what it
     /// committed and the next run resumes from there.
-    pub fn index(
-        &self,
-        progress: &mut dyn FnMut(IndexEvent),
-    ) -> Result<IndexReport, EngineError> {
+    pub fn index(&self, progress: &mut dyn FnMut(IndexEvent)) -> Result<IndexReport, EngineError> {
         let started = Instant::now();
         let store = &self.store;
         let indexed = store.files()?;
@@ -144,7 +141,10 @@ impl Engine {
         self.embed_and_store(chunked, &mut report, progress)?;
 
         let has_scores = match indexed.iter().find(|f| !f.chunk_ids.is_empty()) {
-            Some(file) => store.snapshot()?.file_data(&file.path, PAGERANK_DATA)?.is_some(),
+            Some(file) => store
+                .snapshot()?
+                .file_data(&file.path, PAGERANK_DATA)?
+                .is_some(),
             None => false,
         };
         if anything_changed || !has_scores {
@@ -179,8 +179,7 @@ impl Engine {
                 .par_iter()
                 .map(|file| {
                     let path = self.root.join(&file.path);
-                    let bytes =
-                        fs::read(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+                    let bytes = fs::read(&path).map_err(|e| format!("{}: {e}", path.display()))?;
                     let (chunks, skip) = match self.chunker.chunk(&file.path, &bytes) {
                         Ok(chunks) => (chunks, None),
                         Err(skip) => (Vec::new(), Some(skip)),
@@ -199,7 +198,9 @@ impl Engine {
                 match result {
                     Ok((file, skip)) => {
                         if let Some(skip) = skip {
-                            report.skipped.push((file.state.path.clone(), skip.to_string()));
+                            report
+                                .skipped
+                                .push((file.state.path.clone(), skip.to_string()));
                         }
                         chunked.push(file);
                     }
@@ -240,7 +241,11 @@ impl Engine {
         let mut pending_chunks = 0;
         let mut files = files.into_iter().peekable();
         while let Some(file) = files.next() {
-            pending_chunks += file.chunks.iter().filter(|c| !stored.contains(&c.id.0)).count();
+            pending_chunks += file
+                .chunks
+                .iter()
+                .filter(|c| !stored.contains(&c.id.0))
+                .count();
             pending.push(file);
             if pending_chunks >= self.options.chunks_per_commit || files.peek().is_none() {
                 let group = std::mem::take(&mut pending);

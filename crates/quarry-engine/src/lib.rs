@@ -26,16 +26,18 @@
 //!   and the vector index is saved.
 //! - [`Engine::search`] runs the dense and lexical legs, fuses them by reciprocal rank
 //!   ([`RRF_K`], weights by [`leg_weights`]) and ranks the candidates with one
-//!   [`quarry_rank::Pipeline`] built from the options.
+//!   [`quarry_rank::Pipeline`] built from the options, led by a cross-encoder rerank when
+//!   [`Engine::with_reranker`] provided one.
 
 mod error;
 mod index;
 mod search;
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use quarry_chunk::{Chunker, ChunkerConfig};
-use quarry_embed::{Embedder, EmbedderOptions, ModelDir};
+use quarry_embed::{CrossEncoder, Embedder, EmbedderOptions, ModelDir};
 use quarry_store::{IndexSettings, Store};
 
 pub use error::EngineError;
@@ -68,12 +70,18 @@ pub struct Engine {
     embedder: Embedder,
     chunker: Chunker,
     options: EngineOptions,
+    /// A cross-encoder that rescores candidates, when one was provisioned and asked for.
+    reranker: Option<Arc<CrossEncoder>>,
 }
 
 impl Engine {
     /// Loads the model in `model` and opens or creates the index of the repository at
     /// `root`, as the single writer.
-    pub fn open(root: &Path, model: &ModelDir, options: EngineOptions) -> Result<Self, EngineError> {
+    pub fn open(
+        root: &Path,
+        model: &ModelDir,
+        options: EngineOptions,
+    ) -> Result<Self, EngineError> {
         Self::open_with(root, model, options, Store::open)
     }
 
@@ -111,7 +119,16 @@ impl Engine {
             embedder,
             chunker,
             options,
+            reranker: None,
         })
+    }
+
+    /// Rescores every search's candidates with the cross-encoder in `model` (the ranking's
+    /// first layer, [`quarry_rank::CrossEncoderRerank`]). It reads each candidate with the
+    /// query, so it costs one model run per candidate: seconds per query on a CPU.
+    pub fn with_reranker(mut self, model: &ModelDir) -> Result<Self, EngineError> {
+        self.reranker = Some(Arc::new(CrossEncoder::load(model, self.options.embedder)?));
+        Ok(self)
     }
 
     /// The repository root.

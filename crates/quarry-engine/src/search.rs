@@ -1,7 +1,9 @@
 //! Searching: retrieve from the dense and lexical legs, fuse, rank.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
+use quarry_embed::CrossEncoder;
 use quarry_rank::{Candidate, Explanation, Pipeline, RankingConfig, Summary};
 use quarry_store::{Filter, Hit, StoredChunk};
 use serde::{Deserialize, Serialize};
@@ -116,12 +118,16 @@ impl Engine {
         }
         drop(snapshot);
         let percentiles = (!percentiles.is_empty()).then(|| {
-            Box::new(move |path: &str| percentiles.get(path).copied())
-                as quarry_rank::Percentiles
+            Box::new(move |path: &str| percentiles.get(path).copied()) as quarry_rank::Percentiles
         });
-        let pipeline = Pipeline::from_config(&options.ranking, percentiles, None)?;
+        let reranker = self
+            .reranker
+            .clone()
+            .map(|model| Box::new(CrossEncoderReranker(model)) as Box<dyn quarry_rank::Reranker>);
+        let pipeline = Pipeline::from_config(&options.ranking, percentiles, reranker)?;
         let ranking = pipeline.rank(query, candidates)?;
-        let ceiling = options.ranking.source_boost.max(1.0) * (1.0 + options.ranking.pagerank_strength);
+        let ceiling =
+            options.ranking.source_boost.max(1.0) * (1.0 + options.ranking.pagerank_strength);
         let results = ranking
             .results
             .into_iter()
@@ -184,6 +190,16 @@ fn fuse(legs: &[(&[Hit], f32)]) -> Vec<(quarry_chunk::ChunkId, f32)> {
     fused
 }
 
+/// quarry-embed's cross-encoder as quarry-rank's [`quarry_rank::Reranker`]: the sigmoid of
+/// its logit, a probability of relevance.
+struct CrossEncoderReranker(Arc<CrossEncoder>);
+
+impl quarry_rank::Reranker for CrossEncoderReranker {
+    fn rerank(&self, query: &str, texts: &[&str]) -> Result<Vec<f32>, quarry_rank::RerankError> {
+        Ok(self.0.relevance(query, texts)?)
+    }
+}
+
 fn candidate(chunk: &StoredChunk) -> Candidate {
     Candidate {
         id: chunk.id,
@@ -216,7 +232,10 @@ mod tests {
         assert_eq!(leg_weights("parse_config"), (0.3, 0.7));
         assert_eq!(leg_weights("parseConfig"), (0.3, 0.7));
         assert_eq!(leg_weights("fs::read"), (0.3, 0.7));
-        assert_eq!(leg_weights("where is the configuration file read"), (0.7, 0.3));
+        assert_eq!(
+            leg_weights("where is the configuration file read"),
+            (0.7, 0.3)
+        );
         assert_eq!(leg_weights("retry backoff"), (0.5, 0.5));
         assert_eq!(leg_weights("parse"), (0.5, 0.5));
     }

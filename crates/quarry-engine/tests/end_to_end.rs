@@ -66,11 +66,17 @@ fn indexes_a_repository_and_finds_code_by_description_and_by_identifier() {
     assert!(matches!(events[0], IndexEvent::Changes { to_read: 7, .. }));
     assert!(events.contains(&IndexEvent::Graph));
     let (files, edges) = report.graph.unwrap();
-    assert!(files >= 6 && edges >= 1, "cart.rs imports config.rs: {files} files, {edges} edges");
+    assert!(
+        files >= 6 && edges >= 1,
+        "cart.rs imports config.rs: {files} files, {edges} edges"
+    );
 
     for (query, expected) in [
         ("read the settings file", "src/config.rs"),
-        ("retry a failing request with exponential backoff", "lib/http_client.py"),
+        (
+            "retry a failing request with exponential backoff",
+            "lib/http_client.py",
+        ),
         ("retry_with_backoff", "lib/http_client.py"),
         ("formatPrice", "lib/format.js"),
         ("total price including tax", "src/cart.rs"),
@@ -83,9 +89,7 @@ fn indexes_a_repository_and_finds_code_by_description_and_by_identifier() {
         );
     }
 
-    let response = engine
-        .search("cart", &SearchOptions::default())
-        .unwrap();
+    let response = engine.search("cart", &SearchOptions::default()).unwrap();
     assert!(
         response
             .results
@@ -93,7 +97,12 @@ fn indexes_a_repository_and_finds_code_by_description_and_by_identifier() {
             .all(|r| (0.0..=1.0).contains(&r.score)),
         "scores lie in [0, 1]"
     );
-    assert!(response.results.windows(2).all(|w| w[0].score >= w[1].score));
+    assert!(
+        response
+            .results
+            .windows(2)
+            .all(|w| w[0].score >= w[1].score)
+    );
 
     // Lexical mode runs no model and still finds identifiers.
     let lexical = SearchOptions {
@@ -112,7 +121,11 @@ fn re_indexing_reads_only_what_changed_and_forgets_deleted_files() {
     engine.index(&mut |_| {}).unwrap();
 
     let again = engine.index(&mut |_| {}).unwrap();
-    assert_eq!((again.files_read, again.chunks_embedded), (0, 0), "{again:?}");
+    assert_eq!(
+        (again.files_read, again.chunks_embedded),
+        (0, 0),
+        "{again:?}"
+    );
     assert_eq!(again.graph, None, "nothing changed, so the graph stands");
 
     // One new function in cart.rs: only it is embedded; the others keep their vectors.
@@ -138,7 +151,12 @@ fn re_indexing_reads_only_what_changed_and_forgets_deleted_files() {
         ..SearchOptions::default()
     };
     let response = engine.search("formatPrice", &all).unwrap();
-    assert!(response.results.iter().all(|r| r.chunk.path != "lib/format.js"));
+    assert!(
+        response
+            .results
+            .iter()
+            .all(|r| r.chunk.path != "lib/format.js")
+    );
 }
 
 #[test]
