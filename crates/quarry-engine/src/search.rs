@@ -97,7 +97,7 @@ impl Engine {
         } else {
             Vec::new()
         };
-        let fused = fuse(&[(&dense, weights.0), (&lexical, weights.1)]);
+        let fused = fuse(&[(&dense, weights.0), (&lexical, weights.1)], fetch);
 
         let snapshot = self.store.snapshot()?;
         let mut chunks = HashMap::new();
@@ -168,23 +168,37 @@ pub fn leg_weights(query: &str) -> (f32, f32) {
     }
 }
 
-/// Reciprocal rank fusion of ranked lists, each with a weight, normalised so that a chunk
-/// first in every weighted list scores 1. Best first, ties by chunk id.
-fn fuse(legs: &[(&[Hit], f32)]) -> Vec<(quarry_chunk::ChunkId, f32)> {
-    let best: f32 = legs
-        .iter()
-        .filter(|(_, w)| *w > 0.0)
-        .map(|(_, w)| w / (RRF_K + 1.0))
-        .sum();
+/// Reciprocal rank fusion of ranked lists of at most `depth` hits, each with a weight, on
+/// `[0, 1]`: 1 for a chunk first in every weighted list, 0 for one just past the end of all
+/// of them (a chunk a list lacks counts as ranked `depth + 1` there). Raw RRF sums crowd
+/// together (first and thirtieth place differ by a third), so the multiplicative boosts of
+/// the ranking would outweigh many places of relevance; spread over the fetched depth, one
+/// place near the top is worth about 5%. Best first, ties by chunk id.
+fn fuse(legs: &[(&[Hit], f32)], depth: usize) -> Vec<(quarry_chunk::ChunkId, f32)> {
+    let legs: Vec<_> = legs.iter().filter(|(_, w)| *w > 0.0).collect();
+    let at = |rank: usize| 1.0 / (RRF_K + rank as f32);
+    let best: f32 = legs.iter().map(|(_, w)| w * at(1)).sum();
+    let floor: f32 = legs.iter().map(|(_, w)| w * at(depth + 1)).sum();
     let mut scores: HashMap<quarry_chunk::ChunkId, f32> = HashMap::new();
-    for (hits, weight) in legs {
+    for (hits, weight) in &legs {
         for (rank, hit) in hits.iter().enumerate() {
-            *scores.entry(hit.id).or_default() += weight / (RRF_K + rank as f32 + 1.0);
+            // Above what the floor counted for this list.
+            *scores.entry(hit.id).or_default() += weight * (at(rank + 1) - at(depth + 1));
         }
     }
+    let span = best - floor;
     let mut fused: Vec<_> = scores
         .into_iter()
-        .map(|(id, s)| (id, if best > 0.0 { s / best } else { 0.0 }))
+        .map(|(id, s)| {
+            (
+                id,
+                if span > 0.0 {
+                    (s / span).clamp(0.0, 1.0)
+                } else {
+                    0.0
+                },
+            )
+        })
         .collect();
     fused.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
     fused
@@ -243,14 +257,22 @@ mod tests {
     #[test]
     fn fusion_rewards_agreement_and_tops_out_at_one() {
         let (dense, lexical) = (hits(&[1, 2, 3]), hits(&[2, 4]));
-        let fused = fuse(&[(&dense, 0.5), (&lexical, 0.5)]);
+        let fused = fuse(&[(&dense, 0.5), (&lexical, 0.5)], 3);
         let order: Vec<u128> = fused.iter().map(|(id, _)| id.0).collect();
         assert_eq!(order, [2, 1, 4, 3]);
         assert!(fused.iter().all(|(_, s)| (0.0..=1.0).contains(s)));
-        let both_first = fuse(&[(&hits(&[9]), 0.7), (&hits(&[9]), 0.3)]);
+        let both_first = fuse(&[(&hits(&[9]), 0.7), (&hits(&[9]), 0.3)], 10);
         assert!((both_first[0].1 - 1.0).abs() < 1e-6);
         // A leg that did not run does not lower the scale.
-        let dense_only = fuse(&[(&hits(&[5]), 1.0), (&[], 0.0)]);
+        let dense_only = fuse(&[(&hits(&[5, 6]), 1.0), (&[], 0.0)], 2);
         assert!((dense_only[0].1 - 1.0).abs() < 1e-6);
+        // First in one of two equal legs and absent from the other: half way.
+        let one_leg = fuse(&[(&hits(&[7]), 0.5), (&hits(&[8]), 0.5)], 30);
+        assert!((one_leg[0].1 - 0.5).abs() < 1e-6, "{one_leg:?}");
+        // Places spread over the depth: the last fetched one is a step above the floor.
+        let ids: Vec<u128> = (1..=30).collect();
+        let deep = fuse(&[(&hits(&ids), 1.0)], 30);
+        assert!(deep[29].1 > 0.0 && deep[29].1 < 0.05, "{:?}", deep[29]);
+        assert!((deep[1].1 - 0.95).abs() < 0.01, "{:?}", deep[1]);
     }
 }
