@@ -1,0 +1,148 @@
+//! quarry's engine: index a repository and search it. The CLI, the MCP server and the
+//! benchmark all go through it.
+//!
+//! ```no_run
+//! use quarry_embed::{DEFAULT_MODEL, Provisioner};
+//! use quarry_engine::{Engine, EngineOptions, SearchOptions};
+//!
+//! let model = Provisioner::from_env().resolve(&DEFAULT_MODEL)?;
+//! let engine = Engine::open("path/to/repo".as_ref(), &model, EngineOptions::default())?;
+//! let report = engine.index(&mut |event| eprintln!("{event:?}"))?;
+//! println!("{} files read, {} chunks embedded", report.files_read, report.chunks_embedded);
+//!
+//! let response = engine.search("where is the configuration read", &SearchOptions::default())?;
+//! for result in &response.results {
+//!     let chunk = &result.chunk;
+//!     println!("{}:{}-{} {:.3}", chunk.path, chunk.start_line, chunk.end_line, result.score);
+//! }
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! - [`Engine::open`] loads the model and opens (or creates) the index under `.quarry/` at
+//!   the root; an index built with another model or chunker is refused with the fix.
+//! - [`Engine::index`] brings the index in step with the working tree (see
+//!   [`quarry_store::detect_changes`]): changed files are chunked again, only new chunks are
+//!   embedded, each batch commits atomically, the import graph's PageRank is stored per file,
+//!   and the vector index is saved.
+//! - [`Engine::search`] runs the dense and lexical legs, fuses them by reciprocal rank
+//!   ([`RRF_K`], weights by [`leg_weights`]) and ranks the candidates with one
+//!   [`quarry_rank::Pipeline`] built from the options, led by a cross-encoder rerank when
+//!   [`Engine::with_reranker`] provided one.
+
+mod error;
+mod index;
+mod search;
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use quarry_chunk::{Chunker, ChunkerConfig};
+use quarry_embed::{CrossEncoder, Embedder, EmbedderOptions, ModelDir};
+use quarry_store::{IndexSettings, Store};
+
+pub use error::EngineError;
+pub use index::{IndexEvent, IndexReport, PAGERANK_DATA};
+pub use search::{RRF_K, SearchMode, SearchOptions, SearchResponse, SearchResult, leg_weights};
+
+/// How an [`Engine`] runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EngineOptions {
+    /// The model's backend and batch size.
+    pub embedder: EmbedderOptions,
+    /// New chunks per commit while indexing: what an interrupted run loses at most.
+    pub chunks_per_commit: usize,
+}
+
+impl Default for EngineOptions {
+    fn default() -> Self {
+        Self {
+            embedder: EmbedderOptions::default(),
+            chunks_per_commit: 256,
+        }
+    }
+}
+
+/// A repository's index with the model that embeds into it.
+#[derive(Debug)]
+pub struct Engine {
+    root: PathBuf,
+    store: Store,
+    embedder: Embedder,
+    chunker: Chunker,
+    options: EngineOptions,
+    /// A cross-encoder that rescores candidates, when one was provisioned and asked for.
+    reranker: Option<Arc<CrossEncoder>>,
+}
+
+impl Engine {
+    /// Loads the model in `model` and opens or creates the index of the repository at
+    /// `root`, as the single writer.
+    pub fn open(
+        root: &Path,
+        model: &ModelDir,
+        options: EngineOptions,
+    ) -> Result<Self, EngineError> {
+        Self::open_with(root, model, options, Store::open)
+    }
+
+    /// As [`Engine::open`], but replaces an existing index (another model, a damaged file).
+    pub fn rebuild(
+        root: &Path,
+        model: &ModelDir,
+        options: EngineOptions,
+    ) -> Result<Self, EngineError> {
+        Self::open_with(root, model, options, Store::rebuild)
+    }
+
+    fn open_with(
+        root: &Path,
+        model: &ModelDir,
+        options: EngineOptions,
+        open: impl FnOnce(&Path, IndexSettings) -> Result<Store, quarry_store::StoreError>,
+    ) -> Result<Self, EngineError> {
+        if !root.is_dir() {
+            return Err(EngineError::NotADirectory {
+                path: root.to_path_buf(),
+            });
+        }
+        let embedder = Embedder::load(model, options.embedder)?;
+        let chunker = Chunker::new(ChunkerConfig::for_max_tokens(embedder.max_tokens()));
+        let settings = IndexSettings {
+            model: embedder.fingerprint().to_string(),
+            dimensions: embedder.dimensions(),
+            chunker: format!("{:?}", chunker.config()),
+        };
+        let store = open(root, settings)?;
+        Ok(Self {
+            root: root.to_path_buf(),
+            store,
+            embedder,
+            chunker,
+            options,
+            reranker: None,
+        })
+    }
+
+    /// Rescores every search's candidates with the cross-encoder in `model` (the ranking's
+    /// first layer, [`quarry_rank::CrossEncoderRerank`]). It reads each candidate with the
+    /// query, so it costs one model run per candidate: seconds per query on a CPU.
+    pub fn with_reranker(mut self, model: &ModelDir) -> Result<Self, EngineError> {
+        self.reranker = Some(Arc::new(CrossEncoder::load(model, self.options.embedder)?));
+        Ok(self)
+    }
+
+    /// The repository root.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// The index.
+    pub fn store(&self) -> &Store {
+        &self.store
+    }
+
+    /// The model.
+    pub fn embedder(&self) -> &Embedder {
+        &self.embedder
+    }
+}

@@ -1,0 +1,278 @@
+//! Searching: retrieve from the dense and lexical legs, fuse, rank.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use quarry_embed::CrossEncoder;
+use quarry_rank::{Candidate, Explanation, Pipeline, RankingConfig, Summary};
+use quarry_store::{Filter, Hit, StoredChunk};
+use serde::{Deserialize, Serialize};
+
+use crate::index::{PAGERANK_DATA, decode_score};
+use crate::{Engine, EngineError};
+
+/// Reciprocal rank fusion's constant: a hit at rank r scores `weight / (RRF_K + r)`.
+pub const RRF_K: f32 = 60.0;
+
+/// Which retrieval legs a search uses.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SearchMode {
+    /// Dense and lexical, fused by reciprocal rank with weights from the query's shape.
+    #[default]
+    Hybrid,
+    /// The embedding alone.
+    Semantic,
+    /// BM25 over code tokens alone; needs no model run.
+    Lexical,
+}
+
+/// What a search asks for.
+#[derive(Debug, Clone, Default)]
+pub struct SearchOptions {
+    /// Ranking: how many results, the per-file cap, penalties, boosts.
+    pub ranking: RankingConfig,
+    /// Which files may answer; applied inside both legs.
+    pub filter: Filter,
+    /// Which legs run.
+    pub mode: SearchMode,
+}
+
+/// One result.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SearchResult {
+    /// The chunk, with its path, lines and text.
+    pub chunk: StoredChunk,
+    /// In `[0, 1]`: the fused retrieval score (1 for a chunk first in every leg that ran)
+    /// after the ranking layers' penalties and boosts, divided by the largest product the
+    /// boosts can reach, so that the order is the ranking's.
+    pub score: f32,
+    /// How the score came about, layer by layer.
+    pub explanation: Explanation,
+}
+
+/// A search's results and what the ranking did.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SearchResponse {
+    /// Best first.
+    pub results: Vec<SearchResult>,
+    /// What each ranking layer did.
+    pub summary: Summary,
+    /// The leg weights used (dense, lexical).
+    pub weights: (f32, f32),
+}
+
+impl Engine {
+    /// The chunks that best answer `query`.
+    ///
+    /// Each leg fetches [`RankingConfig::fetch_count`] candidates (more than the limit, for
+    /// the per-file cap to choose from) with the filter applied inside it; reciprocal rank
+    /// fusion merges them, weighted by the query's shape ([`leg_weights`]); the ranking
+    /// pipeline built from `options.ranking` (with the stored PageRank percentiles) orders
+    /// and cuts them.
+    pub fn search(
+        &self,
+        query: &str,
+        options: &SearchOptions,
+    ) -> Result<SearchResponse, EngineError> {
+        let query = query.trim();
+        if query.is_empty() {
+            return Err(EngineError::EmptyQuery);
+        }
+        let fetch = options.ranking.fetch_count();
+        let weights = match options.mode {
+            SearchMode::Hybrid => leg_weights(query),
+            SearchMode::Semantic => (1.0, 0.0),
+            SearchMode::Lexical => (0.0, 1.0),
+        };
+        let dense = if weights.0 > 0.0 {
+            let embedded = self.embedder.embed_one(query)?;
+            self.store
+                .search_dense(&embedded.vector, fetch, &options.filter)?
+        } else {
+            Vec::new()
+        };
+        let lexical = if weights.1 > 0.0 {
+            self.store.search_lexical(query, fetch, &options.filter)?
+        } else {
+            Vec::new()
+        };
+        let fused = fuse(&[(&dense, weights.0), (&lexical, weights.1)], fetch);
+
+        let snapshot = self.store.snapshot()?;
+        let mut chunks = HashMap::new();
+        let mut candidates = Vec::with_capacity(fused.len());
+        let mut percentiles = HashMap::new();
+        for (id, score) in fused {
+            let Some(chunk) = snapshot.chunk(id)? else {
+                continue;
+            };
+            if !percentiles.contains_key(&chunk.path)
+                && let Some(bytes) = snapshot.file_data(&chunk.path, PAGERANK_DATA)?
+            {
+                let score = decode_score(&chunk.path, &bytes)?;
+                percentiles.insert(chunk.path.clone(), (score.percentile / 100.0) as f32);
+            }
+            candidates.push((candidate(&chunk), score));
+            chunks.insert(chunk.id, chunk);
+        }
+        drop(snapshot);
+        let percentiles = (!percentiles.is_empty()).then(|| {
+            Box::new(move |path: &str| percentiles.get(path).copied()) as quarry_rank::Percentiles
+        });
+        let reranker = self
+            .reranker
+            .clone()
+            .map(|model| Box::new(CrossEncoderReranker(model)) as Box<dyn quarry_rank::Reranker>);
+        let pipeline = Pipeline::from_config(&options.ranking, percentiles, reranker)?;
+        let ranking = pipeline.rank(query, candidates)?;
+        let ceiling =
+            options.ranking.source_boost.max(1.0) * (1.0 + options.ranking.pagerank_strength);
+        let results = ranking
+            .results
+            .into_iter()
+            .filter_map(|ranked| {
+                let chunk = chunks.remove(&ranked.candidate.id)?;
+                Some(SearchResult {
+                    chunk,
+                    score: (ranked.score / ceiling).clamp(0.0, 1.0),
+                    explanation: ranked.explanation,
+                })
+            })
+            .collect();
+        Ok(SearchResponse {
+            results,
+            summary: ranking.summary,
+            weights,
+        })
+    }
+}
+
+/// The weights of the dense and lexical legs for `query`: a bare identifier (one token,
+/// with `_`, `::`, `.`, or a lower-to-upper case change) leans lexical, a sentence (four
+/// words or more) leans dense, anything else weighs both alike.
+pub fn leg_weights(query: &str) -> (f32, f32) {
+    let words: Vec<&str> = query.split_whitespace().collect();
+    let identifier = |w: &str| {
+        w.contains('_')
+            || w.contains("::")
+            || (w.contains('.') && !w.ends_with('.'))
+            || w.as_bytes()
+                .windows(2)
+                .any(|p| p[0].is_ascii_lowercase() && p[1].is_ascii_uppercase())
+    };
+    match words.as_slice() {
+        [word] if identifier(word) => (0.3, 0.7),
+        words if words.len() >= 4 => (0.7, 0.3),
+        _ => (0.5, 0.5),
+    }
+}
+
+/// Reciprocal rank fusion of ranked lists of at most `depth` hits, each with a weight, on
+/// `[0, 1]`: 1 for a chunk first in every weighted list, 0 for one just past the end of all
+/// of them (a chunk a list lacks counts as ranked `depth + 1` there). Raw RRF sums crowd
+/// together (first and thirtieth place differ by a third), so the multiplicative boosts of
+/// the ranking would outweigh many places of relevance; spread over the fetched depth, one
+/// place near the top is worth about 5%. Best first, ties by chunk id.
+fn fuse(legs: &[(&[Hit], f32)], depth: usize) -> Vec<(quarry_chunk::ChunkId, f32)> {
+    let legs: Vec<_> = legs.iter().filter(|(_, w)| *w > 0.0).collect();
+    let at = |rank: usize| 1.0 / (RRF_K + rank as f32);
+    let best: f32 = legs.iter().map(|(_, w)| w * at(1)).sum();
+    let floor: f32 = legs.iter().map(|(_, w)| w * at(depth + 1)).sum();
+    let mut scores: HashMap<quarry_chunk::ChunkId, f32> = HashMap::new();
+    for (hits, weight) in &legs {
+        for (rank, hit) in hits.iter().enumerate() {
+            // Above what the floor counted for this list.
+            *scores.entry(hit.id).or_default() += weight * (at(rank + 1) - at(depth + 1));
+        }
+    }
+    let span = best - floor;
+    let mut fused: Vec<_> = scores
+        .into_iter()
+        .map(|(id, s)| {
+            (
+                id,
+                if span > 0.0 {
+                    (s / span).clamp(0.0, 1.0)
+                } else {
+                    0.0
+                },
+            )
+        })
+        .collect();
+    fused.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+    fused
+}
+
+/// quarry-embed's cross-encoder as quarry-rank's [`quarry_rank::Reranker`]: the sigmoid of
+/// its logit, a probability of relevance.
+struct CrossEncoderReranker(Arc<CrossEncoder>);
+
+impl quarry_rank::Reranker for CrossEncoderReranker {
+    fn rerank(&self, query: &str, texts: &[&str]) -> Result<Vec<f32>, quarry_rank::RerankError> {
+        Ok(self.0.relevance(query, texts)?)
+    }
+}
+
+fn candidate(chunk: &StoredChunk) -> Candidate {
+    Candidate {
+        id: chunk.id,
+        path: chunk.path.clone(),
+        start_line: chunk.start_line,
+        end_line: chunk.end_line,
+        language: chunk.language.clone(),
+        kind: chunk.kind.clone(),
+        symbol: chunk.name.clone(),
+        text: chunk.text.clone(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use quarry_chunk::ChunkId;
+
+    fn hits(ids: &[u128]) -> Vec<Hit> {
+        ids.iter()
+            .map(|&id| Hit {
+                id: ChunkId(id),
+                score: 0.0,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn query_shape_sets_the_leg_weights() {
+        assert_eq!(leg_weights("parse_config"), (0.3, 0.7));
+        assert_eq!(leg_weights("parseConfig"), (0.3, 0.7));
+        assert_eq!(leg_weights("fs::read"), (0.3, 0.7));
+        assert_eq!(
+            leg_weights("where is the configuration file read"),
+            (0.7, 0.3)
+        );
+        assert_eq!(leg_weights("retry backoff"), (0.5, 0.5));
+        assert_eq!(leg_weights("parse"), (0.5, 0.5));
+    }
+
+    #[test]
+    fn fusion_rewards_agreement_and_tops_out_at_one() {
+        let (dense, lexical) = (hits(&[1, 2, 3]), hits(&[2, 4]));
+        let fused = fuse(&[(&dense, 0.5), (&lexical, 0.5)], 3);
+        let order: Vec<u128> = fused.iter().map(|(id, _)| id.0).collect();
+        assert_eq!(order, [2, 1, 4, 3]);
+        assert!(fused.iter().all(|(_, s)| (0.0..=1.0).contains(s)));
+        let both_first = fuse(&[(&hits(&[9]), 0.7), (&hits(&[9]), 0.3)], 10);
+        assert!((both_first[0].1 - 1.0).abs() < 1e-6);
+        // A leg that did not run does not lower the scale.
+        let dense_only = fuse(&[(&hits(&[5, 6]), 1.0), (&[], 0.0)], 2);
+        assert!((dense_only[0].1 - 1.0).abs() < 1e-6);
+        // First in one of two equal legs and absent from the other: half way.
+        let one_leg = fuse(&[(&hits(&[7]), 0.5), (&hits(&[8]), 0.5)], 30);
+        assert!((one_leg[0].1 - 0.5).abs() < 1e-6, "{one_leg:?}");
+        // Places spread over the depth: the last fetched one is a step above the floor.
+        let ids: Vec<u128> = (1..=30).collect();
+        let deep = fuse(&[(&hits(&ids), 1.0)], 30);
+        assert!(deep[29].1 > 0.0 && deep[29].1 < 0.05, "{:?}", deep[29]);
+        assert!((deep[1].1 - 0.95).abs() < 0.01, "{:?}", deep[1]);
+    }
+}
