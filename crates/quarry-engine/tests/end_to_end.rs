@@ -6,7 +6,9 @@ use std::path::Path;
 use std::sync::OnceLock;
 
 use quarry_embed::{DEFAULT_MODEL, ModelDir, Provisioner};
-use quarry_engine::{Engine, EngineError, EngineOptions, IndexEvent, SearchMode, SearchOptions};
+use quarry_engine::{
+    Engine, EngineError, EngineOptions, IndexEvent, PAGERANK_DATA, SearchMode, SearchOptions,
+};
 use quarry_rank::RankingConfig;
 
 /// The default model, downloaded into the user cache on first use as a user's first run would.
@@ -70,6 +72,16 @@ fn indexes_a_repository_and_finds_code_by_description_and_by_identifier() {
         files >= 6 && edges >= 1,
         "cart.rs imports config.rs: {files} files, {edges} edges"
     );
+    // The PageRank is stored per file; config.rs, imported, outranks cart.rs.
+    let snapshot = engine.store().snapshot().unwrap();
+    let percentile = |path: &str| {
+        let bytes = snapshot.file_data(path, PAGERANK_DATA).unwrap().unwrap();
+        serde_json::from_slice::<quarry_graph::FileScore>(&bytes)
+            .unwrap()
+            .percentile
+    };
+    assert!(percentile("src/config.rs") > percentile("src/cart.rs"));
+    drop(snapshot);
 
     for (query, expected) in [
         ("read the settings file", "src/config.rs"),
@@ -137,6 +149,10 @@ fn re_indexing_reads_only_what_changed_and_forgets_deleted_files() {
     fs::write(&cart, text).unwrap();
     fs::remove_file(repo.path().join("lib/format.js")).unwrap();
     let changed = engine.index(&mut |_| {}).unwrap();
+    assert!(
+        changed.graph.is_some(),
+        "a change refreshes the import graph"
+    );
     assert_eq!(changed.files_read, 1, "{changed:?}");
     assert_eq!(changed.files_removed, 1, "{changed:?}");
     assert!(changed.chunks_reused >= 1, "{changed:?}");
