@@ -1,6 +1,6 @@
 //! Indexing: bring the store in step with the working tree.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::fs;
 use std::time::{Duration, Instant};
 
@@ -117,18 +117,20 @@ impl Engine {
 
         let anything_changed = !changes.is_empty();
         if !removed.is_empty() || !changes.touched.is_empty() {
-            let by_path = |path: &str| indexed.iter().find(|s| s.path == path);
+            // A checkout can touch every file: look records up, do not search for them.
+            let by_path: HashMap<&str, &FileState> =
+                indexed.iter().map(|s| (s.path.as_str(), s)).collect();
             let mut batch = store.write()?;
             for path in &removed {
                 batch.remove_file(path)?;
             }
             for (file, hash) in &changes.touched {
-                if let Some(old) = by_path(&file.path) {
+                if let Some(old) = by_path.get(file.path.as_str()) {
                     let state = FileState {
                         content_hash: *hash,
                         mtime_ns: file.mtime_ns,
                         size: file.size,
-                        ..old.clone()
+                        ..(*old).clone()
                     };
                     batch.put_file(&state, &[])?;
                 }
@@ -278,7 +280,7 @@ impl Engine {
         } else {
             self.embedder.embed(&texts)?
         };
-        let by_id: std::collections::HashMap<u128, &[f32]> = new
+        let by_id: HashMap<u128, &[f32]> = new
             .iter()
             .zip(&vectors)
             .map(|(c, e)| (c.id.0, e.vector.as_slice()))
