@@ -27,9 +27,6 @@ Commands:
          [--tree]         print the tree-sitter syntax tree instead (for writing rules)
   fuzz [--seconds N]      fuzz the chunker with cargo-fuzz (default 60 seconds;
        [-- <flag>...]     needs `cargo install cargo-fuzz`); the rest goes to libFuzzer
-  model fetch             download the default model into the user cache (or find it)
-        info              load it and describe it (model, backend, dimensions)
-        [--model-dir DIR] use the model in DIR instead
   help                    this text
 ";
 
@@ -43,7 +40,6 @@ fn main() -> Result<()> {
         },
         Some("chunks") => chunks::run(&args[1..]),
         Some("fuzz") => fuzz::run(&args[1..]),
-        Some("model") => model::run(&args[1..]),
         Some("help" | "--help" | "-h") | None => {
             print!("{HELP}");
             Ok(())

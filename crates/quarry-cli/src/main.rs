@@ -1,27 +1,32 @@
 //! `quarry`: index a repository and search it from the command line.
 
+mod output;
+
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
-use clap::{Parser, Subcommand, ValueEnum};
+use clap::{Args, Parser, Subcommand, ValueEnum};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
-use quarry_embed::{DEFAULT_MODEL, KnownModel, MS_MARCO_MINILM_L6, ModelDir, Provisioner};
+use quarry_chunk::ChunkId;
+use quarry_embed::{
+    DEFAULT_MODEL, Embedder, EmbedderOptions, KnownModel, MS_MARCO_MINILM_L6, ModelDir, Provisioner,
+};
 use quarry_engine::{
-    Engine, EngineError, EngineOptions, IndexEvent, IndexReport, SearchMode, SearchOptions,
-    SearchResponse,
+    Config, Detail, Engine, EngineError, EngineOptions, IndexEvent, IndexReport, RelatedOptions,
+    SearchMode, SearchOptions,
 };
 use quarry_rank::{IncludeTests, RankingConfig};
 use quarry_store::Filter;
-use serde_json::json;
 
 #[derive(Parser)]
 #[command(
     name = "quarry",
     version,
-    about = "Semantic code search, local and offline"
+    about = "Semantic code search, local and offline",
+    after_help = "Defaults for search options can be set in .quarry/config.toml (see the README)."
 )]
 struct Cli {
     #[command(subcommand)]
@@ -45,38 +50,131 @@ enum Command {
     Search {
         /// What you are looking for: a description or an identifier.
         query: String,
-        /// How many results.
-        #[arg(short = 'k', long = "limit", default_value_t = 10)]
-        limit: usize,
-        /// At most this many results per file (0: no cap) [default: max(3, k / 3)].
-        #[arg(long)]
-        max_per_file: Option<usize>,
-        /// Test code: penalised unless the query is about tests (auto), or always / never shown.
-        #[arg(long, value_enum, default_value_t = IncludeTestsArg::Auto)]
-        include_tests: IncludeTestsArg,
-        /// Only files matching this glob (repeatable).
-        #[arg(long = "path")]
-        paths: Vec<String>,
-        /// Only files in this language (repeatable).
-        #[arg(long = "lang")]
-        languages: Vec<String>,
         /// Retrieval legs: hybrid, semantic (embedding only) or lexical (no model run).
-        #[arg(long, value_enum, default_value_t = ModeArg::Hybrid)]
-        mode: ModeArg,
-        /// The repository root [default: the current directory's repository].
-        #[arg(long)]
-        root: Option<PathBuf>,
-        /// Print results as JSON.
-        #[arg(long)]
-        json: bool,
-        /// Show how each result's score came about.
-        #[arg(long)]
-        explain: bool,
+        #[arg(long, value_enum)]
+        mode: Option<ModeArg>,
         /// Rescore the candidates with a cross-encoder (cross-encoder/ms-marco-MiniLM-L6-v2,
         /// downloaded on first use): better order, seconds per query on a CPU.
         #[arg(long)]
         rerank: bool,
+        #[command(flatten)]
+        results: ResultArgs,
     },
+    /// Find code like a chunk ("more like this"), by the chunk id a search printed.
+    Related {
+        /// The chunk's id (`chunk_id` in --json, the last column otherwise).
+        chunk_id: String,
+        /// Also show the source chunk's own file.
+        #[arg(long)]
+        include_source_file: bool,
+        /// Add the best chunk of each file that imports the source's file or that it imports.
+        #[arg(long)]
+        include_linked: bool,
+        /// Only results scoring at least this (0 to 1).
+        #[arg(long, default_value_t = 0.0)]
+        min_score: f32,
+        #[command(flatten)]
+        results: ResultArgs,
+    },
+    /// Report the index's health: size, model, stale files and drift.
+    Status {
+        /// List files whose last re-index moved their chunks by at least this (0 to 1)
+        /// [default: 0.1, or `search.drift_threshold` in .quarry/config.toml].
+        #[arg(long)]
+        threshold: Option<f32>,
+        /// The repository root [default: the current directory's repository].
+        #[arg(long)]
+        root: Option<PathBuf>,
+        /// Print the status as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Register dependency sources to index beside the project (searched with --scope).
+    Lib {
+        #[command(subcommand)]
+        command: LibCommand,
+        /// The repository root [default: the current directory's repository].
+        #[arg(long, global = true)]
+        root: Option<PathBuf>,
+    },
+    /// Download the models into the user cache, or describe them.
+    Model {
+        #[command(subcommand)]
+        command: ModelCommand,
+    },
+}
+
+#[derive(Subcommand)]
+enum LibCommand {
+    /// Register a library and index it, as the scope `lib:NAME`.
+    Add {
+        /// Its name: letters, digits, '-', '_' and '.'.
+        name: String,
+        /// Its source directory, e.g. ~/.cargo/registry/src/*/tokio-1.48.0.
+        path: PathBuf,
+    },
+    /// List the registered libraries.
+    List {
+        /// Print them as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Unregister a library and drop its files from the index.
+    Remove {
+        /// Its name.
+        name: String,
+    },
+}
+
+#[derive(Subcommand)]
+enum ModelCommand {
+    /// Download the embedding model (and with --rerank the cross-encoder), or find it cached.
+    Fetch {
+        /// Also the cross-encoder that `search --rerank` uses.
+        #[arg(long)]
+        rerank: bool,
+    },
+    /// Load the embedding model and describe it.
+    Info {
+        /// Print the description as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+/// What `search` and `related` share: which results, and how they are shown.
+#[derive(Args)]
+struct ResultArgs {
+    /// How many results [default: 10].
+    #[arg(short = 'k', long = "limit")]
+    limit: Option<usize>,
+    /// At most this many results per file (0: no cap) [default: max(3, k / 3)].
+    #[arg(long)]
+    max_per_file: Option<usize>,
+    /// Test code: penalised unless the query is about tests (auto), or always / never shown.
+    #[arg(long, value_enum)]
+    include_tests: Option<IncludeTestsArg>,
+    /// Only files matching this glob (repeatable).
+    #[arg(long = "path")]
+    paths: Vec<String>,
+    /// Only files in this language (repeatable).
+    #[arg(long = "lang")]
+    languages: Vec<String>,
+    /// Where to search: project, lib:NAME or all (repeatable) [default: project].
+    #[arg(long = "scope")]
+    scopes: Vec<String>,
+    /// compact: location, symbol, score and the first lines; full: the whole chunk.
+    #[arg(long, value_enum)]
+    detail: Option<DetailArg>,
+    /// The repository root [default: the current directory's repository].
+    #[arg(long)]
+    root: Option<PathBuf>,
+    /// Print results as JSON.
+    #[arg(long)]
+    json: bool,
+    /// Show how each result's score came about.
+    #[arg(long)]
+    explain: bool,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -93,6 +191,12 @@ enum ModeArg {
     Lexical,
 }
 
+#[derive(Clone, Copy, ValueEnum)]
+enum DetailArg {
+    Compact,
+    Full,
+}
+
 fn main() -> ExitCode {
     match run(Cli::parse()) {
         Ok(()) => ExitCode::SUCCESS,
@@ -107,78 +211,213 @@ fn run(cli: Cli) -> Result<()> {
     match cli.command {
         Command::Index { path, force, json } => {
             let root = repository_root(path)?;
+            let config = Config::load(&root)?;
             let model = provision(&DEFAULT_MODEL)?;
             type Open = fn(&Path, &ModelDir, EngineOptions) -> Result<Engine, EngineError>;
             let open: Open = if force { Engine::rebuild } else { Engine::open };
-            let engine = open(&root, &model, EngineOptions::default())?;
+            let engine = open(&root, &model, engine_options(&config)?)?;
             let report = index(&engine)?;
             if json {
-                println!("{}", report_json(&report));
+                println!("{}", output::report_json(&report));
             } else {
-                eprintln!("{}", summary(&report));
+                eprintln!("{}", output::report_summary(&report));
             }
             Ok(())
         }
         Command::Search {
             query,
-            limit,
-            max_per_file,
-            include_tests,
-            paths,
-            languages,
             mode,
-            root,
-            json,
-            explain,
             rerank,
+            results,
         } => {
             if query.trim().is_empty() {
                 // Before indexing, which may take minutes.
                 return Err(EngineError::EmptyQuery.into());
             }
-            let root = repository_root(root)?;
-            let mut filter = Filter::default();
-            for glob in &paths {
-                filter = filter.path_glob(glob)?;
-            }
-            for language in &languages {
-                filter = filter.language(language);
-            }
-            let options = SearchOptions {
-                ranking: RankingConfig {
-                    limit,
-                    max_per_file,
-                    include_tests: match include_tests {
-                        IncludeTestsArg::Auto => IncludeTests::Auto,
-                        IncludeTestsArg::Always => IncludeTests::Always,
-                        IncludeTestsArg::Never => IncludeTests::Never,
-                    },
-                    ..RankingConfig::default()
-                },
-                filter,
-                mode: match mode {
-                    ModeArg::Hybrid => SearchMode::Hybrid,
-                    ModeArg::Semantic => SearchMode::Semantic,
-                    ModeArg::Lexical => SearchMode::Lexical,
-                },
-            };
-            let model = provision(&DEFAULT_MODEL)?;
-            let mut engine = Engine::open(&root, &model, EngineOptions::default())?;
+            let (root, config) = root_and_config(results.root.clone())?;
+            let mut engine = open_engine(&root, &config)?;
             if rerank {
                 engine = engine.with_reranker(&provision(&MS_MARCO_MINILM_L6)?)?;
             }
+            let options = SearchOptions {
+                ranking: results.ranking(&config),
+                filter: results.filter(&engine, &config)?,
+                mode: match mode {
+                    Some(ModeArg::Hybrid) => SearchMode::Hybrid,
+                    Some(ModeArg::Semantic) => SearchMode::Semantic,
+                    Some(ModeArg::Lexical) => SearchMode::Lexical,
+                    None => config.search.mode,
+                },
+            };
             let report = index(&engine)?;
             if report.files_read + report.files_removed > 0 {
-                eprintln!("{}", summary(&report));
+                eprintln!("{}", output::report_summary(&report));
             }
             let response = engine.search(&query, &options)?;
+            let detail = results.detail(&config);
             let mut out = std::io::stdout().lock();
-            if json {
-                writeln!(out, "{}", response_json(&query, &response))?;
+            if results.json {
+                let json = output::search_json(&query, &response, detail);
+                writeln!(out, "{json}")?;
             } else {
-                print_results(&mut out, &response, explain)?;
+                output::print_results(&mut out, &response.results, detail, results.explain)?;
             }
             Ok(())
+        }
+        Command::Related {
+            chunk_id,
+            include_source_file,
+            include_linked,
+            min_score,
+            results,
+        } => {
+            let id: ChunkId = chunk_id.trim().parse().map_err(|_| {
+                anyhow::anyhow!(
+                    "{chunk_id:?} is not a chunk id (32 hex digits); `quarry search --json` \
+                     gives each result's `chunk_id`"
+                )
+            })?;
+            let (root, config) = root_and_config(results.root.clone())?;
+            let engine = open_engine(&root, &config)?;
+            let options = RelatedOptions {
+                ranking: results.ranking(&config),
+                filter: results.filter(&engine, &config)?,
+                include_source_file,
+                include_linked,
+                min_score,
+            };
+            let response = engine.related(id, &options)?;
+            let detail = results.detail(&config);
+            let mut out = std::io::stdout().lock();
+            if results.json {
+                writeln!(out, "{}", output::related_json(&response, detail))?;
+            } else {
+                let source = &response.source;
+                writeln!(
+                    out,
+                    "like {}:{}-{} {}\n",
+                    source.path,
+                    source.start_line,
+                    source.end_line,
+                    source.name.as_deref().unwrap_or(&source.kind)
+                )?;
+                output::print_results(&mut out, &response.results, detail, results.explain)?;
+            }
+            Ok(())
+        }
+        Command::Status {
+            threshold,
+            root,
+            json,
+        } => {
+            let (root, config) = root_and_config(root)?;
+            let engine = open_engine(&root, &config)?;
+            let status = engine.status(threshold.unwrap_or(config.search.drift_threshold))?;
+            let mut out = std::io::stdout().lock();
+            if json {
+                writeln!(out, "{}", output::status_json(&status))?;
+            } else {
+                output::print_status(&mut out, &status)?;
+            }
+            Ok(())
+        }
+        Command::Lib { command, root } => {
+            let (root, config) = root_and_config(root)?;
+            let engine = open_engine(&root, &config)?;
+            match command {
+                LibCommand::Add { name, path } => {
+                    engine.add_library(&name, &path)?;
+                    let report = index(&engine)?;
+                    eprintln!("{}", output::report_summary(&report));
+                    eprintln!("search it with --scope lib:{name} (with --scope project too: both)");
+                }
+                LibCommand::List { json } => {
+                    let libraries = engine.libraries()?.libraries;
+                    let mut out = std::io::stdout().lock();
+                    if json {
+                        writeln!(out, "{}", serde_json::to_string(&libraries)?)?;
+                    } else {
+                        for (name, path) in &libraries {
+                            writeln!(out, "lib:{name}\t{}", path.display())?;
+                        }
+                    }
+                }
+                LibCommand::Remove { name } => {
+                    engine.remove_library(&name)?;
+                    eprintln!("removed lib:{name}");
+                }
+            }
+            Ok(())
+        }
+        Command::Model { command } => match command {
+            ModelCommand::Fetch { rerank } => {
+                let mut models = vec![&DEFAULT_MODEL];
+                if rerank {
+                    models.push(&MS_MARCO_MINILM_L6);
+                }
+                for model in models {
+                    let dir = provision(model)?;
+                    println!("{}\t{}\t{:?}", model.name, dir.path.display(), dir.source);
+                }
+                Ok(())
+            }
+            ModelCommand::Info { json } => {
+                let model = provision(&DEFAULT_MODEL)?;
+                let embedder = Embedder::load(&model, EmbedderOptions::from_env()?)?;
+                let mut out = std::io::stdout().lock();
+                if json {
+                    writeln!(out, "{}", output::model_json(&model, &embedder))?;
+                } else {
+                    output::print_model(&mut out, &model, &embedder)?;
+                }
+                Ok(())
+            }
+        },
+    }
+}
+
+impl ResultArgs {
+    /// The ranking: the flags over the configuration file's `[ranking]`.
+    fn ranking(&self, config: &Config) -> RankingConfig {
+        let mut ranking = config.ranking.clone();
+        if let Some(limit) = self.limit {
+            ranking.limit = limit;
+        }
+        if self.max_per_file.is_some() {
+            ranking.max_per_file = self.max_per_file;
+        }
+        if let Some(include_tests) = self.include_tests {
+            ranking.include_tests = match include_tests {
+                IncludeTestsArg::Auto => IncludeTests::Auto,
+                IncludeTestsArg::Always => IncludeTests::Always,
+                IncludeTestsArg::Never => IncludeTests::Never,
+            };
+        }
+        ranking
+    }
+
+    /// The paths, languages and scopes asked for (scopes from the configuration when no
+    /// `--scope` is given).
+    fn filter(&self, engine: &Engine, config: &Config) -> Result<Filter> {
+        let mut filter = Filter::default();
+        for glob in &self.paths {
+            filter = filter.path_glob(glob)?;
+        }
+        for language in &self.languages {
+            filter = filter.language(language);
+        }
+        let scopes = match self.scopes.is_empty() {
+            true => &config.search.scopes,
+            false => &self.scopes,
+        };
+        Ok(engine.scope_filter(filter, scopes)?)
+    }
+
+    fn detail(&self, config: &Config) -> Detail {
+        match self.detail {
+            Some(DetailArg::Compact) => Detail::Compact,
+            Some(DetailArg::Full) => Detail::Full,
+            None => config.search.detail,
         }
     }
 }
@@ -200,6 +439,26 @@ fn repository_root(path: Option<PathBuf>) -> Result<PathBuf> {
         .find(|dir| dir.join(".quarry").is_dir() || dir.join(".git").exists())
         .unwrap_or(&current)
         .to_path_buf())
+}
+
+fn root_and_config(root: Option<PathBuf>) -> Result<(PathBuf, Config)> {
+    let root = repository_root(root)?;
+    let config = Config::load(&root)?;
+    Ok((root, config))
+}
+
+fn engine_options(config: &Config) -> Result<EngineOptions> {
+    Ok(EngineOptions {
+        embedder: EmbedderOptions::from_env()?,
+        max_file_bytes: config.index.max_file_bytes,
+        ..EngineOptions::default()
+    })
+}
+
+/// The engine for `root` with the default model.
+fn open_engine(root: &Path, config: &Config) -> Result<Engine> {
+    let model = provision(&DEFAULT_MODEL)?;
+    Ok(Engine::open(root, &model, engine_options(config)?)?)
 }
 
 /// `model`, downloaded into the user cache on first use, with a progress bar.
@@ -258,99 +517,4 @@ fn index(engine: &Engine) -> Result<IndexReport> {
     })?;
     bar.finish_and_clear();
     Ok(report)
-}
-
-fn summary(report: &IndexReport) -> String {
-    format!(
-        "indexed in {:.1} s: {} files read, {} removed, {} unchanged; {} chunks embedded, {} \
-         kept; {} skipped{}",
-        report.elapsed.as_secs_f64(),
-        report.files_read,
-        report.files_removed,
-        report.files_unchanged,
-        report.chunks_embedded,
-        report.chunks_reused,
-        report.skipped.len(),
-        report
-            .warnings
-            .iter()
-            .map(|w| format!("\nwarning: {w}"))
-            .collect::<String>()
-    )
-}
-
-fn report_json(report: &IndexReport) -> serde_json::Value {
-    json!({
-        "files_read": report.files_read,
-        "files_removed": report.files_removed,
-        "files_touched": report.files_touched,
-        "files_unchanged": report.files_unchanged,
-        "chunks_embedded": report.chunks_embedded,
-        "chunks_reused": report.chunks_reused,
-        "skipped": report.skipped.iter().map(|(path, why)| json!({"path": path, "reason": why})).collect::<Vec<_>>(),
-        "graph": report.graph.map(|(files, edges)| json!({"files": files, "edges": edges})),
-        "warnings": report.warnings,
-        "seconds": report.elapsed.as_secs_f64(),
-    })
-}
-
-/// The `--json` schema: `{query, results: [{chunk_id, path, start_line, end_line, language,
-/// kind, symbol, score, text}]}`, best first; `score` in `[0, 1]`.
-fn response_json(query: &str, response: &SearchResponse) -> serde_json::Value {
-    json!({
-        "query": query,
-        "results": response.results.iter().map(|r| {
-            let c = &r.chunk;
-            json!({
-                "chunk_id": c.chunk_id().to_string(),
-                "path": c.path,
-                "start_line": c.start_line,
-                "end_line": c.end_line,
-                "language": c.language,
-                "kind": c.kind,
-                "symbol": c.name,
-                "score": r.score,
-                "text": c.text,
-            })
-        }).collect::<Vec<_>>(),
-    })
-}
-
-fn print_results(out: &mut impl Write, response: &SearchResponse, explain: bool) -> Result<()> {
-    let colour = std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none();
-    let (bold, dim, reset) = if colour {
-        ("\x1b[1m", "\x1b[2m", "\x1b[0m")
-    } else {
-        ("", "", "")
-    };
-    if response.results.is_empty() {
-        writeln!(out, "no results")?;
-    }
-    for result in &response.results {
-        let c = &result.chunk;
-        writeln!(
-            out,
-            "{bold}{}:{}-{}{reset}  {}  {:.3}  {dim}{}{reset}",
-            c.path,
-            c.start_line,
-            c.end_line,
-            c.name.as_deref().unwrap_or(&c.kind),
-            result.score,
-            c.chunk_id()
-        )?;
-        for line in c.text.lines().filter(|l| !l.trim().is_empty()).take(3) {
-            writeln!(out, "    {}", truncate(line, 100))?;
-        }
-        if explain {
-            writeln!(out, "    {dim}{:?}{reset}", result.explanation)?;
-        }
-    }
-    Ok(())
-}
-
-fn truncate(line: &str, chars: usize) -> String {
-    match line.char_indices().nth(chars) {
-        Some((end, _)) => format!("{}…", &line[..end]),
-        None => line.to_owned(),
-    }
 }

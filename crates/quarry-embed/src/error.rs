@@ -7,7 +7,7 @@ pub enum EmbedError {
     /// A file the model needs is not in its directory.
     #[error(
         "{path}: missing. A model directory holds config.json, tokenizer.json and \
-         model.safetensors; run `cargo xtask model fetch` (or `quarry model fetch`) to download \
+         model.safetensors; run `quarry model fetch` to download \
          the default model, or point QUARRY_MODEL_DIR (QUARRY_RERANK_MODEL_DIR for the \
          cross-encoder) at a complete directory"
     )]
@@ -45,7 +45,7 @@ pub enum EmbedError {
     /// A file's content differs from the published one: a corrupt or tampered download.
     #[error(
         "{path}: sha256 is {found}, expected {expected}: the file is corrupt or not the \
-         published one. Delete it and run `cargo xtask model fetch` (or `quarry model fetch`) again"
+         published one. Delete it and run `quarry model fetch` again"
     )]
     DigestMismatch {
         /// The file.

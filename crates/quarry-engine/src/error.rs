@@ -26,12 +26,72 @@ pub enum EngineError {
     /// The query is empty.
     #[error("the query is empty; describe the code you are looking for, or give an identifier")]
     EmptyQuery,
-    /// A stored import-graph score could not be read.
-    #[error("{path}: unreadable PageRank record ({message}); re-index with --force")]
-    CorruptScore {
+    /// The query is longer than [`crate::MAX_QUERY_BYTES`].
+    #[error(
+        "the query is {bytes} bytes, more than the {} the search reads; describe the code in a \
+         sentence, or find code like a chunk with `quarry related CHUNK_ID`",
+        crate::MAX_QUERY_BYTES
+    )]
+    QueryTooLong {
+        /// The query's length.
+        bytes: usize,
+    },
+    /// Stored per-file data (the import graph's scores and links) could not be read.
+    #[error("{path}: unreadable {data} record ({message}); re-index with --force")]
+    CorruptFileData {
         /// The file it belongs to.
         path: String,
+        /// Which data.
+        data: &'static str,
         /// Why it could not be read.
         message: String,
+    },
+    /// A file of quarry's own could not be read or written.
+    #[error("{}: {source}", path.display())]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// A configuration file could not be parsed.
+    #[error("{}: {message}; fix or delete the file", path.display())]
+    Config {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong, with the line.
+        message: String,
+    },
+    /// A library name that cannot be a scope.
+    #[error("{name:?}: a library name is letters, digits, '-', '_' and '.' (the crate name, say)")]
+    LibraryName {
+        /// The name given.
+        name: String,
+    },
+    /// No library of that name is registered.
+    #[error("no library named {name:?} (registered: {}); `quarry lib list` shows them", if known.is_empty() { "none".to_owned() } else { known.join(", ") })]
+    UnknownLibrary {
+        /// The name given.
+        name: String,
+        /// The names registered.
+        known: Vec<String>,
+    },
+    /// A scope that is neither the project, a registered library, nor all.
+    #[error("unknown scope {scope:?}; the scopes are {}", known.join(", "))]
+    UnknownScope {
+        /// The scope given.
+        scope: String,
+        /// The scopes there are.
+        known: Vec<String>,
+    },
+    /// No chunk of that id is in the index.
+    #[error(
+        "no chunk {id} in the index; chunk ids come from search results (`chunk_id` in \
+         --json, the last column otherwise) and change when the chunk's file is re-indexed \
+         with other text"
+    )]
+    UnknownChunk {
+        /// The id given.
+        id: quarry_chunk::ChunkId,
     },
 }

@@ -2,17 +2,24 @@
 
 use std::collections::{HashMap, HashSet};
 use std::fs;
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use quarry_chunk::{Chunk, Skip};
-use quarry_graph::{FileScore, GraphBuilder, PageRankConfig};
-use quarry_store::{FileState, GitUse, StoredChunk, TreeFile, content_hash, detect_changes};
+use quarry_chunk::Chunk;
+use quarry_graph::{GraphBuilder, PageRankConfig};
+use quarry_store::{
+    FileState, GitUse, PROJECT_SCOPE, StoredChunk, TreeFile, content_hash, detect_changes, scope_of,
+};
 use rayon::prelude::*;
 
 use crate::{Engine, EngineError};
 
-/// The per-file data name under which a file's import-graph [`FileScore`] is stored.
+/// The per-file data name under which a file's import-graph [`quarry_graph::FileScore`] is stored.
 pub const PAGERANK_DATA: &str = "pagerank";
+
+/// The per-file data name under which the files a file imports or is imported by are
+/// stored, as a JSON list of paths.
+pub const LINKS_DATA: &str = "links";
 
 /// What an indexing run is doing, for progress bars.
 #[derive(Debug, Clone, PartialEq)]
@@ -71,6 +78,34 @@ pub struct IndexReport {
     pub elapsed: Duration,
 }
 
+/// What an indexing run has to do, over the project and every library, in stored paths.
+#[derive(Debug, Default)]
+pub(crate) struct Plan {
+    /// Files the index lacks, with where to read them.
+    pub added: Vec<(PathBuf, TreeFile)>,
+    /// Indexed files whose content changed (renamed ones under their new path).
+    pub modified: Vec<(PathBuf, TreeFile)>,
+    /// Indexed files gone: deleted, renamed away, or of a library no longer registered.
+    pub removed: Vec<String>,
+    /// Files whose metadata alone changed, with their content hash.
+    pub touched: Vec<(TreeFile, u64)>,
+    /// Files as the index has them.
+    pub unchanged: usize,
+    /// What git contributed to the project's change detection.
+    pub git: Option<GitUse>,
+    /// Files or libraries that could not be read, one line each.
+    pub warnings: Vec<String>,
+}
+
+impl Plan {
+    pub fn is_empty(&self) -> bool {
+        self.added.is_empty()
+            && self.modified.is_empty()
+            && self.removed.is_empty()
+            && self.touched.is_empty()
+    }
+}
+
 /// One file read and chunked, waiting for its vectors.
 struct ChunkedFile {
     state: FileState,
@@ -89,42 +124,29 @@ impl Engine {
         let started = Instant::now();
         let store = &self.store;
         let indexed = store.files()?;
-        let commit = store.indexed_commit()?;
-        let changes = detect_changes(&self.root, &indexed, commit.as_deref())?;
+        let plan = self.plan(&indexed)?;
         let mut report = IndexReport {
-            files_unchanged: changes.unchanged,
-            files_touched: changes.touched.len(),
-            git: Some(changes.git.clone()),
-            warnings: changes.warnings.clone(),
+            files_unchanged: plan.unchanged,
+            files_touched: plan.touched.len(),
+            git: plan.git.clone(),
+            warnings: plan.warnings.clone(),
             ..IndexReport::default()
         };
-        let removed: Vec<&str> = changes
-            .deleted
-            .iter()
-            .map(String::as_str)
-            .chain(changes.renamed.iter().map(|r| r.from.as_str()))
-            .collect();
-        let to_read: Vec<&TreeFile> = changes
-            .added
-            .iter()
-            .chain(&changes.modified)
-            .chain(changes.renamed.iter().map(|r| &r.to))
-            .collect();
+        let to_read: Vec<&(PathBuf, TreeFile)> = plan.added.iter().chain(&plan.modified).collect();
         progress(IndexEvent::Changes {
             to_read: to_read.len(),
-            to_remove: removed.len(),
+            to_remove: plan.removed.len(),
         });
 
-        let anything_changed = !changes.is_empty();
-        if !removed.is_empty() || !changes.touched.is_empty() {
+        if !plan.removed.is_empty() || !plan.touched.is_empty() {
             // A checkout can touch every file: look records up, do not search for them.
             let by_path: HashMap<&str, &FileState> =
                 indexed.iter().map(|s| (s.path.as_str(), s)).collect();
             let mut batch = store.write()?;
-            for path in &removed {
+            for path in &plan.removed {
                 batch.remove_file(path)?;
             }
-            for (file, hash) in &changes.touched {
+            for (file, hash) in &plan.touched {
                 if let Some(old) = by_path.get(file.path.as_str()) {
                     let state = FileState {
                         content_hash: *hash,
@@ -136,12 +158,13 @@ impl Engine {
                 }
             }
             batch.commit()?;
-            report.files_removed = removed.len();
+            report.files_removed = plan.removed.len();
         }
 
         let chunked = self.chunk_files(&to_read, &mut report, progress);
         self.embed_and_store(chunked, &mut report, progress)?;
 
+        let anything_changed = !plan.is_empty();
         let has_scores = match indexed.iter().find(|f| !f.chunk_ids.is_empty()) {
             Some(file) => store
                 .snapshot()?
@@ -164,12 +187,91 @@ impl Engine {
         Ok(report)
     }
 
+    /// What differs between `indexed` and the project's and libraries' trees (see
+    /// [`detect_changes`]). A library whose directory is gone is a warning; its files stay.
+    pub(crate) fn plan(&self, indexed: &[FileState]) -> Result<Plan, EngineError> {
+        let sources = self.sources()?;
+        let mut plan = Plan::default();
+        let mut by_scope: HashMap<&str, Vec<FileState>> = HashMap::new();
+        for file in indexed {
+            by_scope
+                .entry(scope_of(&file.path))
+                .or_default()
+                .push(file.clone());
+        }
+        for source in &sources {
+            let files: Vec<FileState> = by_scope
+                .remove(source.scope.as_str())
+                .unwrap_or_default()
+                .into_iter()
+                .map(|file| FileState {
+                    path: source.relative_path(&file.path).to_owned(),
+                    ..file
+                })
+                .collect();
+            if !source.is_project() && !source.root.is_dir() {
+                plan.warnings.push(format!(
+                    "{}: library {} is gone; its {} files stay indexed until `quarry lib \
+                     remove` or the directory is back",
+                    source.root.display(),
+                    source.scope,
+                    files.len()
+                ));
+                plan.unchanged += files.len();
+                continue;
+            }
+            let commit = match source.is_project() {
+                true => self.store.indexed_commit()?,
+                false => None,
+            };
+            let changes = detect_changes(&source.root, &files, commit.as_deref())?;
+            let located = |file: &TreeFile| {
+                let path = source.root.join(&file.path);
+                let stored = TreeFile {
+                    path: source.stored_path(&file.path),
+                    ..file.clone()
+                };
+                (path, stored)
+            };
+            plan.added.extend(changes.added.iter().map(located));
+            plan.modified.extend(
+                changes
+                    .modified
+                    .iter()
+                    .chain(changes.renamed.iter().map(|r| &r.to))
+                    .map(located),
+            );
+            plan.removed.extend(
+                changes
+                    .deleted
+                    .iter()
+                    .chain(changes.renamed.iter().map(|r| &r.from))
+                    .map(|path| source.stored_path(path)),
+            );
+            plan.touched.extend(
+                changes
+                    .touched
+                    .iter()
+                    .map(|(file, hash)| (located(file).1, *hash)),
+            );
+            plan.unchanged += changes.unchanged;
+            plan.warnings.extend(changes.warnings);
+            if source.is_project() {
+                plan.git = Some(changes.git);
+            }
+        }
+        // What is left belongs to libraries no longer registered.
+        plan.removed
+            .extend(by_scope.into_values().flatten().map(|file| file.path));
+        Ok(plan)
+    }
+
     /// Reads and chunks `files` in parallel. A file that cannot be read is a warning (it is
     /// not recorded, so the next run tries again); one the chunker skips is recorded with
     /// no chunks, so it is not read again until it changes.
     fn chunk_files(
         &self,
-        files: &[&TreeFile],
+        files: &[&(PathBuf, TreeFile)],
         report: &mut IndexReport,
         progress: &mut dyn FnMut(IndexEvent),
     ) -> Vec<ChunkedFile> {
@@ -177,22 +279,31 @@ impl Engine {
         let mut chunked = Vec::with_capacity(total);
         // Parallel within a slice, reported between slices.
         for slice in files.chunks(256) {
-            let results: Vec<Result<(ChunkedFile, Option<Skip>), String>> = slice
+            let results: Vec<Result<(ChunkedFile, Option<String>), String>> = slice
                 .par_iter()
-                .map(|file| {
-                    let path = self.root.join(&file.path);
-                    let bytes = fs::read(&path).map_err(|e| format!("{}: {e}", path.display()))?;
-                    let (chunks, skip) = match self.chunker.chunk(&file.path, &bytes) {
-                        Ok(chunks) => (chunks, None),
-                        Err(skip) => (Vec::new(), Some(skip)),
-                    };
-                    let state = FileState {
+                .map(|(path, file)| {
+                    let mut state = FileState {
                         path: file.path.clone(),
-                        content_hash: content_hash(&bytes),
+                        content_hash: 0,
                         mtime_ns: file.mtime_ns,
                         size: file.size,
-                        chunk_ids: chunks.iter().map(|c| c.id.0).collect(),
+                        chunk_ids: Vec::new(),
                     };
+                    if file.size > self.options.max_file_bytes {
+                        let skip = format!(
+                            "{} bytes, over the {}-byte limit (`max_file_bytes`)",
+                            file.size, self.options.max_file_bytes
+                        );
+                        let chunks = Vec::new();
+                        return Ok((ChunkedFile { state, chunks }, Some(skip)));
+                    }
+                    let bytes = fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
+                    let (chunks, skip) = match self.chunker.chunk(&file.path, &bytes) {
+                        Ok(chunks) => (chunks, None),
+                        Err(skip) => (Vec::new(), Some(skip.to_string())),
+                    };
+                    state.content_hash = content_hash(&bytes);
+                    state.chunk_ids = chunks.iter().map(|c| c.id.0).collect();
                     Ok((ChunkedFile { state, chunks }, skip))
                 })
                 .collect();
@@ -200,9 +311,7 @@ impl Engine {
                 match result {
                     Ok((file, skip)) => {
                         if let Some(skip) = skip {
-                            report
-                                .skipped
-                                .push((file.state.path.clone(), skip.to_string()));
+                            report.skipped.push((file.state.path.clone(), skip));
                         }
                         chunked.push(file);
                     }
@@ -298,13 +407,14 @@ impl Engine {
         Ok(new.len())
     }
 
-    /// Rebuilds the import graph of every indexed file and stores each file's PageRank
-    /// [`FileScore`] as its [`PAGERANK_DATA`]. Returns the graph's files and edges.
+    /// Rebuilds the import graph of the project's indexed files and stores each file's
+    /// PageRank [`quarry_graph::FileScore`] as its [`PAGERANK_DATA`] and its neighbours as its
+    /// [`LINKS_DATA`]. Returns the graph's files and edges.
     fn rank_files(&self) -> Result<(usize, usize), EngineError> {
         let files = self.store.files()?;
         let imports: Vec<_> = files
             .par_iter()
-            .filter(|f| !f.chunk_ids.is_empty())
+            .filter(|f| !f.chunk_ids.is_empty() && scope_of(&f.path) == PROJECT_SCOPE)
             .filter_map(|f| {
                 let bytes = fs::read(self.root.join(&f.path)).ok()?;
                 let key = quarry_graph::graph_key(&self.root, &f.path).ok()?;
@@ -322,16 +432,32 @@ impl Engine {
         for (key, score) in ranking.iter() {
             let bytes = serde_json::to_vec(&score).expect("a FileScore serialises");
             batch.set_file_data(key.as_str(), PAGERANK_DATA, &bytes)?;
+            let mut links: Vec<&str> = graph
+                .imports_of(key)
+                .into_iter()
+                .chain(graph.importers_of(key))
+                .flatten()
+                .map(|k| k.as_str())
+                .collect();
+            links.sort_unstable();
+            links.dedup();
+            let bytes = serde_json::to_vec(&links).expect("paths serialise");
+            batch.set_file_data(key.as_str(), LINKS_DATA, &bytes)?;
         }
         batch.commit()?;
         Ok((graph.file_count(), graph.edge_count()))
     }
 }
 
-/// A file's stored PageRank, if the index has one.
-pub(crate) fn decode_score(path: &str, bytes: &[u8]) -> Result<FileScore, EngineError> {
-    serde_json::from_slice(bytes).map_err(|e| EngineError::CorruptScore {
+/// The file data `data` stored for the file at `path`.
+pub(crate) fn decode_file_data<T: serde::de::DeserializeOwned>(
+    path: &str,
+    data: &'static str,
+    bytes: &[u8],
+) -> Result<T, EngineError> {
+    serde_json::from_slice(bytes).map_err(|e| EngineError::CorruptFileData {
         path: path.to_owned(),
+        data,
         message: e.to_string(),
     })
 }

@@ -28,10 +28,20 @@
 //!   ([`RRF_K`], weights by [`leg_weights`]) and ranks the candidates with one
 //!   [`quarry_rank::Pipeline`] built from the options, led by a cross-encoder rerank when
 //!   [`Engine::with_reranker`] provided one.
+//! - [`Engine::related`] searches from a stored chunk's vector ("more like this").
+//! - [`Engine::status`] reports what the index holds, the files it is behind on, and the
+//!   files that drifted most when last re-indexed.
+//! - [`Engine::add_library`] registers a dependency's sources, indexed beside the project
+//!   under the scope `lib:<name>` and searchable alone or with it ([`Engine::scope_filter`]).
+//! - [`Config`] reads a repository's defaults from `.quarry/config.toml`.
 
+mod config;
 mod error;
 mod index;
+mod libraries;
+mod related;
 mod search;
+mod status;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -40,9 +50,15 @@ use quarry_chunk::{Chunker, ChunkerConfig};
 use quarry_embed::{CrossEncoder, Embedder, EmbedderOptions, ModelDir};
 use quarry_store::{IndexSettings, Store};
 
+pub use config::{CONFIG_FILE, Config, Detail, IndexDefaults, SearchDefaults};
 pub use error::EngineError;
-pub use index::{IndexEvent, IndexReport, PAGERANK_DATA};
-pub use search::{RRF_K, SearchMode, SearchOptions, SearchResponse, SearchResult, leg_weights};
+pub use index::{IndexEvent, IndexReport, LINKS_DATA, PAGERANK_DATA};
+pub use libraries::{ALL_SCOPES, LIBRARIES_FILE, Libraries, library_scope};
+pub use related::{RelatedOptions, RelatedResponse};
+pub use search::{
+    MAX_QUERY_BYTES, RRF_K, SearchMode, SearchOptions, SearchResponse, SearchResult, leg_weights,
+};
+pub use status::{Stale, Status};
 
 /// How an [`Engine`] runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -51,13 +67,21 @@ pub struct EngineOptions {
     pub embedder: EmbedderOptions,
     /// New chunks per commit while indexing: what an interrupted run loses at most.
     pub chunks_per_commit: usize,
+    /// Files larger than this are recorded as skipped without being read: a data dump or
+    /// a vendored amalgamation would cost hours of embedding for no useful results.
+    pub max_file_bytes: u64,
 }
+
+/// [`EngineOptions::max_file_bytes`]'s default, 2 MiB: larger than nearly every
+/// hand-written source file.
+pub const MAX_FILE_BYTES: u64 = 2 << 20;
 
 impl Default for EngineOptions {
     fn default() -> Self {
         Self {
             embedder: EmbedderOptions::default(),
             chunks_per_commit: 256,
+            max_file_bytes: MAX_FILE_BYTES,
         }
     }
 }

@@ -8,11 +8,17 @@ use quarry_rank::{Candidate, Explanation, Pipeline, RankingConfig, Summary};
 use quarry_store::{Filter, Hit, StoredChunk};
 use serde::{Deserialize, Serialize};
 
-use crate::index::{PAGERANK_DATA, decode_score};
+use crate::index::{PAGERANK_DATA, decode_file_data};
 use crate::{Engine, EngineError};
+use quarry_graph::FileScore;
 
 /// Reciprocal rank fusion's constant: a hit at rank r scores `weight / (RRF_K + r)`.
 pub const RRF_K: f32 = 60.0;
+
+/// The longest query accepted. The model reads 256 tokens (about 1,000 characters of
+/// code) at most, so a longer query would be cut silently; find code like a chunk with
+/// [`Engine::related`] instead.
+pub const MAX_QUERY_BYTES: usize = 4096;
 
 /// Which retrieval legs a search uses.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -79,6 +85,9 @@ impl Engine {
         if query.is_empty() {
             return Err(EngineError::EmptyQuery);
         }
+        if query.len() > MAX_QUERY_BYTES {
+            return Err(EngineError::QueryTooLong { bytes: query.len() });
+        }
         let fetch = options.ranking.fetch_count();
         let weights = match options.mode {
             SearchMode::Hybrid => leg_weights(query),
@@ -100,17 +109,40 @@ impl Engine {
         let fused = fuse(&[(&dense, weights.0), (&lexical, weights.1)], fetch);
 
         let snapshot = self.store.snapshot()?;
-        let mut chunks = HashMap::new();
-        let mut candidates = Vec::with_capacity(fused.len());
-        let mut percentiles = HashMap::new();
+        let mut scored = Vec::with_capacity(fused.len());
         for (id, score) in fused {
-            let Some(chunk) = snapshot.chunk(id)? else {
-                continue;
-            };
+            if let Some(chunk) = snapshot.chunk(id)? {
+                scored.push((chunk, score));
+            }
+        }
+        drop(snapshot);
+        let (results, summary) = self.rank(query, scored, &options.ranking, true)?;
+        Ok(SearchResponse {
+            results,
+            summary,
+            weights,
+        })
+    }
+
+    /// Orders `scored` (chunks with retrieval scores in `[0, 1]`) with the pipeline built
+    /// from `ranking`, the stored PageRank percentiles, and the cross-encoder when there is
+    /// one and `rerank` allows it; scores the results on `[0, 1]`.
+    pub(crate) fn rank(
+        &self,
+        query: &str,
+        scored: Vec<(StoredChunk, f32)>,
+        ranking: &RankingConfig,
+        rerank: bool,
+    ) -> Result<(Vec<SearchResult>, Summary), EngineError> {
+        let snapshot = self.store.snapshot()?;
+        let mut chunks = HashMap::new();
+        let mut candidates = Vec::with_capacity(scored.len());
+        let mut percentiles = HashMap::new();
+        for (chunk, score) in scored {
             if !percentiles.contains_key(&chunk.path)
                 && let Some(bytes) = snapshot.file_data(&chunk.path, PAGERANK_DATA)?
             {
-                let score = decode_score(&chunk.path, &bytes)?;
+                let score: FileScore = decode_file_data(&chunk.path, PAGERANK_DATA, &bytes)?;
                 percentiles.insert(chunk.path.clone(), (score.percentile / 100.0) as f32);
             }
             candidates.push((candidate(&chunk), score));
@@ -120,15 +152,16 @@ impl Engine {
         let percentiles = (!percentiles.is_empty()).then(|| {
             Box::new(move |path: &str| percentiles.get(path).copied()) as quarry_rank::Percentiles
         });
-        let reranker = self
-            .reranker
-            .clone()
-            .map(|model| Box::new(CrossEncoderReranker(model)) as Box<dyn quarry_rank::Reranker>);
-        let pipeline = Pipeline::from_config(&options.ranking, percentiles, reranker)?;
-        let ranking = pipeline.rank(query, candidates)?;
-        let ceiling =
-            options.ranking.source_boost.max(1.0) * (1.0 + options.ranking.pagerank_strength);
-        let results = ranking
+        let reranker = match rerank {
+            true => self.reranker.clone().map(|model| {
+                Box::new(CrossEncoderReranker(model)) as Box<dyn quarry_rank::Reranker>
+            }),
+            false => None,
+        };
+        let pipeline = Pipeline::from_config(ranking, percentiles, reranker)?;
+        let ranked = pipeline.rank(query, candidates)?;
+        let ceiling = ranking.source_boost.max(1.0) * (1.0 + ranking.pagerank_strength);
+        let results = ranked
             .results
             .into_iter()
             .filter_map(|ranked| {
@@ -140,11 +173,7 @@ impl Engine {
                 })
             })
             .collect();
-        Ok(SearchResponse {
-            results,
-            summary: ranking.summary,
-            weights,
-        })
+        Ok((results, ranked.summary))
     }
 }
 

@@ -5,11 +5,14 @@ use std::fs;
 use std::path::Path;
 use std::sync::OnceLock;
 
+use quarry_chunk::ChunkId;
 use quarry_embed::{DEFAULT_MODEL, ModelDir, Provisioner};
 use quarry_engine::{
-    Engine, EngineError, EngineOptions, IndexEvent, PAGERANK_DATA, SearchMode, SearchOptions,
+    Engine, EngineError, EngineOptions, IndexEvent, MAX_QUERY_BYTES, PAGERANK_DATA, RelatedOptions,
+    SearchMode, SearchOptions,
 };
 use quarry_rank::RankingConfig;
+use quarry_store::{Filter, StoreError};
 
 /// The default model, downloaded into the user cache on first use as a user's first run would.
 fn model() -> &'static ModelDir {
@@ -45,6 +48,29 @@ fn open(root: &Path) -> Engine {
     Engine::open(root, model(), EngineOptions::default()).unwrap()
 }
 
+fn ranking(limit: usize, max_per_file: Option<usize>) -> SearchOptions {
+    SearchOptions {
+        ranking: RankingConfig {
+            limit,
+            max_per_file,
+            ..RankingConfig::default()
+        },
+        ..SearchOptions::default()
+    }
+}
+
+/// The id of the chunk that defines `symbol`.
+fn chunk_of(engine: &Engine, symbol: &str) -> ChunkId {
+    let response = engine.search(symbol, &ranking(50, Some(0))).unwrap();
+    response
+        .results
+        .iter()
+        .find(|r| r.chunk.name.as_deref() == Some(symbol))
+        .unwrap_or_else(|| panic!("no chunk defines {symbol}"))
+        .chunk
+        .chunk_id()
+}
+
 /// The paths of the first `n` results.
 fn top(engine: &Engine, query: &str, n: usize) -> Vec<String> {
     let response = engine.search(query, &SearchOptions::default()).unwrap();
@@ -62,10 +88,10 @@ fn indexes_a_repository_and_finds_code_by_description_and_by_identifier() {
     let engine = open(repo.path());
     let mut events = Vec::new();
     let report = engine.index(&mut |event| events.push(event)).unwrap();
-    assert_eq!(report.files_read, 7, "{report:?}");
+    assert_eq!(report.files_read, 9, "{report:?}");
     assert!(report.chunks_embedded >= 10, "{report:?}");
     assert!(report.warnings.is_empty(), "{report:?}");
-    assert!(matches!(events[0], IndexEvent::Changes { to_read: 7, .. }));
+    assert!(matches!(events[0], IndexEvent::Changes { to_read: 9, .. }));
     assert!(events.contains(&IndexEvent::Graph));
     let (files, edges) = report.graph.unwrap();
     assert!(
@@ -188,4 +214,313 @@ fn bad_input_is_a_clear_error() {
         engine.search("   ", &SearchOptions::default()),
         Err(EngineError::EmptyQuery)
     ));
+    // An empty repository indexes to nothing, and searches find nothing.
+    let empty = tempfile::tempdir().unwrap();
+    let engine = open(empty.path());
+    let report = engine.index(&mut |_| {}).unwrap();
+    assert_eq!((report.files_read, report.chunks_embedded), (0, 0));
+    assert!(
+        engine
+            .search("anything", &SearchOptions::default())
+            .unwrap()
+            .results
+            .is_empty()
+    );
+}
+
+#[test]
+fn the_diversity_cap_shows_several_files_where_one_would_fill_the_results() {
+    let repo = shop();
+    let engine = open(repo.path());
+    engine.index(&mut |_| {}).unwrap();
+    let paths = |options: &SearchOptions| -> Vec<String> {
+        let response = engine.search("shipping cost", options).unwrap();
+        response.results.into_iter().map(|r| r.chunk.path).collect()
+    };
+    let shipping = |paths: &[String]| paths.iter().filter(|p| *p == "src/shipping.rs").count();
+
+    let uncapped = paths(&ranking(5, Some(0)));
+    assert_eq!(uncapped.len(), 5);
+    assert_eq!(
+        shipping(&uncapped),
+        5,
+        "no cap: one file fills the results: {uncapped:?}"
+    );
+
+    let capped = paths(&ranking(5, Some(2)));
+    assert_eq!(capped.len(), 5, "spillover fills the results: {capped:?}");
+    assert_eq!(shipping(&capped), 2, "{capped:?}");
+    assert_eq!(
+        capped[0], "src/shipping.rs",
+        "the best file still leads: {capped:?}"
+    );
+    let mut files = capped.clone();
+    files.sort();
+    files.dedup();
+    assert!(files.len() >= 3, "{capped:?}");
+}
+
+#[test]
+fn related_finds_similar_code_elsewhere_never_in_the_source_file() {
+    let repo = shop();
+    let engine = open(repo.path());
+    engine.index(&mut |_| {}).unwrap();
+    let source = chunk_of(&engine, "retry_with_backoff");
+
+    let response = engine.related(source, &RelatedOptions::default()).unwrap();
+    assert_eq!(response.source.name.as_deref(), Some("retry_with_backoff"));
+    let paths: Vec<&str> = response
+        .results
+        .iter()
+        .map(|r| r.chunk.path.as_str())
+        .collect();
+    assert!(!paths.contains(&"lib/http_client.py"), "{paths:?}");
+    let position = |path: &str| paths.iter().position(|p| *p == path);
+    let retry = position("lib/retry.js").expect("the JavaScript retry helper is related");
+    assert!(
+        position("lib/format.js").is_none_or(|format| retry < format),
+        "the overlapping retry helper ranks above the unrelated formatting code: {paths:?}"
+    );
+    assert!(
+        response
+            .results
+            .iter()
+            .all(|r| (0.0..=1.0).contains(&r.score))
+    );
+
+    // The source file's other chunks on request; the source chunk itself never.
+    let with_own = RelatedOptions {
+        include_source_file: true,
+        ..RelatedOptions::default()
+    };
+    let response = engine.related(source, &with_own).unwrap();
+    assert!(
+        response
+            .results
+            .iter()
+            .all(|r| r.chunk.chunk_id() != source)
+    );
+    assert!(
+        response
+            .results
+            .iter()
+            .any(|r| r.chunk.path == "lib/http_client.py")
+    );
+
+    // Filters apply before the cut, and min_score cuts by score.
+    let python_only = RelatedOptions {
+        filter: Filter::default().language("javascript"),
+        min_score: 0.2,
+        ..RelatedOptions::default()
+    };
+    let response = engine.related(source, &python_only).unwrap();
+    assert!(!response.results.is_empty());
+    assert!(
+        response
+            .results
+            .iter()
+            .all(|r| r.chunk.language == "javascript" && r.score >= 0.2)
+    );
+
+    // Files linked in the import graph: cart.rs imports config.rs.
+    let total = chunk_of(&engine, "total_with_tax");
+    let linked = RelatedOptions {
+        include_linked: true,
+        ranking: RankingConfig {
+            limit: 3,
+            ..RankingConfig::default()
+        },
+        ..RelatedOptions::default()
+    };
+    let response = engine.related(total, &linked).unwrap();
+    assert!(
+        response.linked_files.contains(&"src/config.rs".to_owned()),
+        "{response:?}"
+    );
+
+    let unknown = ChunkId(12345);
+    let error = engine
+        .related(unknown, &RelatedOptions::default())
+        .unwrap_err();
+    assert!(matches!(error, EngineError::UnknownChunk { .. }));
+    assert!(
+        error
+            .to_string()
+            .contains("chunk ids come from search results"),
+        "{error}"
+    );
+}
+
+#[test]
+fn status_reports_stale_files_then_drift_after_an_edit() {
+    let repo = shop();
+    let engine = open(repo.path());
+    let before = engine.status(0.0).unwrap();
+    assert_eq!(before.files, 0);
+    assert_eq!(before.stale.added.len(), 9, "{:?}", before.stale);
+
+    engine.index(&mut |_| {}).unwrap();
+    let indexed = engine.status(0.0).unwrap();
+    assert!(indexed.stale.is_empty(), "{:?}", indexed.stale);
+    assert_eq!(indexed.files, 9);
+    assert!(indexed.chunks >= 15, "{indexed:?}");
+    assert!(
+        indexed.model.contains("all-MiniLM-L6-v2"),
+        "{}",
+        indexed.model
+    );
+    assert!(indexed.backend.starts_with("flex"), "{}", indexed.backend);
+    assert!(indexed.drift.is_empty(), "nothing re-indexed yet");
+
+    // Rewrite the config loader as something else entirely.
+    let config = repo.path().join("src/config.rs");
+    let text = fs::read_to_string(&config).unwrap();
+    let start = text.find("pub fn load_config").unwrap();
+    let rewritten = format!(
+        "{}pub fn load_config(_path: &Path) -> Result<Config, String> {{\n    Err(\"configuration files are no longer supported\".into())\n}}\n",
+        &text[..start]
+    );
+    fs::write(&config, rewritten).unwrap();
+    fs::remove_file(repo.path().join("scripts/deploy.sh")).unwrap();
+    let stale = engine.status(0.0).unwrap().stale;
+    assert_eq!(stale.modified, ["src/config.rs"]);
+    assert_eq!(stale.removed, ["scripts/deploy.sh"]);
+
+    engine.index(&mut |_| {}).unwrap();
+    let after = engine.status(0.05).unwrap();
+    assert!(after.stale.is_empty());
+    let drift = after.drift.iter().find(|d| d.path == "src/config.rs");
+    let drift = drift.unwrap_or_else(|| panic!("config.rs drifted: {:?}", after.drift));
+    assert!(drift.average > 0.05 && drift.max <= 1.0, "{drift:?}");
+    assert!(
+        after.drift.iter().all(|d| d.path == "src/config.rs"),
+        "{:?}",
+        after.drift
+    );
+}
+
+#[test]
+fn a_model_switch_is_refused_with_the_fix_and_the_index_is_kept() {
+    let repo = shop();
+    open(repo.path()).index(&mut |_| {}).unwrap();
+
+    // The same weights from a local directory: another fingerprint, so other vectors.
+    let other = ModelDir::local(model().path.clone());
+    let error = Engine::open(repo.path(), &other, EngineOptions::default()).unwrap_err();
+    assert!(
+        matches!(
+            error,
+            EngineError::Store(StoreError::SettingsMismatch { .. })
+        ),
+        "{error:?}"
+    );
+    let message = error.to_string();
+    assert!(message.contains("quarry index --force"), "{message}");
+
+    let engine = open(repo.path());
+    assert_eq!(engine.status(0.0).unwrap().files, 9, "the index is intact");
+    drop(engine);
+    let rebuilt = Engine::rebuild(repo.path(), &other, EngineOptions::default()).unwrap();
+    assert_eq!(rebuilt.status(0.0).unwrap().files, 0);
+}
+
+#[test]
+fn libraries_are_searchable_alone_or_with_the_project() {
+    let repo = shop();
+    let library = tempfile::tempdir().unwrap();
+    fs::create_dir(library.path().join("src")).unwrap();
+    fs::write(
+        library.path().join("src/duration.rs"),
+        "/// Parses a human duration such as `1h30m` into seconds.\npub fn parse_duration(text: &str) -> Option<u64> {\n    let (hours, minutes) = text.split_once('h')?;\n    Some(hours.parse::<u64>().ok()? * 3600 + minutes.trim_end_matches('m').parse::<u64>().ok()? * 60)\n}\n",
+    )
+    .unwrap();
+    let engine = open(repo.path());
+    engine.add_library("humantime", library.path()).unwrap();
+    let report = engine.index(&mut |_| {}).unwrap();
+    assert_eq!(report.files_read, 10, "{report:?}");
+
+    let scoped = |scopes: &[&str]| -> Vec<String> {
+        let scopes: Vec<String> = scopes.iter().map(|s| s.to_string()).collect();
+        let filter = engine.scope_filter(Filter::default(), &scopes).unwrap();
+        let options = SearchOptions {
+            filter,
+            ..SearchOptions::default()
+        };
+        let response = engine
+            .search("parse a duration like 1h30m", &options)
+            .unwrap();
+        response.results.into_iter().map(|r| r.chunk.path).collect()
+    };
+    let library_only = scoped(&["lib:humantime"]);
+    assert_eq!(library_only, ["lib:humantime/src/duration.rs"]);
+    assert!(scoped(&["project"]).iter().all(|p| !p.starts_with("lib:")));
+    let both = scoped(&["project", "lib:humantime"]);
+    assert_eq!(both[0], "lib:humantime/src/duration.rs", "{both:?}");
+    assert!(both.len() > 1);
+    assert_eq!(scoped(&["all"]), both);
+    let error = engine
+        .scope_filter(Filter::default(), &["lib:nope".to_owned()])
+        .unwrap_err();
+    assert!(error.to_string().contains("lib:humantime"), "{error}");
+
+    engine.remove_library("humantime").unwrap();
+    assert!(engine.index(&mut |_| {}).unwrap().files_read == 0);
+    assert!(scoped(&["all"]).iter().all(|p| !p.starts_with("lib:")));
+    assert!(matches!(
+        engine.remove_library("humantime"),
+        Err(EngineError::UnknownLibrary { .. })
+    ));
+}
+
+#[test]
+fn bad_files_are_skipped_with_a_reason_and_the_index_survives() {
+    let repo = shop();
+    let root = repo.path();
+    fs::write(root.join("logo.rs"), b"fn main() {}\0\x01\x02 binary").unwrap();
+    fs::write(
+        root.join("latin1.py"),
+        b"# caf\xe9\ndef greet():\n    return 1\n",
+    )
+    .unwrap();
+    let big = fs::File::create(root.join("dump.sql")).unwrap();
+    big.set_len(50 << 20).unwrap();
+    let engine = open(root);
+    let report = engine.index(&mut |_| {}).unwrap();
+    let reason = |path: &str| {
+        report
+            .skipped
+            .iter()
+            .find(|(p, _)| p == path)
+            .map(|(_, why)| why.clone())
+            .unwrap_or_else(|| panic!("{path} is skipped: {report:?}"))
+    };
+    assert!(reason("logo.rs").contains("binary"));
+    assert!(reason("latin1.py").contains("UTF-8"));
+    assert!(reason("dump.sql").contains("52428800 bytes"));
+    assert!(top(&engine, "read the settings file", 3).contains(&"src/config.rs".to_owned()));
+    // Skipped files are recorded, so the next run does not read them again.
+    assert_eq!(engine.index(&mut |_| {}).unwrap().files_read, 0);
+
+    let long = "parse the configuration ".repeat(MAX_QUERY_BYTES / 10);
+    let error = engine.search(&long, &SearchOptions::default()).unwrap_err();
+    assert!(matches!(error, EngineError::QueryTooLong { .. }), "{error}");
+    drop(engine);
+
+    // A damaged database is refused with its path and the fix, and left as it is.
+    let database = quarry_store::Store::database_path(root);
+    let mut bytes = fs::read(&database).unwrap();
+    let damaged = 4096.min(bytes.len());
+    bytes[..damaged].fill(0xAB);
+    fs::write(&database, &bytes).unwrap();
+    let error = Engine::open(root, model(), EngineOptions::default()).unwrap_err();
+    let message = error.to_string();
+    assert!(message.contains("index.redb"), "{message}");
+    assert!(message.contains("--force"), "{message}");
+    assert_eq!(
+        fs::read(&database).unwrap(),
+        bytes,
+        "the damaged file is kept for inspection"
+    );
+    let rebuilt = Engine::rebuild(root, model(), EngineOptions::default()).unwrap();
+    assert_eq!(rebuilt.index(&mut |_| {}).unwrap().files_read, 12);
 }

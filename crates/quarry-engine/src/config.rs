@@ -1,0 +1,145 @@
+//! `.quarry/config.toml`: a repository's search defaults, written by its users.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use quarry_rank::RankingConfig;
+use quarry_store::INDEX_DIR;
+use serde::{Deserialize, Serialize};
+
+use crate::{EngineError, SearchMode};
+
+/// The configuration file under `.quarry/`. quarry reads it and never writes it.
+pub const CONFIG_FILE: &str = "config.toml";
+
+/// A repository's defaults; every field may be left out, and command-line flags override
+/// them.
+///
+/// ```toml
+/// [search]
+/// mode = "hybrid"        # hybrid, semantic or lexical
+/// detail = "compact"     # compact or full
+/// scopes = ["project"]   # "project", "lib:<name>", or "all"
+/// drift_threshold = 0.1  # quarry status lists files that drifted this much
+///
+/// [index]
+/// max_file_bytes = 2097152
+///
+/// [ranking]              # quarry_rank::RankingConfig
+/// limit = 10
+/// max_per_file = 3
+/// include_tests = "auto" # auto, always or never
+/// ```
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Config {
+    /// How searches retrieve and show results.
+    pub search: SearchDefaults,
+    /// How files are indexed.
+    pub index: IndexDefaults,
+    /// How results are ranked.
+    pub ranking: RankingConfig,
+}
+
+/// The `[index]` table.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct IndexDefaults {
+    /// Files larger than this many bytes are skipped ([`crate::EngineOptions::max_file_bytes`]).
+    pub max_file_bytes: u64,
+}
+
+impl Default for IndexDefaults {
+    fn default() -> Self {
+        Self {
+            max_file_bytes: crate::MAX_FILE_BYTES,
+        }
+    }
+}
+
+/// The `[search]` table.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct SearchDefaults {
+    /// Which retrieval legs run.
+    pub mode: SearchMode,
+    /// How much of each result is shown.
+    pub detail: Detail,
+    /// Which scopes answer: `project`, `lib:<name>`, or `all`.
+    pub scopes: Vec<String>,
+    /// Drift at or above which `quarry status` lists a file (mean over its chunks).
+    pub drift_threshold: f32,
+}
+
+impl Default for SearchDefaults {
+    fn default() -> Self {
+        Self {
+            mode: SearchMode::default(),
+            detail: Detail::default(),
+            scopes: vec![quarry_store::PROJECT_SCOPE.to_owned()],
+            drift_threshold: 0.1,
+        }
+    }
+}
+
+/// How much of each result the CLI and the MCP server show.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Detail {
+    /// Location, symbol, score and the first lines.
+    #[default]
+    Compact,
+    /// The whole chunk.
+    Full,
+}
+
+impl Config {
+    /// The configuration of the repository at `root`: its `.quarry/config.toml`, or the
+    /// defaults when there is none.
+    pub fn load(root: &Path) -> Result<Self, EngineError> {
+        let path = Self::path(root);
+        match fs::read_to_string(&path) {
+            Ok(text) => toml::from_str(&text).map_err(|e| EngineError::Config {
+                path,
+                message: e.to_string(),
+            }),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Self::default()),
+            Err(source) => Err(EngineError::Io { path, source }),
+        }
+    }
+
+    /// Where the configuration of the repository at `root` lives.
+    pub fn path(root: &Path) -> PathBuf {
+        root.join(INDEX_DIR).join(CONFIG_FILE)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_file_names_only_what_it_changes_and_typos_are_errors() {
+        let config: Config = toml::from_str(
+            "[search]\nmode = \"lexical\"\n[ranking]\nlimit = 5\ninclude_tests = \"never\"\n",
+        )
+        .unwrap();
+        assert_eq!(config.search.mode, SearchMode::Lexical);
+        assert_eq!(config.search.detail, Detail::Compact);
+        assert_eq!(config.ranking.limit, 5);
+        assert_eq!(
+            config.ranking.source_boost,
+            RankingConfig::default().source_boost
+        );
+
+        let dir = tempfile::tempdir().unwrap();
+        assert_eq!(Config::load(dir.path()).unwrap(), Config::default());
+        fs::create_dir(dir.path().join(INDEX_DIR)).unwrap();
+        fs::write(Config::path(dir.path()), "[search]\nmdoe = \"lexical\"\n").unwrap();
+        let error = Config::load(dir.path()).unwrap_err().to_string();
+        assert!(
+            error.contains("config.toml") && error.contains("mdoe"),
+            "{error}"
+        );
+    }
+}

@@ -1,0 +1,200 @@
+//! Libraries: dependency sources registered by name, indexed beside the project under
+//! `lib:<name>/` and searchable alone or with it (see [`quarry_store::scope_of`]).
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use quarry_store::{Filter, INDEX_DIR, PROJECT_SCOPE};
+use serde::{Deserialize, Serialize};
+
+use crate::{Engine, EngineError};
+
+/// The registry's file under `.quarry/`: written by quarry, kept when the index is rebuilt.
+pub const LIBRARIES_FILE: &str = "libraries.toml";
+
+/// The registered libraries: name to source directory.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Libraries {
+    /// By name.
+    pub libraries: BTreeMap<String, PathBuf>,
+}
+
+impl Libraries {
+    fn path(root: &Path) -> PathBuf {
+        root.join(INDEX_DIR).join(LIBRARIES_FILE)
+    }
+
+    /// The registry of the repository at `root`; empty when there is none.
+    pub fn load(root: &Path) -> Result<Self, EngineError> {
+        let path = Self::path(root);
+        let text = match fs::read_to_string(&path) {
+            Ok(text) => text,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Self::default()),
+            Err(source) => return Err(EngineError::Io { path, source }),
+        };
+        toml::from_str(&text).map_err(|e| EngineError::Config {
+            path,
+            message: e.to_string(),
+        })
+    }
+
+    /// Writes the registry: to a temporary file, then renamed over the old one.
+    fn save(&self, root: &Path) -> Result<(), EngineError> {
+        let path = Self::path(root);
+        let text = format!(
+            "# Libraries indexed beside the project, managed by `quarry lib add|remove`.\n{}",
+            toml::to_string(self).expect("a map of strings to paths serialises")
+        );
+        let temporary = path.with_extension("toml.tmp");
+        fs::write(&temporary, text)
+            .and_then(|()| fs::rename(&temporary, &path))
+            .map_err(|source| EngineError::Io { path, source })
+    }
+}
+
+/// The scope that stands for the project and every library.
+pub const ALL_SCOPES: &str = "all";
+
+/// The scope name of library `name`.
+pub fn library_scope(name: &str) -> String {
+    format!("lib:{name}")
+}
+
+/// Where indexed files come from: the project, or one library.
+pub(crate) struct Source {
+    /// [`PROJECT_SCOPE`] or `lib:<name>`.
+    pub scope: String,
+    /// The directory walked.
+    pub root: PathBuf,
+    /// What stored paths start with: empty for the project, `lib:<name>/` for a library.
+    pub prefix: String,
+}
+
+impl Source {
+    pub fn project(root: &Path) -> Self {
+        Self {
+            scope: PROJECT_SCOPE.to_owned(),
+            root: root.to_path_buf(),
+            prefix: String::new(),
+        }
+    }
+
+    pub fn library(name: &str, root: &Path) -> Self {
+        let scope = library_scope(name);
+        Self {
+            prefix: format!("{scope}/"),
+            scope,
+            root: root.to_path_buf(),
+        }
+    }
+
+    pub fn is_project(&self) -> bool {
+        self.prefix.is_empty()
+    }
+
+    /// The stored path of `relative`, a path under this source's root.
+    pub fn stored_path(&self, relative: &str) -> String {
+        format!("{}{relative}", self.prefix)
+    }
+
+    /// The path under this source's root of `stored`, a stored path of this source.
+    pub fn relative_path<'a>(&self, stored: &'a str) -> &'a str {
+        stored.strip_prefix(&self.prefix).unwrap_or(stored)
+    }
+}
+
+impl Engine {
+    /// The registered libraries.
+    pub fn libraries(&self) -> Result<Libraries, EngineError> {
+        Libraries::load(&self.root)
+    }
+
+    /// Registers the source directory `path` as library `name` (letters, digits, `-`, `_`,
+    /// `.`); the next [`Engine::index`] indexes it under the scope `lib:<name>`. Registering
+    /// a name again points it at the new path.
+    pub fn add_library(&self, name: &str, path: &Path) -> Result<(), EngineError> {
+        let valid = !name.is_empty()
+            && name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'));
+        if !valid {
+            return Err(EngineError::LibraryName { name: name.into() });
+        }
+        if !path.is_dir() {
+            return Err(EngineError::NotADirectory {
+                path: path.to_path_buf(),
+            });
+        }
+        let path = path.canonicalize().map_err(|source| EngineError::Io {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        let mut registry = self.libraries()?;
+        registry.libraries.insert(name.to_owned(), path);
+        registry.save(&self.root)
+    }
+
+    /// Unregisters library `name` and drops its files from the index.
+    pub fn remove_library(&self, name: &str) -> Result<(), EngineError> {
+        let mut registry = self.libraries()?;
+        if registry.libraries.remove(name).is_none() {
+            return Err(EngineError::UnknownLibrary {
+                name: name.into(),
+                known: registry.libraries.keys().cloned().collect(),
+            });
+        }
+        let prefix = format!("{}/", library_scope(name));
+        let mut batch = self.store.write()?;
+        for file in self.store.files()? {
+            if file.path.starts_with(&prefix) {
+                batch.remove_file(&file.path)?;
+            }
+        }
+        batch.commit()?;
+        registry.save(&self.root)
+    }
+
+    /// `filter` restricted to `scopes`: [`PROJECT_SCOPE`], `lib:<name>` of a registered
+    /// library, or [`ALL_SCOPES`] (no restriction).
+    pub fn scope_filter(
+        &self,
+        mut filter: Filter,
+        scopes: &[String],
+    ) -> Result<Filter, EngineError> {
+        if scopes.iter().any(|s| s == ALL_SCOPES) {
+            return Ok(filter);
+        }
+        let registry = self.libraries()?;
+        for scope in scopes {
+            let known = scope == PROJECT_SCOPE
+                || scope
+                    .strip_prefix("lib:")
+                    .is_some_and(|name| registry.libraries.contains_key(name));
+            if !known {
+                return Err(EngineError::UnknownScope {
+                    scope: scope.clone(),
+                    known: std::iter::once(PROJECT_SCOPE.to_owned())
+                        .chain(registry.libraries.keys().map(|name| library_scope(name)))
+                        .chain(std::iter::once(ALL_SCOPES.to_owned()))
+                        .collect(),
+                });
+            }
+            filter = filter.scope(scope);
+        }
+        Ok(filter)
+    }
+
+    /// The project and every registered library.
+    pub(crate) fn sources(&self) -> Result<Vec<Source>, EngineError> {
+        let registry = self.libraries()?;
+        Ok(std::iter::once(Source::project(&self.root))
+            .chain(
+                registry
+                    .libraries
+                    .iter()
+                    .map(|(name, path)| Source::library(name, path)),
+            )
+            .collect())
+    }
+}

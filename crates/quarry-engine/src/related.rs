@@ -1,0 +1,113 @@
+//! Related ("more like this"): a search seeded with a stored chunk's vector.
+
+use quarry_chunk::ChunkId;
+use quarry_rank::{RankingConfig, Summary};
+use quarry_store::{Filter, StoredChunk};
+
+use crate::index::{LINKS_DATA, decode_file_data};
+use crate::{Engine, EngineError, SearchResult};
+
+/// What a related search asks for.
+#[derive(Debug, Clone, Default)]
+pub struct RelatedOptions {
+    /// Ranking: how many results, the per-file cap, penalties, boosts.
+    pub ranking: RankingConfig,
+    /// Which files may answer; applied inside the search, before the top-k cut.
+    pub filter: Filter,
+    /// Keep the source file's other chunks (by default only other files answer).
+    pub include_source_file: bool,
+    /// Add the best chunk of each file that imports the source's file or that it imports
+    /// (the import graph): code linked to it, though it may read differently.
+    pub include_linked: bool,
+    /// Results must score at least this, on the results' `[0, 1]` scale.
+    pub min_score: f32,
+}
+
+/// The chunk a related search started from, and what resembles it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RelatedResponse {
+    /// The chunk given.
+    pub source: StoredChunk,
+    /// Best first; never the source chunk, nor (unless asked) its file.
+    pub results: Vec<SearchResult>,
+    /// What each ranking layer did.
+    pub summary: Summary,
+    /// Files linked to the source's file in the import graph, when `include_linked` asked
+    /// for them.
+    pub linked_files: Vec<String>,
+}
+
+impl Engine {
+    /// The chunks most like chunk `id`: its stored vector searches the vector index (no
+    /// model run), with the filter applied inside the search, and the candidates go through
+    /// the same ranking as [`Engine::search`]'s. A candidate's retrieval score is its cosine
+    /// similarity to the source, clamped to `[0, 1]`.
+    pub fn related(
+        &self,
+        id: ChunkId,
+        options: &RelatedOptions,
+    ) -> Result<RelatedResponse, EngineError> {
+        let snapshot = self.store.snapshot()?;
+        let (Some(source), Some(vector)) = (snapshot.chunk(id)?, snapshot.vector(id)?) else {
+            return Err(EngineError::UnknownChunk { id });
+        };
+        let mut filter = options.filter.clone();
+        if !options.include_source_file {
+            filter = filter.exclude_file(&source.path);
+        }
+        // One more, for the source itself when its file may answer.
+        let fetch = options.ranking.fetch_count() + 1;
+        let hits = self.store.search_dense(&vector, fetch, &filter)?;
+        let mut scored = Vec::with_capacity(hits.len());
+        for hit in hits.iter().filter(|hit| hit.id != id) {
+            if let Some(chunk) = snapshot.chunk(hit.id)? {
+                scored.push((chunk, hit.score.clamp(0.0, 1.0)));
+            }
+        }
+
+        let mut linked_files: Vec<String> = Vec::new();
+        if options.include_linked
+            && let Some(bytes) = snapshot.file_data(&source.path, LINKS_DATA)?
+        {
+            linked_files = decode_file_data(&source.path, LINKS_DATA, &bytes)?;
+            for path in &linked_files {
+                if !filter.admits_path(path) || scored.iter().any(|(c, _)| &c.path == path) {
+                    continue;
+                }
+                let Some(file) = snapshot.file(path)? else {
+                    continue;
+                };
+                let mut best: Option<(StoredChunk, f32)> = None;
+                for chunk_id in file.chunk_ids {
+                    let chunk_id = ChunkId(chunk_id);
+                    let (Some(chunk), Some(other)) =
+                        (snapshot.chunk(chunk_id)?, snapshot.vector(chunk_id)?)
+                    else {
+                        continue;
+                    };
+                    if !filter.admits(&chunk) {
+                        continue;
+                    }
+                    let similarity: f32 = vector.iter().zip(&other).map(|(a, b)| a * b).sum();
+                    if best.as_ref().is_none_or(|(_, s)| similarity > *s) {
+                        best = Some((chunk, similarity.clamp(0.0, 1.0)));
+                    }
+                }
+                scored.extend(best);
+            }
+        }
+        drop(snapshot);
+
+        // The source's text stands for the query: the test and prose penalties then follow
+        // what the source is.
+        let (mut results, summary) = self.rank(&source.text, scored, &options.ranking, false)?;
+        // Results are sorted by score, so this keeps the same as a cut before the top-k.
+        results.retain(|r| r.score >= options.min_score);
+        Ok(RelatedResponse {
+            source,
+            results,
+            summary,
+            linked_files,
+        })
+    }
+}

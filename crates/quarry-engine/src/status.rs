@@ -1,0 +1,94 @@
+//! Status: what the index holds, what it is behind on, and which files moved most.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use quarry_store::{Drift, VectorIndexInfo};
+
+use crate::{Engine, EngineError};
+
+/// The index's health.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Status {
+    /// The repository root.
+    pub root: PathBuf,
+    /// The embedding model's fingerprint (name, revision, weights digest).
+    pub model: String,
+    /// Where the model runs.
+    pub backend: String,
+    /// Files indexed, skipped ones (binary, generated...) included.
+    pub files: u64,
+    /// Files indexed without chunks: skipped by the chunker.
+    pub files_skipped: u64,
+    /// Chunks, each with its vector.
+    pub chunks: u64,
+    /// The git commit the project was last indexed at.
+    pub indexed_commit: Option<String>,
+    /// The work tree's current commit.
+    pub head_commit: Option<String>,
+    /// Files that differ from the index: the next index run reads or drops them.
+    pub stale: Stale,
+    /// Files whose last re-index moved their chunks by more than the threshold, most moved
+    /// first.
+    pub drift: Vec<Drift>,
+    /// The vector index, once built: size and calibration.
+    pub vector_index: Option<VectorIndexInfo>,
+    /// The registered libraries.
+    pub libraries: BTreeMap<String, PathBuf>,
+    /// Files or libraries that could not be read, and repairs the index made.
+    pub warnings: Vec<String>,
+}
+
+/// Stored paths of the files that differ from the index.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Stale {
+    /// New files.
+    pub added: Vec<String>,
+    /// Changed files (renamed ones under their new path).
+    pub modified: Vec<String>,
+    /// Files gone.
+    pub removed: Vec<String>,
+}
+
+impl Stale {
+    /// Whether the index is up to date.
+    pub fn is_empty(&self) -> bool {
+        self.added.is_empty() && self.modified.is_empty() && self.removed.is_empty()
+    }
+}
+
+impl Engine {
+    /// The index's health: what it holds, the files it is behind on (by the change detection
+    /// [`Engine::index`] uses; nothing is read but to compare hashes), and the files whose
+    /// [`Drift`] (mean over their chunks) exceeds `drift_threshold`.
+    pub fn status(&self, drift_threshold: f32) -> Result<Status, EngineError> {
+        let files = self.store.files()?;
+        let plan = self.plan(&files)?;
+        let paths = |list: &[(PathBuf, quarry_store::TreeFile)]| {
+            list.iter().map(|(_, f)| f.path.clone()).collect()
+        };
+        let stale = Stale {
+            added: paths(&plan.added),
+            modified: paths(&plan.modified),
+            removed: plan.removed.clone(),
+        };
+        let counts = self.store.counts()?;
+        let mut warnings = plan.warnings;
+        warnings.extend(self.store.notes());
+        Ok(Status {
+            root: self.root.clone(),
+            model: self.embedder.fingerprint().to_string(),
+            backend: self.embedder.backend().to_string(),
+            files: counts.files,
+            files_skipped: files.iter().filter(|f| f.chunk_ids.is_empty()).count() as u64,
+            chunks: counts.chunks,
+            indexed_commit: self.store.indexed_commit()?,
+            head_commit: quarry_store::head_commit(&self.root),
+            stale,
+            drift: self.store.drifts(drift_threshold)?,
+            vector_index: self.store.vector_index()?,
+            libraries: self.libraries()?.libraries,
+            warnings,
+        })
+    }
+}
