@@ -217,6 +217,7 @@ fn run(cli: Cli) -> Result<()> {
             let open: Open = if force { Engine::rebuild } else { Engine::open };
             let engine = open(&root, &model, engine_options(&config)?)?;
             let report = index(&engine)?;
+            ensure_not_empty(&engine)?;
             if json {
                 println!("{}", output::report_json(&report));
             } else {
@@ -253,6 +254,7 @@ fn run(cli: Cli) -> Result<()> {
             if report.files_read + report.files_removed > 0 {
                 eprintln!("{}", output::report_summary(&report));
             }
+            ensure_not_empty(&engine)?;
             let response = engine.search(&query, &options)?;
             let detail = results.detail(&config);
             let mut out = std::io::stdout().lock();
@@ -439,6 +441,19 @@ fn repository_root(path: Option<PathBuf>) -> Result<PathBuf> {
         .find(|dir| dir.join(".quarry").is_dir() || dir.join(".git").exists())
         .unwrap_or(&current)
         .to_path_buf())
+}
+
+/// An index without files means the wrong directory or an empty one: say so rather than
+/// answer every search with nothing.
+fn ensure_not_empty(engine: &Engine) -> Result<()> {
+    let counts = engine.store().counts()?;
+    anyhow::ensure!(
+        counts.files > 0,
+        "{}: no files to index (hidden files and files .gitignore excludes are skipped); give \
+         the repository's root",
+        engine.root().display()
+    );
+    Ok(())
 }
 
 fn root_and_config(root: Option<PathBuf>) -> Result<(PathBuf, Config)> {

@@ -27,12 +27,22 @@ pub fn report_summary(report: &IndexReport) -> String {
         report.chunks_embedded,
         report.chunks_reused,
         report.skipped.len(),
-        report
-            .warnings
-            .iter()
-            .map(|w| format!("\nwarning: {w}"))
+        skipped_lines(&report.skipped)
+            .chain(report.warnings.iter().map(|w| format!("\nwarning: {w}")))
             .collect::<String>()
     )
+}
+
+/// Skipped files shown in the summary; `--json` lists them all.
+const SKIPPED_SHOWN: usize = 5;
+
+fn skipped_lines(skipped: &[(String, String)]) -> impl Iterator<Item = String> + '_ {
+    let more = skipped.len().saturating_sub(SKIPPED_SHOWN);
+    skipped
+        .iter()
+        .take(SKIPPED_SHOWN)
+        .map(|(path, why)| format!("\nskipped {path}: {why}"))
+        .chain((more > 0).then(|| format!("\n... and {more} more skipped (--json lists them)")))
 }
 
 pub fn report_json(report: &IndexReport) -> Value {

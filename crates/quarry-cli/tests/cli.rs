@@ -30,11 +30,34 @@ fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
 }
 
-#[test]
-fn search_indexes_first_then_answers_in_text_and_json() {
+fn shop() -> tempfile::TempDir {
     let repo = tempfile::tempdir().unwrap();
     let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/engine/shop");
     copy_dir(&fixture, repo.path());
+    repo
+}
+
+/// Runs quarry, expects success, and parses its standard output as JSON.
+fn json(dir: &Path, args: &[&str]) -> serde_json::Value {
+    let out = quarry(dir, args);
+    assert!(out.status.success(), "{args:?}: {}", text(&out.stderr));
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{args:?}: {e}"))
+}
+
+/// Runs quarry, expects failure, and returns its standard error.
+fn failure(dir: &Path, args: &[&str]) -> String {
+    let out = quarry(dir, args);
+    assert!(
+        !out.status.success(),
+        "{args:?} should fail: {}",
+        text(&out.stdout)
+    );
+    text(&out.stderr)
+}
+
+#[test]
+fn search_indexes_first_then_answers_in_text_and_json() {
+    let repo = shop();
 
     let out = quarry(
         repo.path(),
@@ -74,21 +97,179 @@ fn search_indexes_first_then_answers_in_text_and_json() {
 }
 
 #[test]
+fn related_status_libraries_models_and_config() {
+    let repo = shop();
+    let dir = repo.path();
+    let found = json(
+        dir,
+        &["search", "retry_with_backoff", "--json", "--detail", "full"],
+    );
+    let best = &found["results"][0];
+    assert_eq!(best["symbol"], "retry_with_backoff");
+    assert!(
+        best["text"]
+            .as_str()
+            .unwrap()
+            .contains("def retry_with_backoff")
+    );
+    let id = best["chunk_id"].as_str().unwrap();
+
+    let related = json(dir, &["related", id, "--json"]);
+    assert_eq!(related["source"]["chunk_id"], id);
+    let paths: Vec<&str> = related["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["path"].as_str().unwrap())
+        .collect();
+    assert!(
+        !paths.is_empty() && !paths.contains(&"lib/http_client.py"),
+        "{paths:?}"
+    );
+    assert!(
+        related["results"][0].get("text").is_none(),
+        "compact by default"
+    );
+    let out = quarry(dir, &["related", id]);
+    assert!(
+        text(&out.stdout).starts_with("like lib/http_client.py:"),
+        "{}",
+        text(&out.stdout)
+    );
+
+    let error = failure(dir, &["related", "not-an-id"]);
+    assert!(error.contains("not a chunk id"), "{error}");
+    let error = failure(dir, &["related", &"0".repeat(32)]);
+    assert!(
+        error.contains("no chunk") && error.contains("chunk_id"),
+        "{error}"
+    );
+
+    let status = json(dir, &["status", "--json"]);
+    assert_eq!(status["files"], 9);
+    assert_eq!(status["stale"]["modified"].as_array().unwrap().len(), 0);
+    assert!(
+        status["model"]
+            .as_str()
+            .unwrap()
+            .contains("all-MiniLM-L6-v2")
+    );
+    fs::write(dir.join("src/config.rs"), "pub fn nothing_here() {}\n").unwrap();
+    let status = json(dir, &["status", "--json"]);
+    assert_eq!(status["stale"]["modified"][0], "src/config.rs");
+    let out = quarry(dir, &["index"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let status = quarry(dir, &["status", "--threshold", "0.05"]);
+    let status = text(&status.stdout);
+    assert!(status.contains("stale       none"), "{status}");
+    assert!(
+        status.lines().any(|l| l.ends_with(" src/config.rs")),
+        "drift listed: {status}"
+    );
+
+    // A library: indexed on registration, searched by scope.
+    let library = tempfile::tempdir().unwrap();
+    fs::write(
+        library.path().join("units.py"),
+        "def kilometres_to_miles(km):\n    \"\"\"Convert a distance in kilometres to miles.\"\"\"\n    return km * 0.621371\n",
+    )
+    .unwrap();
+    let out = quarry(
+        dir,
+        &["lib", "add", "units", library.path().to_str().unwrap()],
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let list = quarry(dir, &["lib", "list"]);
+    assert!(
+        text(&list.stdout).starts_with("lib:units\t"),
+        "{}",
+        text(&list.stdout)
+    );
+    let query = "convert kilometres to miles";
+    let scoped = json(dir, &["search", query, "--scope", "lib:units", "--json"]);
+    assert_eq!(scoped["results"][0]["path"], "lib:units/units.py");
+    assert_eq!(scoped["results"].as_array().unwrap().len(), 1);
+    let project = json(dir, &["search", query, "--json"]);
+    assert!(
+        project["results"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|r| r["path"] != "lib:units/units.py")
+    );
+    let error = failure(dir, &["search", query, "--scope", "lib:nope"]);
+    assert!(
+        error.contains("unknown scope") && error.contains("lib:units"),
+        "{error}"
+    );
+    let out = quarry(dir, &["lib", "remove", "units"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let error = failure(dir, &["search", query, "--scope", "lib:units"]);
+    assert!(error.contains("unknown scope"), "{error}");
+
+    // Defaults from .quarry/config.toml; flags override them; typos are named.
+    let config = dir.join(".quarry/config.toml");
+    fs::write(
+        &config,
+        "[ranking]\nlimit = 2\n[search]\nmode = \"lexical\"\n",
+    )
+    .unwrap();
+    let two = json(dir, &["search", "cart", "--json"]);
+    assert_eq!(two["results"].as_array().unwrap().len(), 2);
+    assert_eq!(two["weights"]["dense"], 0.0);
+    let four = json(
+        dir,
+        &["search", "cart", "-k", "4", "--mode", "hybrid", "--json"],
+    );
+    assert_eq!(four["results"].as_array().unwrap().len(), 4);
+    fs::write(&config, "[ranking]\nlimt = 2\n").unwrap();
+    let error = failure(dir, &["search", "cart"]);
+    assert!(
+        error.contains("config.toml") && error.contains("limt"),
+        "{error}"
+    );
+    fs::remove_file(&config).unwrap();
+
+    let model = json(dir, &["model", "info", "--json"]);
+    assert_eq!(model["dimensions"], 384);
+    assert!(model["backend"].as_str().unwrap().starts_with("flex"));
+}
+
+#[test]
 fn bad_input_fails_with_a_message_and_a_non_zero_exit() {
     let dir = tempfile::tempdir().unwrap();
-    let out = quarry(dir.path(), &["index", "no/such/dir"]);
-    assert!(!out.status.success());
+    let error = failure(dir.path(), &["index", "no/such/dir"]);
+    assert!(error.contains("no/such/dir: not a directory"), "{error}");
+    let error = failure(dir.path(), &["search", "  ", "--mode", "lexical"]);
+    assert!(error.contains("the query is empty"), "{error}");
+    let error = failure(dir.path(), &["index"]);
+    assert!(error.contains("no files to index"), "{error}");
+
+    let repo = shop();
+    let long = "x".repeat(10_000);
+    let error = failure(repo.path(), &["search", &long]);
+    assert!(error.contains("the query is 10000 bytes"), "{error}");
+
+    // A binary file is skipped with its reason; the rest is indexed.
+    fs::write(repo.path().join("image.rs"), b"\0\0\0binary").unwrap();
+    let out = quarry(repo.path(), &["index"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
     assert!(
-        text(&out.stderr).contains("no/such/dir: not a directory"),
+        text(&out.stderr).contains("skipped image.rs: binary file"),
         "{}",
         text(&out.stderr)
     );
 
-    let out = quarry(dir.path(), &["search", "  ", "--mode", "lexical"]);
-    assert!(!out.status.success());
+    // A damaged index: refused with its path and the fix, and left for the user.
+    let database = repo.path().join(".quarry/index.redb");
+    fs::write(&database, b"not a database").unwrap();
+    let error = failure(repo.path(), &["search", "cart"]);
     assert!(
-        text(&out.stderr).contains("the query is empty"),
-        "{}",
-        text(&out.stderr)
+        error.contains("index.redb") && error.contains("--force"),
+        "{error}"
     );
+    assert_eq!(fs::read(&database).unwrap(), b"not a database");
+    let out = quarry(repo.path(), &["index", "--force"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    json(repo.path(), &["search", "cart", "--json"]);
 }
