@@ -46,7 +46,7 @@ fn a_directory_without_the_model_names_the_missing_file_and_the_fix() {
         .unwrap_err();
     assert!(matches!(&error, EmbedError::MissingFile { path } if path.ends_with("config.json")));
     assert!(
-        error.to_string().contains("cargo xtask model fetch"),
+        error.to_string().contains("quarry model fetch"),
         "{error}"
     );
 }
