@@ -45,10 +45,7 @@ fn a_directory_without_the_model_names_the_missing_file_and_the_fix() {
         .resolve(&DEFAULT_MODEL)
         .unwrap_err();
     assert!(matches!(&error, EmbedError::MissingFile { path } if path.ends_with("config.json")));
-    assert!(
-        error.to_string().contains("quarry model fetch"),
-        "{error}"
-    );
+    assert!(error.to_string().contains("quarry model fetch"), "{error}");
 }
 
 #[test]
