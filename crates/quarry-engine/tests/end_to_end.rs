@@ -2,6 +2,7 @@
 //! Python, JavaScript, Bash, Markdown) copied into a temporary directory.
 
 use std::fs;
+use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 use std::sync::OnceLock;
 
@@ -484,8 +485,16 @@ fn bad_files_are_skipped_with_a_reason_and_the_index_survives() {
     .unwrap();
     let big = fs::File::create(root.join("dump.sql")).unwrap();
     big.set_len(50 << 20).unwrap();
+    // A name that is not UTF-8 cannot be stored or shown: a warning, and the rest goes on.
+    let bad_name = std::ffi::OsStr::from_bytes(b"caf\xe9.rs");
+    fs::write(root.join(bad_name), "fn cafe() {}\n").unwrap();
     let engine = open(root);
     let report = engine.index(&mut |_| {}).unwrap();
+    assert!(
+        report.warnings.iter().any(|w| w.contains("not UTF-8")),
+        "{:?}",
+        report.warnings
+    );
     let reason = |path: &str| {
         report
             .skipped
