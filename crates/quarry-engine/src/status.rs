@@ -72,16 +72,15 @@ impl Engine {
             modified: paths(&plan.modified),
             removed: plan.removed.clone(),
         };
-        let counts = self.store.counts()?;
         let mut warnings = plan.warnings;
         warnings.extend(self.store.notes());
         Ok(Status {
             root: self.root.clone(),
             model: self.embedder.fingerprint().to_string(),
             backend: self.embedder.backend().to_string(),
-            files: counts.files,
+            files: files.len() as u64,
             files_skipped: files.iter().filter(|f| f.chunk_ids.is_empty()).count() as u64,
-            chunks: counts.chunks,
+            chunks: files.iter().map(|f| f.chunk_ids.len() as u64).sum(),
             indexed_commit: self.store.indexed_commit()?,
             head_commit: quarry_store::head_commit(&self.root),
             stale,
