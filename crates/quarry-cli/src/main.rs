@@ -15,8 +15,8 @@ use quarry_embed::{
     DEFAULT_MODEL, Embedder, EmbedderOptions, KnownModel, MS_MARCO_MINILM_L6, ModelDir, Provisioner,
 };
 use quarry_engine::{
-    Config, Detail, Engine, EngineError, EngineOptions, IndexEvent, IndexReport, RelatedOptions,
-    SearchMode, SearchOptions,
+    Config, Detail, Engine, EngineError, EngineOptions, IndexEvent, IndexReport, Libraries,
+    RelatedOptions, SearchMode, SearchOptions,
 };
 use quarry_rank::{IncludeTests, RankingConfig};
 use quarry_store::Filter;
@@ -325,16 +325,17 @@ fn run(cli: Cli) -> Result<()> {
         }
         Command::Lib { command, root } => {
             let (root, config) = root_and_config(root)?;
-            let engine = open_engine(&root, &config)?;
             match command {
                 LibCommand::Add { name, path } => {
+                    let engine = open_engine(&root, &config)?;
                     engine.add_library(&name, &path)?;
                     let report = index(&engine)?;
                     eprintln!("{}", output::report_summary(&report));
                     eprintln!("search it with --scope lib:{name} (with --scope project too: both)");
                 }
                 LibCommand::List { json } => {
-                    let libraries = engine.libraries()?.libraries;
+                    // The registry alone: no model to load, no index to lock.
+                    let libraries = Libraries::load(&root)?.libraries;
                     let mut out = std::io::stdout().lock();
                     if json {
                         writeln!(out, "{}", serde_json::to_string(&libraries)?)?;
@@ -345,7 +346,7 @@ fn run(cli: Cli) -> Result<()> {
                     }
                 }
                 LibCommand::Remove { name } => {
-                    engine.remove_library(&name)?;
+                    open_engine(&root, &config)?.remove_library(&name)?;
                     eprintln!("removed lib:{name}");
                 }
             }
