@@ -1,6 +1,7 @@
 //! Project chores, run as `cargo xtask <command>` (see `cargo xtask help`).
 
 mod bench_embed;
+mod bench_relevance;
 mod bench_store;
 mod chunks;
 mod fuzz;
@@ -21,6 +22,16 @@ Commands:
         [--dataset D]     change detection in a 10k-file tree; re-indexing one file.
         [--embed-threads T]  Defaults: 100000 vectors, 500 queries, D both (random|real|
                           both), 1 thread; writes bench-suite/reports/store-<commit>.*
+  bench relevance         NDCG@10/@5, Recall@10, MRR, rubric and latency of the cases in
+        [--corpus C]...   bench-suite/cases/ over the pinned corpora of
+        [--cases FILE]... bench-suite/corpora.yaml (fetched into the user cache): hybrid
+        [--suite S]       against dense-only, lexical-only, random and oracle controls;
+        [--ab KEY=A,B]    or two settings (diversity-cap=0,3, mode, embed-header, any
+        [--ablate PART]...  [ranking] key); or hybrid without a part (dense, lexical,
+        [--baseline FILE] pagerank, path-penalty, source-boost, threshold, diversity-cap,
+        [--doc-cases N]   chunk-headers, or all). --baseline REPORT.json fails on a drop
+        [--no-controls]   beyond its 95% interval. S: full (default) or smoke. Writes
+        [--out DIR]       bench-suite/reports/relevance[-smoke][-ab-K|-ablate]-<commit>.*
   chunks <file>...        print the chunks quarry makes of files
          [--budget N]     characters per chunk (default: from the model's 256 tokens)
          [--text]         print each chunk's text too
@@ -36,7 +47,8 @@ fn main() -> Result<()> {
         Some("bench") => match args.get(1).map(String::as_str) {
             Some("embed") => bench_embed::run(&args[2..]),
             Some("store") => bench_store::run(&args[2..]),
-            _ => bail!("cargo xtask bench embed|store [...]\n\n{HELP}"),
+            Some("relevance") => bench_relevance::run(&args[2..]),
+            _ => bail!("cargo xtask bench embed|store|relevance [...]\n\n{HELP}"),
         },
         Some("chunks") => chunks::run(&args[1..]),
         Some("fuzz") => fuzz::run(&args[1..]),

@@ -16,10 +16,10 @@ use quarry_embed::{
 };
 use quarry_engine::{
     Config, Detail, Engine, EngineError, EngineOptions, IndexEvent, IndexReport, Libraries,
-    RelatedOptions, SearchMode, SearchOptions,
+    RelatedOptions, ResultRequest, SearchMode, SearchOptions, json,
 };
-use quarry_rank::{IncludeTests, RankingConfig};
-use quarry_store::Filter;
+use quarry_mcp::ServerOptions;
+use quarry_rank::IncludeTests;
 
 #[derive(Parser)]
 #[command(
@@ -101,6 +101,19 @@ enum Command {
     Model {
         #[command(subcommand)]
         command: ModelCommand,
+    },
+    /// Serve the repository to coding agents over the Model Context Protocol (stdio):
+    /// semantic_search, get_related, find_similar and index as tools.
+    Mcp {
+        /// The repository root [default: the current directory's repository].
+        #[arg(long)]
+        root: Option<PathBuf>,
+        /// Do not bring the index up to date when the server starts.
+        #[arg(long)]
+        no_index: bool,
+        /// The most one tool response may hold, in tokens (longer result lists are paged).
+        #[arg(long, default_value_t = ServerOptions::default().max_tokens)]
+        max_tokens: usize,
     },
 }
 
@@ -219,7 +232,7 @@ fn run(cli: Cli) -> Result<()> {
             let report = index(&engine)?;
             ensure_not_empty(&engine)?;
             if json {
-                println!("{}", output::report_json(&report));
+                println!("{}", json::index_report(&report));
             } else {
                 eprintln!("{}", output::report_summary(&report));
             }
@@ -240,15 +253,11 @@ fn run(cli: Cli) -> Result<()> {
             if rerank {
                 engine = engine.with_reranker(&provision(&MS_MARCO_MINILM_L6)?)?;
             }
+            let request = results.request(mode);
             let options = SearchOptions {
-                ranking: results.ranking(&config),
-                filter: results.filter(&engine, &config)?,
-                mode: match mode {
-                    Some(ModeArg::Hybrid) => SearchMode::Hybrid,
-                    Some(ModeArg::Semantic) => SearchMode::Semantic,
-                    Some(ModeArg::Lexical) => SearchMode::Lexical,
-                    None => config.search.mode,
-                },
+                ranking: request.ranking(&config),
+                filter: request.filter(&engine, &config)?,
+                mode: request.mode(&config),
             };
             let report = index(&engine)?;
             if report.files_read + report.files_removed > 0 {
@@ -256,10 +265,10 @@ fn run(cli: Cli) -> Result<()> {
             }
             ensure_not_empty(&engine)?;
             let response = engine.search(&query, &options)?;
-            let detail = results.detail(&config);
+            let detail = request.detail(&config);
             let mut out = std::io::stdout().lock();
             if results.json {
-                let json = output::search_json(&query, &response, detail);
+                let json = json::search(&query, &response, detail, true);
                 writeln!(out, "{json}")?;
             } else {
                 output::print_results(&mut out, &response.results, detail, results.explain)?;
@@ -281,18 +290,19 @@ fn run(cli: Cli) -> Result<()> {
             })?;
             let (root, config) = root_and_config(results.root.clone())?;
             let engine = open_engine(&root, &config)?;
+            let request = results.request(None);
             let options = RelatedOptions {
-                ranking: results.ranking(&config),
-                filter: results.filter(&engine, &config)?,
+                ranking: request.ranking(&config),
+                filter: request.filter(&engine, &config)?,
                 include_source_file,
                 include_linked,
                 min_score,
             };
             let response = engine.related(id, &options)?;
-            let detail = results.detail(&config);
+            let detail = request.detail(&config);
             let mut out = std::io::stdout().lock();
             if results.json {
-                writeln!(out, "{}", output::related_json(&response, detail))?;
+                writeln!(out, "{}", json::related(&response, detail, true))?;
             } else {
                 let source = &response.source;
                 writeln!(
@@ -317,10 +327,27 @@ fn run(cli: Cli) -> Result<()> {
             let status = engine.status(threshold.unwrap_or(config.search.drift_threshold))?;
             let mut out = std::io::stdout().lock();
             if json {
-                writeln!(out, "{}", output::status_json(&status))?;
+                writeln!(out, "{}", json::status(&status))?;
             } else {
                 output::print_status(&mut out, &status)?;
             }
+            Ok(())
+        }
+        Command::Mcp {
+            root,
+            no_index,
+            max_tokens,
+        } => {
+            let (root, config) = root_and_config(root)?;
+            let model = provision(&DEFAULT_MODEL)?;
+            let engine_options = engine_options(&config)?;
+            let engine = Engine::open(&root, &model, engine_options)?;
+            let options = ServerOptions {
+                max_tokens,
+                index_on_start: !no_index,
+                engine: engine_options,
+            };
+            quarry_mcp::serve_stdio(engine, config, model, options)?;
             Ok(())
         }
         Command::Lib { command, root } => {
@@ -380,47 +407,28 @@ fn run(cli: Cli) -> Result<()> {
 }
 
 impl ResultArgs {
-    /// The ranking: the flags over the configuration file's `[ranking]`.
-    fn ranking(&self, config: &Config) -> RankingConfig {
-        let mut ranking = config.ranking.clone();
-        if let Some(limit) = self.limit {
-            ranking.limit = limit;
-        }
-        if self.max_per_file.is_some() {
-            ranking.max_per_file = self.max_per_file;
-        }
-        if let Some(include_tests) = self.include_tests {
-            ranking.include_tests = match include_tests {
+    /// The flags as the engine's request; the configuration fills what they leave out.
+    fn request(&self, mode: Option<ModeArg>) -> ResultRequest {
+        ResultRequest {
+            limit: self.limit,
+            max_per_file: self.max_per_file,
+            include_tests: self.include_tests.map(|arg| match arg {
                 IncludeTestsArg::Auto => IncludeTests::Auto,
                 IncludeTestsArg::Always => IncludeTests::Always,
                 IncludeTestsArg::Never => IncludeTests::Never,
-            };
-        }
-        ranking
-    }
-
-    /// The paths, languages and scopes asked for (scopes from the configuration when no
-    /// `--scope` is given).
-    fn filter(&self, engine: &Engine, config: &Config) -> Result<Filter> {
-        let mut filter = Filter::default();
-        for glob in &self.paths {
-            filter = filter.path_glob(glob)?;
-        }
-        for language in &self.languages {
-            filter = filter.language(language);
-        }
-        let scopes = match self.scopes.is_empty() {
-            true => &config.search.scopes,
-            false => &self.scopes,
-        };
-        Ok(engine.scope_filter(filter, scopes)?)
-    }
-
-    fn detail(&self, config: &Config) -> Detail {
-        match self.detail {
-            Some(DetailArg::Compact) => Detail::Compact,
-            Some(DetailArg::Full) => Detail::Full,
-            None => config.search.detail,
+            }),
+            paths: self.paths.clone(),
+            languages: self.languages.clone(),
+            scopes: self.scopes.clone(),
+            mode: mode.map(|arg| match arg {
+                ModeArg::Hybrid => SearchMode::Hybrid,
+                ModeArg::Semantic => SearchMode::Semantic,
+                ModeArg::Lexical => SearchMode::Lexical,
+            }),
+            detail: self.detail.map(|arg| match arg {
+                DetailArg::Compact => Detail::Compact,
+                DetailArg::Full => Detail::Full,
+            }),
         }
     }
 }

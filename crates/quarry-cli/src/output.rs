@@ -1,20 +1,11 @@
-//! What `quarry` prints: text for people (colour only on a terminal, `NO_COLOR`
-//! respected) and one JSON schema per command for programs.
-//!
-//! A result in JSON: `{chunk_id, path, start_line, end_line, language, kind, symbol,
-//! container, score, snippet}`, plus `text` (the whole chunk) with `--detail full` and
-//! `explanation` with `--explain`. `score` lies in `[0, 1]`, higher is better; lines are
-//! 1-based and inclusive.
+//! What `quarry` prints for people: colour only on a terminal, `NO_COLOR` respected. The
+//! JSON output is `quarry_engine::json`'s, shared with the MCP server.
 
 use std::io::{IsTerminal, Write};
 
 use quarry_embed::{Embedder, ModelDir};
-use quarry_engine::{Detail, IndexReport, RelatedResponse, SearchResponse, SearchResult, Status};
-use quarry_store::{StoredChunk, VectorIndexInfo};
+use quarry_engine::{Detail, IndexReport, SearchResult, Status, json};
 use serde_json::{Value, json};
-
-/// Lines of a chunk shown in compact detail.
-const SNIPPET_LINES: usize = 3;
 
 pub fn report_summary(report: &IndexReport) -> String {
     format!(
@@ -43,76 +34,6 @@ fn skipped_lines(skipped: &[(String, String)]) -> impl Iterator<Item = String> +
         .take(SKIPPED_SHOWN)
         .map(|(path, why)| format!("\nskipped {path}: {why}"))
         .chain((more > 0).then(|| format!("\n... and {more} more skipped (--json lists them)")))
-}
-
-pub fn report_json(report: &IndexReport) -> Value {
-    json!({
-        "files_read": report.files_read,
-        "files_removed": report.files_removed,
-        "files_touched": report.files_touched,
-        "files_unchanged": report.files_unchanged,
-        "chunks_embedded": report.chunks_embedded,
-        "chunks_reused": report.chunks_reused,
-        "skipped": report.skipped.iter().map(|(path, why)| json!({"path": path, "reason": why})).collect::<Vec<_>>(),
-        "graph": report.graph.map(|(files, edges)| json!({"files": files, "edges": edges})),
-        "warnings": report.warnings,
-        "seconds": report.elapsed.as_secs_f64(),
-    })
-}
-
-/// `{query, weights: {dense, lexical}, results: [result]}`, best first.
-pub fn search_json(query: &str, response: &SearchResponse, detail: Detail) -> Value {
-    json!({
-        "query": query,
-        "weights": {"dense": response.weights.0, "lexical": response.weights.1},
-        "results": results_json(&response.results, detail),
-    })
-}
-
-/// `{source: chunk, linked_files: [path], results: [result]}`, best first.
-pub fn related_json(response: &RelatedResponse, detail: Detail) -> Value {
-    json!({
-        "source": chunk_json(&response.source, Detail::Compact),
-        "linked_files": response.linked_files,
-        "results": results_json(&response.results, detail),
-    })
-}
-
-fn results_json(results: &[SearchResult], detail: Detail) -> Vec<Value> {
-    results
-        .iter()
-        .map(|result| {
-            let mut value = chunk_json(&result.chunk, detail);
-            value["score"] = json!(result.score);
-            value["explanation"] = json!(format!("{:?}", result.explanation));
-            value
-        })
-        .collect()
-}
-
-fn chunk_json(chunk: &StoredChunk, detail: Detail) -> Value {
-    let mut value = json!({
-        "chunk_id": chunk.chunk_id().to_string(),
-        "path": chunk.path,
-        "start_line": chunk.start_line,
-        "end_line": chunk.end_line,
-        "language": chunk.language,
-        "kind": chunk.kind,
-        "symbol": chunk.name,
-        "container": chunk.container,
-        "snippet": snippet(&chunk.text).collect::<Vec<_>>().join("\n"),
-    });
-    if detail == Detail::Full {
-        value["text"] = json!(chunk.text);
-    }
-    value
-}
-
-/// The first non-blank lines of a chunk.
-fn snippet(text: &str) -> impl Iterator<Item = &str> {
-    text.lines()
-        .filter(|l| !l.trim().is_empty())
-        .take(SNIPPET_LINES)
 }
 
 struct Style {
@@ -164,7 +85,7 @@ pub fn print_results(
         )?;
         match detail {
             Detail::Compact => {
-                for line in snippet(&c.text) {
+                for line in json::snippet(&c.text) {
                     writeln!(out, "    {}", truncate(line, 100))?;
                 }
             }
@@ -189,47 +110,6 @@ fn truncate(line: &str, chars: usize) -> String {
     }
 }
 
-pub fn status_json(status: &Status) -> Value {
-    json!({
-        "root": status.root,
-        "model": status.model,
-        "backend": status.backend,
-        "files": status.files,
-        "files_skipped": status.files_skipped,
-        "chunks": status.chunks,
-        "indexed_commit": status.indexed_commit,
-        "head_commit": status.head_commit,
-        "stale": {
-            "added": status.stale.added,
-            "modified": status.stale.modified,
-            "removed": status.stale.removed,
-        },
-        "drift": status.drift,
-        "vector_index": status.vector_index.as_ref().map(|info| json!({
-            "nodes": info.nodes,
-            "live": info.live,
-            "search": dense_search(info),
-            "calibration": info.calibration,
-        })),
-        "libraries": status.libraries,
-        "warnings": status.warnings,
-    })
-}
-
-/// How dense searches run, as calibration decided.
-fn dense_search(info: &VectorIndexInfo) -> String {
-    match &info.calibration {
-        None => "the graph (not calibrated)".to_owned(),
-        Some(calibration) => match calibration.chosen() {
-            Some(trial) => format!(
-                "the graph, beam {} (recall@10 {:.3})",
-                trial.ef, trial.recall
-            ),
-            None => "an in-memory scan (faster than the graph at the target recall)".to_owned(),
-        },
-    }
-}
-
 pub fn print_status(out: &mut impl Write, status: &Status) -> std::io::Result<()> {
     let Style { bold, reset, .. } = Style::for_stdout();
     writeln!(out, "{bold}root{reset}        {}", status.root.display())?;
@@ -246,7 +126,7 @@ pub fn print_status(out: &mut impl Write, status: &Status) -> std::io::Result<()
             "{bold}vectors{reset}     {} live of {} graph nodes; searched by {}",
             info.live,
             info.nodes,
-            dense_search(info)
+            json::dense_search(info)
         )?;
     }
     let commit = |c: &Option<String>| {

@@ -4,18 +4,8 @@ use std::fs;
 use std::path::Path;
 use std::process::{Command, Output};
 
-fn copy_dir(from: &Path, to: &Path) {
-    fs::create_dir_all(to).unwrap();
-    for entry in fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let target = to.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            copy_dir(&entry.path(), &target);
-        } else {
-            fs::copy(entry.path(), target).unwrap();
-        }
-    }
-}
+use quarry_testkit::copy_dir;
+use serde_json::Value;
 
 fn quarry(dir: &Path, args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_quarry"))
@@ -272,4 +262,199 @@ fn bad_input_fails_with_a_message_and_a_non_zero_exit() {
     let out = quarry(repo.path(), &["index", "--force"]);
     assert!(out.status.success(), "{}", text(&out.stderr));
     json(repo.path(), &["search", "cart", "--json"]);
+}
+
+/// The (chunk id, path, lines, score) of each result, to compare two front ends.
+fn located(results: &Value) -> Vec<(String, String, u64, u64, f64)> {
+    results
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            let field = |k: &str| r[k].clone();
+            (
+                field("chunk_id").as_str().unwrap().to_owned(),
+                field("path").as_str().unwrap().to_owned(),
+                field("start_line").as_u64().unwrap(),
+                field("end_line").as_u64().unwrap(),
+                (field("score").as_f64().unwrap() * 1e5).round() / 1e5,
+            )
+        })
+        .collect()
+}
+
+/// `quarry mcp` driven by the official MCP Python SDK (`tests/mcp_client.py`): initialise,
+/// list tools, call every tool with valid and invalid arguments; the answers must match the
+/// CLI's for the same queries.
+#[test]
+fn the_mcp_server_answers_a_real_client_as_the_cli_does() {
+    let repo = shop();
+    let dir = repo.path();
+    // The CLI first (the server, a writer too, must not hold the index meanwhile).
+    let search = json(dir, &["search", "--json", "retry with exponential backoff"]);
+    let first = search["results"][0]["chunk_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let related = json(dir, &["related", "--json", &first]);
+    let filtered = json(
+        dir,
+        &[
+            "search",
+            "--json",
+            "--mode",
+            "lexical",
+            "--path",
+            "lib/**",
+            "--lang",
+            "javascript",
+            "--detail",
+            "full",
+            "format a price",
+        ],
+    );
+    let four = json(dir, &["search", "--json", "-k", "4", "shipping cost"]);
+
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/mcp_client.py");
+    let out = Command::new(quarry_testkit::python())
+        .arg(script)
+        .arg(env!("CARGO_BIN_EXE_quarry"))
+        .arg(dir)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "the MCP client failed:\n{}",
+        text(&out.stderr)
+    );
+    let mcp: Value = serde_json::from_slice(&out.stdout).unwrap();
+
+    assert_eq!(mcp["server"], "quarry");
+    assert!(
+        mcp["instructions"]
+            .as_str()
+            .unwrap()
+            .contains("semantic_search")
+    );
+    assert_eq!(mcp["schemas_stable"], true);
+    let tools = mcp["tools"].as_object().unwrap();
+    let mut names: Vec<&str> = tools.keys().map(String::as_str).collect();
+    names.sort();
+    assert_eq!(
+        names,
+        ["find_similar", "get_related", "index", "semantic_search"]
+    );
+    for (name, tool) in tools {
+        assert!(
+            tool["description"].as_str().unwrap().len() > 80,
+            "{name} needs a description"
+        );
+        assert_eq!(tool["input_schema"]["type"], "object", "{name}");
+    }
+    let search_schema = &tools["semantic_search"]["input_schema"];
+    for argument in [
+        "query",
+        "limit",
+        "max_per_file",
+        "include_tests",
+        "paths",
+        "languages",
+        "scope",
+        "mode",
+        "detail_level",
+        "offset",
+    ] {
+        assert!(
+            search_schema["properties"].get(argument).is_some(),
+            "semantic_search lacks {argument}"
+        );
+    }
+    assert_eq!(search_schema["required"], serde_json::json!(["query"]));
+
+    let status = &mcp["status"]["result"];
+    assert_eq!(status["indexing"]["state"], "finished", "{status}");
+    assert!(status["chunks"].as_u64().unwrap() > 20);
+
+    // The same answers as the CLI.
+    let result = |key: &str| mcp[key]["result"].clone();
+    assert_eq!(
+        located(&result("search")["results"]),
+        located(&search["results"])
+    );
+    assert_eq!(mcp["related_id"], first.as_str());
+    assert_eq!(
+        located(&result("related")["results"]),
+        located(&related["results"])
+    );
+    assert_eq!(
+        located(&result("search_filtered")["results"]),
+        located(&filtered["results"])
+    );
+    let filtered_first = &result("search_filtered")["results"][0];
+    assert!(
+        filtered_first["text"].is_string() && filtered_first["explanation"]["steps"].is_array()
+    );
+    assert!(
+        result("search")["results"][0].get("explanation").is_none(),
+        "explanations only when asked"
+    );
+
+    // Pages line up with one long page (scores differ: each page ranks a deeper fetch).
+    let (page_1, page_2) = (result("page_1"), result("page_2"));
+    assert_eq!(page_1["next_offset"], 2);
+    let unscored = |results: &Value| {
+        located(results)
+            .into_iter()
+            .map(|r| (r.0, r.1, r.2, r.3))
+            .collect::<Vec<_>>()
+    };
+    let mut paged = unscored(&page_1["results"]);
+    paged.extend(unscored(&page_2["results"]));
+    assert_eq!(paged, unscored(&result("page_all")["results"]));
+    assert_eq!(
+        located(&result("page_all")["results"]),
+        located(&four["results"])
+    );
+
+    let similar = result("similar");
+    assert_eq!(similar["source"]["path"], "lib/http_client.py");
+    assert!(similar["results"].as_array().is_some_and(|r| !r.is_empty()));
+    assert!(
+        result("build")["indexing"]["report"]["files_unchanged"]
+            .as_u64()
+            .unwrap()
+            > 0
+    );
+
+    // Every malformed call is an error that says what to fix; the server lives on.
+    let invalid = mcp["invalid"].as_object().unwrap();
+    let expect = [
+        ("missing_query", "query"),
+        ("empty_query", "empty"),
+        ("zero_limit", "limit"),
+        ("wrong_type", "limit"),
+        ("unknown_argument", "max_results"),
+        ("unknown_scope", "lib:nope"),
+        ("bad_glob", "src/[oops"),
+        ("bad_mode", "psychic"),
+        ("bad_chunk_id", "not-an-id"),
+        ("unknown_chunk", "chunk"),
+        ("unknown_file", "src/nope.rs"),
+        ("line_past_end", "9999"),
+        ("bad_action", "explode"),
+    ];
+    for (key, mentions) in expect {
+        let error = invalid[key]["tool_error"]
+            .as_str()
+            .unwrap_or_else(|| panic!("{key}: {}", invalid[key]));
+        assert!(error.contains(mentions), "{key}: {error}");
+    }
+    assert_eq!(invalid["unknown_tool"]["protocol_error"], -32602);
+    assert_eq!(
+        mcp["alive_after_errors"]["result"]["results"]
+            .as_array()
+            .unwrap()
+            .len(),
+        1
+    );
 }

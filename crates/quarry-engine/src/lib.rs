@@ -38,8 +38,10 @@
 mod config;
 mod error;
 mod index;
+pub mod json;
 mod libraries;
 mod related;
+mod request;
 mod search;
 mod status;
 
@@ -55,6 +57,7 @@ pub use error::EngineError;
 pub use index::{IndexEvent, IndexReport, LINKS_DATA, PAGERANK_DATA};
 pub use libraries::{ALL_SCOPES, LIBRARIES_FILE, Libraries, library_scope};
 pub use related::{RelatedOptions, RelatedResponse};
+pub use request::ResultRequest;
 pub use search::{
     MAX_QUERY_BYTES, RRF_K, SearchMode, SearchOptions, SearchResponse, SearchResult, leg_weights,
 };
@@ -70,6 +73,9 @@ pub struct EngineOptions {
     /// Files larger than this are recorded as skipped without being read: a data dump or
     /// a vendored amalgamation would cost hours of embedding for no useful results.
     pub max_file_bytes: u64,
+    /// Embed each chunk behind its header (path, symbol, signature): on by default; off
+    /// only to measure what the header is worth. An index remembers it, like the model.
+    pub embed_header: bool,
 }
 
 /// [`EngineOptions::max_file_bytes`]'s default, 2 MiB: larger than nearly every
@@ -82,6 +88,7 @@ impl Default for EngineOptions {
             embedder: EmbedderOptions::default(),
             chunks_per_commit: 256,
             max_file_bytes: MAX_FILE_BYTES,
+            embed_header: true,
         }
     }
 }
@@ -130,7 +137,10 @@ impl Engine {
             });
         }
         let embedder = Embedder::load(model, options.embedder)?;
-        let chunker = Chunker::new(ChunkerConfig::for_max_tokens(embedder.max_tokens()));
+        let chunker = Chunker::new(ChunkerConfig {
+            embed_header: options.embed_header,
+            ..ChunkerConfig::for_max_tokens(embedder.max_tokens())
+        });
         let settings = IndexSettings {
             model: embedder.fingerprint().to_string(),
             dimensions: embedder.dimensions(),

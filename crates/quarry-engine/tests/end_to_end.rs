@@ -4,39 +4,16 @@
 use std::fs;
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
-use std::sync::OnceLock;
 
 use quarry_chunk::ChunkId;
-use quarry_embed::{DEFAULT_MODEL, ModelDir, Provisioner};
+use quarry_embed::ModelDir;
 use quarry_engine::{
     Engine, EngineError, EngineOptions, IndexEvent, MAX_QUERY_BYTES, PAGERANK_DATA, RelatedOptions,
     SearchMode, SearchOptions,
 };
 use quarry_rank::RankingConfig;
 use quarry_store::{Filter, StoreError};
-
-/// The default model, downloaded into the user cache on first use as a user's first run would.
-fn model() -> &'static ModelDir {
-    static MODEL: OnceLock<ModelDir> = OnceLock::new();
-    MODEL.get_or_init(|| {
-        Provisioner::from_env()
-            .resolve(&DEFAULT_MODEL)
-            .unwrap_or_else(|error| panic!("{error}"))
-    })
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    fs::create_dir_all(to).unwrap();
-    for entry in fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let target = to.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            copy_dir(&entry.path(), &target);
-        } else {
-            fs::copy(entry.path(), target).unwrap();
-        }
-    }
-}
+use quarry_testkit::{copy_dir, model};
 
 fn shop() -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();

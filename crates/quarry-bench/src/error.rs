@@ -1,0 +1,81 @@
+//! [`BenchError`].
+
+use std::path::PathBuf;
+
+/// What can go wrong in a benchmark run; each says which file or corpus, and what to do.
+#[derive(Debug, thiserror::Error)]
+pub enum BenchError {
+    /// A file could not be read or written.
+    #[error("{}: {source}", path.display())]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// A YAML file does not parse.
+    #[error("{}: {message}", path.display())]
+    Yaml {
+        /// The file.
+        path: PathBuf,
+        /// The parser's message, with the line.
+        message: String,
+    },
+    /// A case file parses but breaks a rule.
+    #[error("{}: {message}", path.display())]
+    InvalidCases {
+        /// The file.
+        path: PathBuf,
+        /// The rule broken.
+        message: String,
+    },
+    /// A corpus entry of `corpora.yaml` breaks a rule.
+    #[error("corpus {name}: {message}")]
+    InvalidCorpus {
+        /// The corpus.
+        name: String,
+        /// The rule broken.
+        message: String,
+    },
+    /// A manifest line does not parse.
+    #[error("{}:{line}: expected `HASH LINES PATH`", path.display())]
+    InvalidManifest {
+        /// The manifest.
+        path: PathBuf,
+        /// The 1-based line.
+        line: usize,
+    },
+    /// A corpus could not be fetched, or is not what its manifest says.
+    #[error("fetching corpus {corpus}: {message}")]
+    Fetch {
+        /// The corpus.
+        corpus: String,
+        /// What failed.
+        message: String,
+    },
+    /// An `--ab` setting or `--ablate` part is unknown or has a bad value.
+    #[error("{setting}: {message}")]
+    Setting {
+        /// The setting as given.
+        setting: String,
+        /// What is wrong.
+        message: String,
+    },
+    /// A report (a baseline) does not parse.
+    #[error("{}: not a relevance report ({message})", path.display())]
+    InvalidReport {
+        /// The file.
+        path: PathBuf,
+        /// The parser's message.
+        message: String,
+    },
+    /// No corpus was selected.
+    #[error("no corpus to run: name one with --corpus, or check corpora.yaml")]
+    NothingToRun,
+    /// The engine failed (indexing, searching).
+    #[error(transparent)]
+    Engine(#[from] quarry_engine::EngineError),
+    /// The index could not be read.
+    #[error(transparent)]
+    Store(#[from] quarry_store::StoreError),
+}

@@ -1,0 +1,417 @@
+//! Reports: summaries per arm, category and corpus; paired comparisons with bootstrap
+//! intervals; regression checks against a baseline; markdown for people, JSON for tools.
+
+use std::collections::{BTreeMap, HashMap};
+use std::fmt::Write;
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+use crate::BenchError;
+use crate::metrics::{METRICS, Scores};
+use crate::run::{ArmResult, Run, mean_by};
+use crate::stats::{Delta, paired_bootstrap, percentile};
+
+/// The metrics that say "better" when they rise; a regression is a drop in one of them.
+pub const QUALITY_METRICS: [&str; 5] = ["ndcg10", "ndcg5", "recall10", "mrr", "rubric"];
+
+/// Mean scores per group, with the group's size.
+type Groups = BTreeMap<String, (usize, Scores)>;
+
+/// How many changed cases a comparison lists.
+const CHANGED_SHOWN: usize = 15;
+
+/// One arm against another, case by case.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Comparison {
+    /// The reference arm.
+    pub a: String,
+    /// The arm compared with it.
+    pub b: String,
+    /// Cases both scored.
+    pub cases: usize,
+    /// Per metric: B's mean minus A's, with its 95% bootstrap interval.
+    pub deltas: BTreeMap<String, Delta>,
+    /// Cases whose NDCG@10 changed, largest change first.
+    pub changed: Vec<ChangedCase>,
+}
+
+/// A case whose score moved between two arms.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ChangedCase {
+    /// `corpus/id`.
+    pub case: String,
+    /// The query.
+    pub query: String,
+    /// NDCG@10 under A.
+    pub a: f64,
+    /// NDCG@10 under B.
+    pub b: f64,
+}
+
+impl Comparison {
+    /// Compares arm `b` with arm `a` over the cases both scored.
+    pub fn new(a: &ArmResult, b: &ArmResult) -> Self {
+        let a_cases: HashMap<String, &crate::run::CaseResult> =
+            a.cases.iter().map(|c| (c.key(), c)).collect();
+        let pairs: Vec<_> = b
+            .cases
+            .iter()
+            .filter_map(|case| Some((*a_cases.get(&case.key())?, case)))
+            .collect();
+        let deltas = METRICS
+            .iter()
+            .map(|&metric| {
+                let differences: Vec<f64> = pairs
+                    .iter()
+                    .map(|(a, b)| b.scores.get(metric) - a.scores.get(metric))
+                    .collect();
+                (metric.to_owned(), paired_bootstrap(&differences))
+            })
+            .collect();
+        let mut changed: Vec<ChangedCase> = pairs
+            .iter()
+            .filter(|(a, b)| (a.scores.ndcg10 - b.scores.ndcg10).abs() > 1e-9)
+            .map(|(a, b)| ChangedCase {
+                case: b.key(),
+                query: b.query.clone(),
+                a: a.scores.ndcg10,
+                b: b.scores.ndcg10,
+            })
+            .collect();
+        changed.sort_by(|x, y| {
+            (y.b - y.a)
+                .abs()
+                .total_cmp(&(x.b - x.a).abs())
+                .then(x.case.cmp(&y.case))
+        });
+        Comparison {
+            a: a.name.clone(),
+            b: b.name.clone(),
+            cases: pairs.len(),
+            deltas,
+            changed,
+        }
+    }
+
+    /// The quality metrics whose interval lies wholly below zero.
+    pub fn drops(&self) -> Vec<&str> {
+        QUALITY_METRICS
+            .into_iter()
+            .filter(|m| self.deltas.get(*m).is_some_and(Delta::is_drop))
+            .collect()
+    }
+}
+
+/// A run with its summaries and comparisons: what the report files hold.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Report {
+    /// A title (`relevance`, `ablations`, `A/B diversity-cap`).
+    pub title: String,
+    /// The measurements.
+    pub run: Run,
+    /// Each arm compared with the first arm (A/B and ablation runs), or with the baseline.
+    pub comparisons: Vec<Comparison>,
+}
+
+impl Report {
+    /// A report of `run`; `compare` adds each later arm's comparison with the first.
+    pub fn new(title: &str, run: Run, compare: bool) -> Self {
+        let comparisons = match (compare, run.arms.split_first()) {
+            (true, Some((first, rest))) => rest.iter().map(|b| Comparison::new(first, b)).collect(),
+            _ => Vec::new(),
+        };
+        Report {
+            title: title.into(),
+            run,
+            comparisons,
+        }
+    }
+
+    /// Reads a report written by [`Report::write`] (its JSON file).
+    pub fn load(path: &Path) -> Result<Self, BenchError> {
+        let bytes = std::fs::read(path).map_err(|source| BenchError::Io {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        serde_json::from_slice(&bytes).map_err(|e| BenchError::InvalidReport {
+            path: path.to_path_buf(),
+            message: e.to_string(),
+        })
+    }
+
+    /// Compares each arm of this run with the arm of the same name in `baseline`.
+    pub fn against(&self, baseline: &Report) -> Vec<Comparison> {
+        self.run
+            .arms
+            .iter()
+            .filter_map(|arm| {
+                let old = baseline.run.arms.iter().find(|b| b.name == arm.name)?;
+                Some(Comparison::new(old, arm))
+            })
+            .collect()
+    }
+
+    /// Writes `<dir>/<stem>.md` and `<dir>/<stem>.json`.
+    pub fn write(
+        &self,
+        dir: &Path,
+        stem: &str,
+        regressions: &[Comparison],
+    ) -> Result<(), BenchError> {
+        std::fs::create_dir_all(dir).map_err(|source| BenchError::Io {
+            path: dir.to_path_buf(),
+            source,
+        })?;
+        let json = serde_json::to_string_pretty(self).expect("a report serialises");
+        for (extension, text) in [("md", self.markdown(regressions)), ("json", json)] {
+            let path = dir.join(format!("{stem}.{extension}"));
+            std::fs::write(&path, text).map_err(|source| BenchError::Io { path, source })?;
+        }
+        Ok(())
+    }
+
+    /// Mean scores per arm over every case.
+    pub fn overall(&self) -> Vec<(&str, usize, Scores)> {
+        self.run
+            .arms
+            .iter()
+            .filter_map(|arm| {
+                let mean = Scores::mean(arm.cases.iter().map(|c| &c.scores))?;
+                Some((arm.name.as_str(), arm.cases.len(), mean))
+            })
+            .collect()
+    }
+
+    /// The overall table, printed at the end of a run.
+    pub fn table(&self) -> String {
+        let mut out = String::new();
+        let _ = writeln!(
+            out,
+            "{:<22} {:>5} {:>8} {:>8} {:>9} {:>6} {:>6} {:>8} {:>8} {:>8}",
+            "arm",
+            "cases",
+            "NDCG@10",
+            "NDCG@5",
+            "Recall@10",
+            "MRR",
+            "rubric",
+            "files",
+            "p50 ms",
+            "p95 ms"
+        );
+        for (name, cases, s) in self.overall() {
+            let (p50, p95) = self.latency(name);
+            let _ = writeln!(
+                out,
+                "{name:<22} {cases:>5} {:>8.3} {:>8.3} {:>9.3} {:>6.3} {:>6.2} {:>8.1} {p50:>8} {p95:>8}",
+                s.ndcg10, s.ndcg5, s.recall10, s.mrr, s.rubric, s.distinct_files
+            );
+        }
+        out
+    }
+
+    fn latency(&self, arm: &str) -> (String, String) {
+        let Some(arm) = self.run.arms.iter().find(|a| a.name == arm) else {
+            return ("-".into(), "-".into());
+        };
+        let mut sorted = arm.latencies_ms.clone();
+        if sorted.is_empty() {
+            return ("-".into(), "-".into());
+        }
+        sorted.sort_by(f64::total_cmp);
+        let show = |q| format!("{:.1}", percentile(&sorted, q));
+        (show(0.5), show(0.95))
+    }
+
+    /// The markdown report.
+    pub fn markdown(&self, regressions: &[Comparison]) -> String {
+        let run = &self.run;
+        let mut md = String::new();
+        let _ = writeln!(
+            md,
+            "# Relevance benchmark: {} ({})\n",
+            self.title, run.config.commit
+        );
+        let _ = writeln!(
+            md,
+            "Written by `cargo xtask bench relevance`; see `bench-suite/README.md`.\n"
+        );
+        let _ = writeln!(md, "## Configuration\n\n```");
+        let _ = writeln!(md, "commit:    {}", run.config.commit);
+        let _ = writeln!(md, "model:     {}", run.config.model);
+        let _ = writeln!(md, "backend:   {}", run.config.backend);
+        let _ = writeln!(md, "chunker:   {}", run.config.chunker);
+        let _ = writeln!(
+            md,
+            "doc cases: {} per corpus",
+            run.config.doc_cases_per_corpus
+        );
+        for arm in &run.config.arms {
+            let settings = serde_json::to_string(&arm.ranker).expect("an arm serialises");
+            let _ = writeln!(md, "arm {}: {settings}", arm.name);
+        }
+        let _ = writeln!(md, "```\n\n## Corpora\n");
+        let _ = writeln!(
+            md,
+            "| corpus | language | source | files | chunks | index s | cases | doc cases |"
+        );
+        let _ = writeln!(md, "|---|---|---|---:|---:|---:|---:|---:|");
+        for c in &run.corpora {
+            let seconds = c.index_seconds.map_or("-".into(), |s| format!("{s:.0}"));
+            let _ = writeln!(
+                md,
+                "| {} | {} | {} | {} | {} | {seconds} | {} | {} |",
+                c.name, c.language, c.source, c.files, c.chunks, c.cases, c.doc_cases
+            );
+        }
+        let _ = writeln!(md, "\n## Overall\n");
+        md.push_str(&self.overall_markdown());
+        for (title, key) in [
+            (
+                "By category",
+                Box::new(|c: &crate::run::CaseResult| c.category.name().to_owned())
+                    as Box<dyn Fn(&crate::run::CaseResult) -> String>,
+            ),
+            (
+                "By corpus",
+                Box::new(|c: &crate::run::CaseResult| c.corpus.clone()),
+            ),
+        ] {
+            let _ = writeln!(md, "\n## {title}\n");
+            let _ = writeln!(
+                md,
+                "| group | arm | cases | NDCG@10 | NDCG@5 | Recall@10 | MRR | rubric | files |"
+            );
+            let _ = writeln!(md, "|---|---|---:|---:|---:|---:|---:|---:|---:|");
+            let by_arm: Vec<(&str, Groups)> = run
+                .arms
+                .iter()
+                .map(|a| (a.name.as_str(), mean_by(&a.cases, &key)))
+                .collect();
+            let groups: std::collections::BTreeSet<&String> =
+                by_arm.iter().flat_map(|(_, g)| g.keys()).collect();
+            for group in groups {
+                for (arm, means) in &by_arm {
+                    if let Some((n, s)) = means.get(group) {
+                        let _ = writeln!(md, "| {group} | {arm} | {n} | {} |", cells(s));
+                    }
+                }
+            }
+        }
+        for (heading, comparisons) in [
+            ("Comparisons", &self.comparisons),
+            ("Against the baseline", &regressions.to_vec()),
+        ] {
+            if comparisons.is_empty() {
+                continue;
+            }
+            let _ = writeln!(md, "\n## {heading}\n");
+            let _ = writeln!(
+                md,
+                "Paired over the cases both arms scored; 95% intervals from {} bootstrap resamples of the cases.\n",
+                crate::stats::RESAMPLES
+            );
+            for comparison in comparisons {
+                md.push_str(&comparison_markdown(comparison));
+            }
+        }
+        let oracle_misses: Vec<_> = run
+            .arms
+            .iter()
+            .filter(|a| a.name == "oracle")
+            .flat_map(|a| &a.cases)
+            .filter(|c| c.scores.ndcg10 < 1.0 - 1e-9)
+            .collect();
+        let _ = writeln!(md, "\n## Harness checks\n");
+        let _ = writeln!(
+            md,
+            "- Oracle cases below NDCG@10 = 1 (a span no chunk overlaps, or two targets sharing a chunk): {}",
+            if oracle_misses.is_empty() {
+                "none".to_owned()
+            } else {
+                oracle_misses
+                    .iter()
+                    .map(|c| c.key())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            }
+        );
+        for warning in &run.warnings {
+            let _ = writeln!(md, "- {warning}");
+        }
+        md
+    }
+
+    fn overall_markdown(&self) -> String {
+        let mut md = String::new();
+        let _ = writeln!(
+            md,
+            "| arm | cases | NDCG@10 | NDCG@5 | Recall@10 | MRR | rubric | files | p50 ms | p95 ms |"
+        );
+        let _ = writeln!(md, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+        for (name, n, s) in self.overall() {
+            let (p50, p95) = self.latency(name);
+            let _ = writeln!(md, "| {name} | {n} | {} | {p50} | {p95} |", cells(&s));
+        }
+        md
+    }
+}
+
+fn cells(s: &Scores) -> String {
+    format!(
+        "{:.3} | {:.3} | {:.3} | {:.3} | {:.2} | {:.1}",
+        s.ndcg10, s.ndcg5, s.recall10, s.mrr, s.rubric, s.distinct_files
+    )
+}
+
+fn comparison_markdown(comparison: &Comparison) -> String {
+    let mut md = String::new();
+    let _ = writeln!(
+        md,
+        "### {} vs {} ({} cases)\n",
+        comparison.b, comparison.a, comparison.cases
+    );
+    let _ = writeln!(md, "| metric | Δ (B − A) | 95% CI | verdict |");
+    let _ = writeln!(md, "|---|---:|---|---|");
+    for (metric, d) in &comparison.deltas {
+        let verdict = if d.is_drop() {
+            "worse"
+        } else if d.is_gain() {
+            "better"
+        } else {
+            "no clear change"
+        };
+        let verdict = if QUALITY_METRICS.contains(&metric.as_str()) {
+            verdict
+        } else {
+            "-"
+        };
+        let _ = writeln!(
+            md,
+            "| {metric} | {:+.4} | [{:+.4}, {:+.4}] | {verdict} |",
+            d.mean, d.low, d.high
+        );
+    }
+    if !comparison.changed.is_empty() {
+        let _ = writeln!(
+            md,
+            "\n{} cases changed NDCG@10; the largest changes:\n",
+            comparison.changed.len()
+        );
+        let _ = writeln!(md, "| case | query | A | B |");
+        let _ = writeln!(md, "|---|---|---:|---:|");
+        for c in comparison.changed.iter().take(CHANGED_SHOWN) {
+            let _ = writeln!(
+                md,
+                "| {} | {} | {:.3} | {:.3} |",
+                c.case,
+                c.query.replace('|', "\\|"),
+                c.a,
+                c.b
+            );
+        }
+    }
+    md.push('\n');
+    md
+}

@@ -1,0 +1,554 @@
+//! Running arms over corpora: fetch, index (once per index variant, cached), query, score.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use quarry_chunk::ChunkId;
+use quarry_embed::ModelDir;
+use quarry_engine::{Engine, EngineOptions, SearchOptions};
+use quarry_store::{Filter, StoredChunk};
+use serde::{Deserialize, Serialize};
+
+use crate::BenchError;
+use crate::arms::{Arm, Ranker};
+use crate::cases::{Case, CaseFile, Category};
+use crate::corpus::Corpus;
+use crate::docs::{self, DocCase};
+use crate::metrics::{self, DEPTH, Hit, Scores};
+use crate::stats::Rng;
+
+/// What a run measures, and with what.
+#[derive(Debug)]
+pub struct RunOptions<'a> {
+    /// The folder holding `corpora.yaml` (local corpora and manifests are relative to it).
+    pub suite_dir: PathBuf,
+    /// The corpora to run, in report order.
+    pub corpora: Vec<Corpus>,
+    /// Hand-written cases; each file names its corpus.
+    pub cases: Vec<CaseFile>,
+    /// The arms, the first being the one the others are compared with.
+    pub arms: Vec<Arm>,
+    /// Fetched corpora and their indexes live here.
+    pub cache: PathBuf,
+    /// The embedding model.
+    pub model: &'a ModelDir,
+    /// How engines run (`embed_header` is set per arm).
+    pub engine: EngineOptions,
+    /// Generated doc-comment cases per corpus (0: none).
+    pub doc_cases: usize,
+    /// The code's version, for the report (a git commit).
+    pub commit: String,
+}
+
+/// Everything a run measured: the input of every report.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Run {
+    /// What was run, with what.
+    pub config: RunConfig,
+    /// Per corpus: size and index time.
+    pub corpora: Vec<CorpusReport>,
+    /// Per arm: every case's scores and every query's latency.
+    pub arms: Vec<ArmResult>,
+    /// Cases that could not be scored, targets the index lacks.
+    pub warnings: Vec<String>,
+}
+
+/// The configuration block of a report.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunConfig {
+    /// The code's git commit.
+    pub commit: String,
+    /// The embedding model's fingerprint.
+    pub model: String,
+    /// The backend that ran it.
+    pub backend: String,
+    /// The chunker's settings, as the index records them.
+    pub chunker: String,
+    /// Generated doc-comment cases per corpus.
+    pub doc_cases_per_corpus: usize,
+    /// The arms, with every setting.
+    pub arms: Vec<Arm>,
+}
+
+/// One corpus in a run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CorpusReport {
+    /// Its name.
+    pub name: String,
+    /// Its main language.
+    pub language: String,
+    /// Where it came from.
+    pub source: String,
+    /// Files indexed (with chunks).
+    pub files: usize,
+    /// Chunks indexed.
+    pub chunks: usize,
+    /// Seconds the default index took when it was last built or brought up to date.
+    pub index_seconds: Option<f64>,
+    /// Hand-written cases.
+    pub cases: usize,
+    /// Generated doc-comment cases.
+    pub doc_cases: usize,
+}
+
+/// One arm's results.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ArmResult {
+    /// The arm's name.
+    pub name: String,
+    /// One per scored case.
+    pub cases: Vec<CaseResult>,
+    /// Wall time of each query, in milliseconds (quarry's arms only).
+    pub latencies_ms: Vec<f64>,
+}
+
+/// One case under one arm.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CaseResult {
+    /// The corpus.
+    pub corpus: String,
+    /// The case id.
+    pub id: String,
+    /// Its category.
+    pub category: Category,
+    /// The query.
+    pub query: String,
+    /// Its scores.
+    pub scores: Scores,
+    /// The top results, `path:start-end`.
+    pub top: Vec<String>,
+}
+
+impl CaseResult {
+    /// `corpus/id`: unique in a run.
+    pub fn key(&self) -> String {
+        format!("{}/{}", self.corpus, self.id)
+    }
+}
+
+/// Where a run is: shown as progress.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Progress {
+    /// A corpus is being fetched (the first time) and checked.
+    Fetching(String),
+    /// An index is being brought up to date: chunks embedded of total.
+    Indexing {
+        /// Corpus and index variant.
+        index: String,
+        /// Embedded so far.
+        done: usize,
+        /// To embed.
+        total: usize,
+    },
+    /// Cases are being run on an index.
+    Querying {
+        /// Corpus and index variant.
+        index: String,
+        /// Cases to run.
+        cases: usize,
+    },
+}
+
+/// An index of one corpus, as one set of arms searches it.
+struct Variant {
+    /// `default`, `no-header`, `default-no-doc`...
+    name: String,
+    embed_header: bool,
+    /// The generated doc cases run here, with their comments blanked.
+    doc: bool,
+}
+
+/// Runs every arm over every case of every corpus.
+pub fn run(
+    options: &RunOptions<'_>,
+    progress: &mut dyn FnMut(Progress),
+) -> Result<Run, BenchError> {
+    let mut results: Vec<ArmResult> = options
+        .arms
+        .iter()
+        .map(|arm| ArmResult {
+            name: arm.name.clone(),
+            cases: Vec::new(),
+            latencies_ms: Vec::new(),
+        })
+        .collect();
+    let mut corpora = Vec::new();
+    let mut warnings = Vec::new();
+    let mut config = None;
+    for corpus in &options.corpora {
+        progress(Progress::Fetching(corpus.name.clone()));
+        let source = corpus.fetch(&options.suite_dir, &options.cache.join("corpora"))?;
+        let cases: Vec<Case> = options
+            .cases
+            .iter()
+            .filter(|file| file.corpus == corpus.name)
+            .flat_map(|file| file.cases.iter().cloned())
+            .collect();
+        let mut report = CorpusReport {
+            name: corpus.name.clone(),
+            language: corpus.language.clone(),
+            source: corpus.describe(),
+            files: 0,
+            chunks: 0,
+            index_seconds: None,
+            cases: cases.len(),
+            doc_cases: 0,
+        };
+        let mut doc_cases: Vec<DocCase> = Vec::new();
+        for variant in variants(&options.arms, options.doc_cases > 0) {
+            let work = options
+                .cache
+                .join("work")
+                .join(&variant.name)
+                .join(corpus.key());
+            let label = format!("{} ({})", corpus.name, variant.name);
+            if variant.doc {
+                if doc_cases.is_empty() {
+                    continue;
+                }
+                let base = if variant.embed_header {
+                    "default"
+                } else {
+                    "no-header"
+                };
+                let from = options.cache.join("work").join(base).join(corpus.key());
+                copy_tree(&from, &work)?;
+                docs::blank_comments(&work, &doc_cases)?;
+            } else {
+                sync_worktree(&source, &work)?;
+            }
+            let engine = open_indexed(options, &work, variant.embed_header, &label, progress)?;
+            let chunks = all_chunks(&engine)?;
+            if variant.name == "default" {
+                report.index_seconds = build_seconds(&work);
+                report.files = chunks.iter().map(|c| &c.path).collect::<HashSet<_>>().len();
+                report.chunks = chunks.len();
+                doc_cases = docs::doc_cases(&chunks, options.doc_cases);
+                report.doc_cases = doc_cases.len();
+                config.get_or_insert_with(|| RunConfig {
+                    commit: options.commit.clone(),
+                    model: engine.store().settings().model.clone(),
+                    backend: engine.embedder().backend().to_string(),
+                    chunker: engine.store().settings().chunker.clone(),
+                    doc_cases_per_corpus: options.doc_cases,
+                    arms: options.arms.clone(),
+                });
+            }
+            let run_cases: Vec<&Case> = match variant.doc {
+                true => doc_cases.iter().map(|d| &d.case).collect(),
+                false => cases.iter().collect(),
+            };
+            progress(Progress::Querying {
+                index: label,
+                cases: run_cases.len(),
+            });
+            let index = IndexedChunks::new(chunks);
+            // The first search after opening loads the vector index: not a query's cost.
+            let _ = engine.search("warm up", &SearchOptions::default());
+            for (arm, result) in options.arms.iter().zip(&mut results) {
+                // Controls read the default index (and its doc twin).
+                if arm.embed_header().unwrap_or(true) != variant.embed_header {
+                    continue;
+                }
+                for case in &run_cases {
+                    let (hits, latency) = answer(&engine, &index, arm, &corpus.name, case)?;
+                    let indexed = |path: &str| index.by_path.contains_key(path);
+                    let Some(scores) =
+                        metrics::score(&hits, &case.relevant, &case.secondary, indexed)
+                    else {
+                        warnings.push(format!(
+                            "{}/{}: no relevant file is indexed ({}); not scored",
+                            corpus.name,
+                            case.id,
+                            list(&case.relevant)
+                        ));
+                        continue;
+                    };
+                    let missing: Vec<_> =
+                        case.relevant.iter().filter(|t| !indexed(&t.path)).collect();
+                    if !missing.is_empty() && arm.name == options.arms[0].name {
+                        warnings.push(format!(
+                            "{}/{}: not indexed, left out of its ideal: {}",
+                            corpus.name,
+                            case.id,
+                            list(missing)
+                        ));
+                    }
+                    result.latencies_ms.extend(latency);
+                    result.cases.push(CaseResult {
+                        corpus: corpus.name.clone(),
+                        id: case.id.clone(),
+                        category: case.category,
+                        query: case.query.clone(),
+                        scores,
+                        top: hits
+                            .iter()
+                            .map(|h| format!("{}:{}-{}", h.path, h.start_line, h.end_line))
+                            .collect(),
+                    });
+                }
+            }
+        }
+        corpora.push(report);
+    }
+    let config = config.ok_or(BenchError::NothingToRun)?;
+    Ok(Run {
+        config,
+        corpora,
+        arms: results,
+        warnings,
+    })
+}
+
+/// The indexes the arms need: the default one (controls, doc cases), one without chunk
+/// headers if an arm asks, and each one's doc-blanked twin.
+fn variants(arms: &[Arm], doc: bool) -> Vec<Variant> {
+    let headers: std::collections::BTreeSet<bool> = arms
+        .iter()
+        .map(|a| a.embed_header().unwrap_or(true))
+        .chain([true])
+        .collect();
+    let mut variants = Vec::new();
+    // `true` first: the default index is where corpus sizes and doc cases come from.
+    for embed_header in headers.into_iter().rev() {
+        let name = if embed_header { "default" } else { "no-header" };
+        variants.push(Variant {
+            name: name.into(),
+            embed_header,
+            doc: false,
+        });
+        if doc {
+            variants.push(Variant {
+                name: format!("{name}-no-doc"),
+                embed_header,
+                doc: true,
+            });
+        }
+    }
+    variants
+}
+
+fn list<'a>(targets: impl IntoIterator<Item = &'a crate::cases::Target>) -> String {
+    targets
+        .into_iter()
+        .map(|t| t.to_string())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// An engine on `work`, its index brought up to date.
+fn open_indexed(
+    options: &RunOptions<'_>,
+    work: &Path,
+    embed_header: bool,
+    label: &str,
+    progress: &mut dyn FnMut(Progress),
+) -> Result<Engine, BenchError> {
+    let engine_options = EngineOptions {
+        embed_header,
+        ..options.engine
+    };
+    // An index the current code would not build (another chunker, a damaged file) is
+    // rebuilt: the cache holds nothing the corpus cannot give again.
+    let engine = match Engine::open(work, options.model, engine_options) {
+        Ok(engine) => engine,
+        Err(_) => Engine::rebuild(work, options.model, engine_options)?,
+    };
+    let started = Instant::now();
+    let report = engine.index(&mut |event| {
+        if let quarry_engine::IndexEvent::Embedded { chunks, total } = event {
+            progress(Progress::Indexing {
+                index: label.to_owned(),
+                done: chunks,
+                total,
+            });
+        }
+    })?;
+    if report.chunks_embedded > 0 || report.files_read > 0 {
+        let record = BuildRecord {
+            seconds: started.elapsed().as_secs_f64(),
+            chunks_embedded: report.chunks_embedded,
+        };
+        let path = build_record_path(work);
+        let json = serde_json::to_vec_pretty(&record).expect("a build record serialises");
+        fs::write(&path, json).map_err(|source| BenchError::Io { path, source })?;
+    }
+    Ok(engine)
+}
+
+/// When an index was last built, and how long that took.
+#[derive(Debug, Serialize, Deserialize)]
+struct BuildRecord {
+    seconds: f64,
+    chunks_embedded: usize,
+}
+
+/// `<worktree>.build.json`, beside the worktree.
+fn build_record_path(work: &Path) -> PathBuf {
+    let mut name = work.file_name().unwrap_or_default().to_os_string();
+    name.push(".build.json");
+    work.with_file_name(name)
+}
+
+/// The seconds the index at `work` took to build, from its build record (`None` for an
+/// index built before records were kept).
+fn build_seconds(work: &Path) -> Option<f64> {
+    let bytes = fs::read(build_record_path(work)).ok()?;
+    serde_json::from_slice::<BuildRecord>(&bytes)
+        .ok()
+        .map(|r| r.seconds)
+}
+
+/// Every chunk of the index, in path and file order.
+fn all_chunks(engine: &Engine) -> Result<Vec<StoredChunk>, BenchError> {
+    let store = engine.store();
+    let mut files = store.files()?;
+    files.sort_by(|a, b| a.path.cmp(&b.path));
+    let snapshot = store.snapshot()?;
+    let mut chunks = Vec::new();
+    for file in files {
+        for id in file.chunk_ids {
+            chunks.extend(snapshot.chunk(ChunkId(id))?);
+        }
+    }
+    Ok(chunks)
+}
+
+/// The chunks' locations, by file, for the controls.
+struct IndexedChunks {
+    all: Vec<Hit>,
+    by_path: HashMap<String, Vec<usize>>,
+}
+
+impl IndexedChunks {
+    fn new(chunks: Vec<StoredChunk>) -> Self {
+        let all: Vec<Hit> = chunks
+            .into_iter()
+            .map(|c| Hit {
+                path: c.path,
+                start_line: c.start_line,
+                end_line: c.end_line,
+            })
+            .collect();
+        let mut by_path: HashMap<String, Vec<usize>> = HashMap::new();
+        for (i, hit) in all.iter().enumerate() {
+            by_path.entry(hit.path.clone()).or_default().push(i);
+        }
+        IndexedChunks { all, by_path }
+    }
+}
+
+/// An arm's top results for a case, and the query's wall time for quarry's arms.
+fn answer(
+    engine: &Engine,
+    index: &IndexedChunks,
+    arm: &Arm,
+    corpus: &str,
+    case: &Case,
+) -> Result<(Vec<Hit>, Option<f64>), BenchError> {
+    match &arm.ranker {
+        Ranker::Engine { mode, ranking, .. } => {
+            let options = SearchOptions {
+                ranking: ranking.clone(),
+                filter: Filter::default(),
+                mode: *mode,
+            };
+            let started = Instant::now();
+            let response = engine.search(&case.query, &options)?;
+            let millis = started.elapsed().as_secs_f64() * 1000.0;
+            let hits = response
+                .results
+                .into_iter()
+                .map(|r| Hit {
+                    path: r.chunk.path,
+                    start_line: r.chunk.start_line,
+                    end_line: r.chunk.end_line,
+                })
+                .collect();
+            Ok((hits, Some(millis)))
+        }
+        Ranker::Random => {
+            let mut rng = Rng::from_key(&format!("{corpus}/{}", case.id));
+            let mut picked = Vec::new();
+            while picked.len() < DEPTH.min(index.all.len()) {
+                let i = rng.below(index.all.len());
+                if !picked.contains(&i) {
+                    picked.push(i);
+                }
+            }
+            Ok((
+                picked.into_iter().map(|i| index.all[i].clone()).collect(),
+                None,
+            ))
+        }
+        Ranker::Oracle => {
+            let mut hits: Vec<Hit> = Vec::new();
+            for target in case.relevant.iter().chain(&case.secondary) {
+                let first = index.by_path.get(&target.path).and_then(|chunks| {
+                    chunks
+                        .iter()
+                        .map(|&i| &index.all[i])
+                        .find(|h| target.hit_by(&h.path, h.start_line, h.end_line))
+                });
+                if let Some(hit) = first
+                    && !hits.contains(hit)
+                {
+                    hits.push(hit.clone());
+                }
+            }
+            Ok((hits, None))
+        }
+    }
+}
+
+/// Makes `work` hold exactly the corpus's files (its index, if any, stays): a worktree
+/// is created once and then only checked.
+fn sync_worktree(source: &Path, work: &Path) -> Result<(), BenchError> {
+    if work.join(quarry_store::INDEX_DIR).is_dir() {
+        return Ok(());
+    }
+    copy_tree(source, work)
+}
+
+/// Replaces `to` with a copy of `from`, index included.
+fn copy_tree(from: &Path, to: &Path) -> Result<(), BenchError> {
+    let io = |path: &Path| {
+        let path = path.to_path_buf();
+        move |source| BenchError::Io { path, source }
+    };
+    if to.exists() {
+        fs::remove_dir_all(to).map_err(io(to))?;
+    }
+    let mut pending = vec![PathBuf::new()];
+    while let Some(relative) = pending.pop() {
+        let dir = from.join(&relative);
+        fs::create_dir_all(to.join(&relative)).map_err(io(&to.join(&relative)))?;
+        for entry in fs::read_dir(&dir).map_err(io(&dir))? {
+            let entry = entry.map_err(io(&dir))?;
+            let relative = relative.join(entry.file_name());
+            if entry.file_type().map_err(io(&entry.path()))?.is_dir() {
+                pending.push(relative);
+            } else {
+                fs::copy(entry.path(), to.join(&relative)).map_err(io(&entry.path()))?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Mean scores of `cases` grouped by `key`, with the count per group.
+pub fn mean_by(
+    cases: &[CaseResult],
+    key: impl Fn(&CaseResult) -> String,
+) -> BTreeMap<String, (usize, Scores)> {
+    let mut groups: BTreeMap<String, Vec<&Scores>> = BTreeMap::new();
+    for case in cases {
+        groups.entry(key(case)).or_default().push(&case.scores);
+    }
+    groups
+        .into_iter()
+        .filter_map(|(k, scores)| Some((k, (scores.len(), Scores::mean(scores)?))))
+        .collect()
+}

@@ -1,0 +1,100 @@
+//! The committed suite holds together: every corpus pinned and manifested, every case's
+//! paths and line spans present in its corpus (checked against the manifest the fetch
+//! verifies, so no network is needed), and the suite as large and varied as promised.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+use quarry_bench::cases::{CaseFile, Category};
+use quarry_bench::corpus::{CorporaFile, Manifest, Suite, manifest_path};
+
+fn suite_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../bench-suite")
+}
+
+fn load() -> (CorporaFile, Vec<CaseFile>) {
+    let dir = suite_dir();
+    let corpora = CorporaFile::load(&dir.join("corpora.yaml")).unwrap();
+    let cases = corpora
+        .corpora
+        .iter()
+        .map(|c| CaseFile::load(&dir.join("cases").join(format!("{}.yaml", c.name))).unwrap())
+        .collect();
+    (corpora, cases)
+}
+
+#[test]
+fn every_case_names_files_and_lines_its_corpus_has() {
+    let (corpora, case_files) = load();
+    let mut problems = Vec::new();
+    for (corpus, file) in corpora.corpora.iter().zip(&case_files) {
+        assert_eq!(
+            file.corpus, corpus.name,
+            "cases/{}.yaml names another corpus",
+            corpus.name
+        );
+        let manifest = match corpus.source.path.as_ref() {
+            Some(local) => Manifest::of(&suite_dir().join(local)).unwrap(),
+            None => Manifest::load(&manifest_path(&suite_dir(), &corpus.name))
+                .unwrap_or_else(|e| panic!("{e}: fetch the corpus once to write its manifest")),
+        };
+        for case in &file.cases {
+            for target in case.relevant.iter().chain(&case.secondary) {
+                match (manifest.files.get(&target.path), target.lines) {
+                    (None, _) => problems.push(format!(
+                        "{}/{}: no file {}",
+                        corpus.name, case.id, target.path
+                    )),
+                    (Some(&(_, lines)), Some((_, end))) if end > lines => problems.push(format!(
+                        "{}/{}: {target} ends past line {lines}",
+                        corpus.name, case.id
+                    )),
+                    _ => {}
+                }
+            }
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+#[test]
+fn the_full_suite_is_large_and_varied() {
+    let (corpora, case_files) = load();
+    let full: Vec<(&quarry_bench::corpus::Corpus, &CaseFile)> = corpora
+        .corpora
+        .iter()
+        .zip(&case_files)
+        .filter(|(c, _)| c.suite == Suite::Full)
+        .collect();
+    let languages: BTreeSet<&str> = full.iter().map(|(c, _)| c.language.as_str()).collect();
+    assert!(full.len() >= 6, "{} corpora", full.len());
+    assert!(languages.len() >= 4, "{languages:?}");
+    for (corpus, _) in &full {
+        assert!(
+            corpus.source.version.is_some(),
+            "{} is not pinned to a registry version",
+            corpus.name
+        );
+    }
+    let mut per_category: BTreeMap<Category, usize> = BTreeMap::new();
+    for (corpus, file) in &full {
+        for (i, case) in file.cases.iter().enumerate() {
+            assert_eq!(
+                case.id,
+                format!("TC-{:02}", i + 1),
+                "{}: ids run TC-01, TC-02...",
+                corpus.name
+            );
+            *per_category.entry(case.category).or_default() += 1;
+        }
+        let categories: BTreeSet<Category> = file.cases.iter().map(|c| c.category).collect();
+        assert_eq!(
+            categories.len(),
+            3,
+            "{}: every category is asked",
+            corpus.name
+        );
+    }
+    let total: usize = per_category.values().sum();
+    assert!(total >= 150, "{total} hand-written cases: {per_category:?}");
+}

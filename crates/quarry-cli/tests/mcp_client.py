@@ -1,0 +1,110 @@
+"""The client side of tests/mcp.rs: drives `quarry mcp` with the official MCP Python SDK.
+
+Usage: mcp_client.py QUARRY_BINARY REPO_ROOT. Prints one JSON object with what every call
+returned; the Rust test checks it (and compares the results with the CLI's).
+"""
+
+import asyncio
+import json
+import os
+import sys
+import time
+
+from mcp import ClientSession, MCPError, StdioServerParameters
+from mcp.client.stdio import stdio_client
+
+
+async def call(session, name, arguments):
+    """A call's outcome as data: the structured result, a tool error, or a protocol error."""
+    try:
+        result = await session.call_tool(name, arguments)
+    except MCPError as error:
+        return {"protocol_error": error.code, "message": error.message}
+    if result.is_error:
+        return {"tool_error": " ".join(c.text for c in result.content if c.type == "text")}
+    return {"result": result.structured_content}
+
+
+async def main(quarry, root):
+    server = StdioServerParameters(
+        command=quarry, args=["mcp", "--root", root], env=dict(os.environ)
+    )
+    out = {}
+    async with stdio_client(server) as (read, write):
+        async with ClientSession(read, write) as session:
+            init = await session.initialize()
+            out["server"] = init.server_info.name
+            out["instructions"] = init.instructions
+
+            listings = [await session.list_tools() for _ in range(2)]
+            schemas = [
+                json.dumps([t.model_dump(mode="json") for t in listing.tools], sort_keys=True)
+                for listing in listings
+            ]
+            out["schemas_stable"] = schemas[0] == schemas[1]
+            out["tools"] = {t.name: t.model_dump(mode="json") for t in listings[0].tools}
+
+            # The server indexes in the background on start; wait for it.
+            deadline = time.time() + 300
+            while True:
+                status = await call(session, "index", {"action": "status"})
+                state = status["result"]["indexing"]["state"]
+                if state in ("finished", "failed") or time.time() > deadline:
+                    break
+                await asyncio.sleep(0.5)
+            out["status"] = status
+
+            valid = {
+                "search": ("semantic_search", {"query": "retry with exponential backoff"}),
+                "search_filtered": (
+                    "semantic_search",
+                    {
+                        "query": "format a price",
+                        "mode": "lexical",
+                        "paths": ["lib/**"],
+                        "languages": ["javascript"],
+                        "detail_level": "full",
+                        "explain": True,
+                    },
+                ),
+                "page_all": ("semantic_search", {"query": "shipping cost", "limit": 4}),
+                "page_1": ("semantic_search", {"query": "shipping cost", "limit": 2}),
+                "page_2": (
+                    "semantic_search",
+                    {"query": "shipping cost", "limit": 2, "offset": 2},
+                ),
+                "similar": ("find_similar", {"path": "lib/http_client.py", "line": 10}),
+                "build": ("index", {"action": "build"}),
+            }
+            for key, (name, arguments) in valid.items():
+                out[key] = await call(session, name, arguments)
+            first = out["search"]["result"]["results"][0]["chunk_id"]
+            out["related_id"] = first
+            out["related"] = await call(session, "get_related", {"chunk_id": first})
+
+            invalid = {
+                "missing_query": ("semantic_search", {}),
+                "empty_query": ("semantic_search", {"query": "  "}),
+                "zero_limit": ("semantic_search", {"query": "cart", "limit": 0}),
+                "wrong_type": ("semantic_search", {"query": "cart", "limit": "ten"}),
+                "unknown_argument": ("semantic_search", {"query": "cart", "max_results": 5}),
+                "unknown_scope": ("semantic_search", {"query": "cart", "scope": ["lib:nope"]}),
+                "bad_glob": ("semantic_search", {"query": "cart", "paths": ["src/[oops"]}),
+                "bad_mode": ("semantic_search", {"query": "cart", "mode": "psychic"}),
+                "bad_chunk_id": ("get_related", {"chunk_id": "not-an-id"}),
+                "unknown_chunk": ("get_related", {"chunk_id": "0" * 32}),
+                "unknown_file": ("find_similar", {"path": "src/nope.rs", "line": 1}),
+                "line_past_end": ("find_similar", {"path": "src/cart.rs", "line": 9999}),
+                "bad_action": ("index", {"action": "explode"}),
+                "unknown_tool": ("no_such_tool", {}),
+            }
+            out["invalid"] = {}
+            for key, (name, arguments) in invalid.items():
+                out["invalid"][key] = await call(session, name, arguments)
+            out["alive_after_errors"] = await call(
+                session, "semantic_search", {"query": "cart total with tax", "limit": 1}
+            )
+    json.dump(out, sys.stdout)
+
+
+asyncio.run(main(sys.argv[1], sys.argv[2]))

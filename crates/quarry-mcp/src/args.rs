@@ -1,0 +1,234 @@
+//! The tools' arguments: their JSON schemas (from these types, with schemars) are what an
+//! agent reads when it decides how to call a tool, so every field says what it does and
+//! what it defaults to.
+
+use quarry_engine::{Detail, ResultRequest, SearchMode};
+use quarry_rank::IncludeTests;
+use schemars::JsonSchema;
+use serde::Deserialize;
+
+/// The most results one page may hold.
+pub const MAX_LIMIT: usize = 50;
+/// The deepest page: results past this are not worth an agent's reading.
+pub const MAX_OFFSET: usize = 200;
+
+/// The options every tool that returns code takes (`semantic_search`, `get_related`,
+/// `find_similar`), gathered from its arguments.
+#[derive(Debug, Clone, Default)]
+pub struct Common {
+    /// Results per page.
+    pub limit: Option<usize>,
+    /// Results to skip.
+    pub offset: Option<usize>,
+    /// The per-file cap.
+    pub max_per_file: Option<usize>,
+    /// Test code.
+    pub include_tests: Option<IncludeTestsArg>,
+    /// Path globs.
+    pub paths: Option<Vec<String>>,
+    /// Languages.
+    pub languages: Option<Vec<String>>,
+    /// Scopes.
+    pub scope: Option<Vec<String>>,
+    /// Detail.
+    pub detail_level: Option<DetailArg>,
+    /// Explanations.
+    pub explain: Option<bool>,
+}
+
+/// Declares a tool's argument type: its own fields, then the [`Common`] ones (written once
+/// here rather than flattened, which would cost serde's errors their field names).
+macro_rules! tool_args {
+    ($(#[$meta:meta])* pub struct $name:ident { $($(#[$field_meta:meta])* pub $field:ident: $ty:ty,)* }) => {
+        $(#[$meta])*
+        #[derive(Debug, Clone, Deserialize, JsonSchema)]
+        pub struct $name {
+            $($(#[$field_meta])* pub $field: $ty,)*
+            /// Results per page, 1 to 50 (default 10).
+            pub limit: Option<usize>,
+            /// Skip this many results: pass the previous response's `next_offset` to read
+            /// the next page (default 0).
+            pub offset: Option<usize>,
+            /// At most this many chunks from one file (default 3; 0 = no cap).
+            pub max_per_file: Option<usize>,
+            /// Test code: "auto" (default: shown when the query is about tests, penalised
+            /// otherwise), "always" or "never".
+            pub include_tests: Option<IncludeTestsArg>,
+            /// Only files whose repository-relative path matches one of these globs, such
+            /// as "src/**" or "**/*.py".
+            pub paths: Option<Vec<String>>,
+            /// Only files in these languages, such as "rust", "python", "typescript".
+            pub languages: Option<Vec<String>>,
+            /// Where to look: "project" (the repository, the default), "lib:NAME" (a
+            /// registered library's sources) or "all".
+            pub scope: Option<Vec<String>>,
+            /// "compact" (default: location, symbol, score and the first lines of each
+            /// chunk) or "full" (each chunk's whole text).
+            pub detail_level: Option<DetailArg>,
+            /// Add each result's score explanation: the retrieval score and what each
+            /// ranking layer (path penalties, PageRank boost, per-file cap...) did to it
+            /// (default false).
+            pub explain: Option<bool>,
+        }
+
+        impl $name {
+            /// The filters, paging and detail asked for.
+            pub fn common(&self) -> Common {
+                Common {
+                    limit: self.limit,
+                    offset: self.offset,
+                    max_per_file: self.max_per_file,
+                    include_tests: self.include_tests,
+                    paths: self.paths.clone(),
+                    languages: self.languages.clone(),
+                    scope: self.scope.clone(),
+                    detail_level: self.detail_level,
+                    explain: self.explain,
+                }
+            }
+        }
+    };
+}
+
+/// `include_tests`.
+#[derive(Debug, Clone, Copy, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum IncludeTestsArg {
+    /// Shown when the query is about tests, penalised otherwise.
+    Auto,
+    /// Treated like any other code.
+    Always,
+    /// Left out.
+    Never,
+}
+
+/// `detail_level`.
+#[derive(Debug, Clone, Copy, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum DetailArg {
+    /// Location, symbol, score and the first lines.
+    Compact,
+    /// The whole chunk.
+    Full,
+}
+
+/// `mode`.
+#[derive(Debug, Clone, Copy, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum ModeArg {
+    /// Meaning and keywords together.
+    Hybrid,
+    /// Meaning only (the embedding model).
+    Semantic,
+    /// Keywords and identifiers only (BM25); needs no model run.
+    Lexical,
+}
+
+impl Common {
+    /// The engine's request, with `mode` for searches.
+    pub fn request(&self, mode: Option<ModeArg>) -> ResultRequest {
+        ResultRequest {
+            limit: self.limit,
+            max_per_file: self.max_per_file,
+            include_tests: self.include_tests.map(|arg| match arg {
+                IncludeTestsArg::Auto => IncludeTests::Auto,
+                IncludeTestsArg::Always => IncludeTests::Always,
+                IncludeTestsArg::Never => IncludeTests::Never,
+            }),
+            paths: self.paths.clone().unwrap_or_default(),
+            languages: self.languages.clone().unwrap_or_default(),
+            scopes: self.scope.clone().unwrap_or_default(),
+            mode: mode.map(|arg| match arg {
+                ModeArg::Hybrid => SearchMode::Hybrid,
+                ModeArg::Semantic => SearchMode::Semantic,
+                ModeArg::Lexical => SearchMode::Lexical,
+            }),
+            detail: self.detail_level.map(|arg| match arg {
+                DetailArg::Compact => Detail::Compact,
+                DetailArg::Full => Detail::Full,
+            }),
+        }
+    }
+
+    /// The page asked for: `(offset, limit)`, checked.
+    pub fn page(&self) -> Result<(usize, Option<usize>), String> {
+        let offset = self.offset.unwrap_or(0);
+        if offset > MAX_OFFSET {
+            return Err(format!(
+                "offset {offset} is past the deepest page ({MAX_OFFSET}); refine the query instead"
+            ));
+        }
+        match self.limit {
+            Some(limit) if limit == 0 || limit > MAX_LIMIT => {
+                Err(format!("limit must be 1 to {MAX_LIMIT}, not {limit}"))
+            }
+            limit => Ok((offset, limit)),
+        }
+    }
+}
+
+tool_args! {
+    /// `semantic_search`.
+    pub struct SearchArgs {
+        /// What to find: a question or description in plain words ("where are failed requests
+        /// retried with backoff"), or an identifier ("parse_config", "Router::route").
+        pub query: String,
+        /// "hybrid" (default: meaning and keywords), "semantic" (meaning only) or "lexical"
+        /// (keywords and identifiers only).
+        pub mode: Option<ModeArg>,
+    }
+}
+
+tool_args! {
+    /// `get_related`.
+    pub struct RelatedArgs {
+        /// The chunk to start from: a `chunk_id` from a previous result (32 hex digits).
+        pub chunk_id: String,
+        /// Only results scoring at least this similarity, 0 to 1 (default 0).
+        pub min_score: Option<f32>,
+        /// Also return the best chunk of each file that imports the chunk's file or that it
+        /// imports, even when it reads differently (default false).
+        pub include_linked: Option<bool>,
+        /// Let other chunks of the same file answer (default false: other files only).
+        pub include_source_file: Option<bool>,
+    }
+}
+
+tool_args! {
+    /// `find_similar`.
+    pub struct SimilarArgs {
+        /// A repository-relative file path, as results show them ("src/server.rs").
+        pub path: String,
+        /// A 1-based line in that file: the chunk covering it is the one to match.
+        pub line: usize,
+        /// Only results scoring at least this similarity, 0 to 1 (default 0).
+        pub min_score: Option<f32>,
+        /// Also return the best chunk of each file linked to this one by imports (default false).
+        pub include_linked: Option<bool>,
+        /// Let other chunks of the same file answer (default false: other files only).
+        pub include_source_file: Option<bool>,
+    }
+}
+
+/// `index`.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+pub struct IndexArgs {
+    /// "status" (default: counts, model, backend, files changed since indexing, drift, and
+    /// any indexing in progress) or "build" (bring the index up to date with the files now;
+    /// only changed files are read again).
+    pub action: Option<IndexAction>,
+    /// With "build": discard the index and embed everything again (slow: minutes for a
+    /// large repository). Runs in the background; poll "status" (default false).
+    pub force: Option<bool>,
+}
+
+/// `index`'s `action`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum IndexAction {
+    /// Report the index's state.
+    #[default]
+    Status,
+    /// Bring it up to date.
+    Build,
+}

@@ -1,0 +1,56 @@
+//! quarry as a [Model Context Protocol](https://modelcontextprotocol.io) server: the
+//! engine's search, related code and indexing as tools for coding agents, over stdio, for
+//! one repository and its registered libraries.
+//!
+//! ```no_run
+//! use quarry_embed::{DEFAULT_MODEL, Provisioner};
+//! use quarry_engine::{Config, Engine, EngineOptions};
+//! use quarry_mcp::{ServerOptions, serve_stdio};
+//!
+//! let root = std::path::Path::new("path/to/repo");
+//! let model = Provisioner::from_env().resolve(&DEFAULT_MODEL)?;
+//! let engine = Engine::open(root, &model, EngineOptions::default())?;
+//! // Indexes in the background and answers meanwhile; returns when the client hangs up.
+//! serve_stdio(engine, Config::load(root)?, model, ServerOptions::default())?;
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! Tools (see [`Server`]): `semantic_search`, `get_related`, `find_similar`, `index`.
+//! Every result carries its `chunk_id`, repository-relative `path`, 1-based `start_line`
+//! and `end_line`, and `score` (with `explanation` when asked), in the CLI's JSON schema
+//! (`quarry_engine::json`).
+//!
+//! Invariants:
+//!
+//! - **Bounded responses:** a page holds at most `limit` results and fits
+//!   [`ServerOptions::max_tokens`] (estimated at four bytes a token); what does not fit is
+//!   left for the next page (`next_offset`).
+//! - **Never a crash on bad input:** arguments that do not parse, unknown arguments, and
+//!   engine errors (an unknown chunk id, scope or file) come back as tool errors
+//!   (`isError`) that say what to fix; an unknown tool is a JSON-RPC error.
+//! - **Answers while indexing:** the index is brought up to date in the background at
+//!   start; results found meanwhile say they are partial.
+//! - **Stable schemas:** the tool list is built once, from types, and never changes.
+
+mod args;
+mod server;
+
+pub use args::{
+    Common, DetailArg, IncludeTestsArg, IndexAction, IndexArgs, MAX_LIMIT, MAX_OFFSET, ModeArg,
+    RelatedArgs, SearchArgs, SimilarArgs,
+};
+pub use server::{Server, ServerOptions, serve_stdio};
+
+/// Why the server could not run.
+#[derive(Debug, thiserror::Error)]
+pub enum McpError {
+    /// The async runtime could not start.
+    #[error("starting the runtime: {0}")]
+    Runtime(std::io::Error),
+    /// The client's handshake failed.
+    #[error("MCP handshake: {0}")]
+    Handshake(String),
+    /// The connection task failed.
+    #[error("MCP connection: {0}")]
+    Connection(String),
+}

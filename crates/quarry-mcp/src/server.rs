@@ -1,0 +1,576 @@
+//! The server: tools over a shared engine, a background indexer, and paging under a token
+//! budget.
+
+use std::sync::{Arc, Mutex, RwLock};
+
+use quarry_chunk::ChunkId;
+use quarry_embed::ModelDir;
+use quarry_engine::{
+    Config, Engine, EngineError, EngineOptions, IndexEvent, RelatedOptions, ResultRequest,
+    SearchOptions, json,
+};
+use rmcp::handler::server::router::tool::ToolRouter;
+use rmcp::model::{
+    CallToolResult, ContentBlock, Implementation, JsonObject, ServerCapabilities, ServerConfig,
+};
+use rmcp::{ErrorData, ServerHandler, ServiceExt, tool, tool_handler, tool_router};
+use schemars::JsonSchema;
+use serde::de::DeserializeOwned;
+use serde_json::{Value, json};
+
+use crate::McpError;
+use crate::args::{Common, IndexAction, IndexArgs, RelatedArgs, SearchArgs, SimilarArgs};
+
+/// How the server runs.
+#[derive(Debug, Clone, Copy)]
+pub struct ServerOptions {
+    /// The most a response may hold, in tokens (estimated at four bytes a token): 8,000
+    /// by default, well under what MCP clients accept from one tool call.
+    pub max_tokens: usize,
+    /// Bring the index up to date in the background when the server starts.
+    pub index_on_start: bool,
+    /// How a forced rebuild opens the engine again.
+    pub engine: EngineOptions,
+}
+
+impl Default for ServerOptions {
+    fn default() -> Self {
+        Self {
+            max_tokens: 8000,
+            index_on_start: true,
+            engine: EngineOptions::default(),
+        }
+    }
+}
+
+/// What the background indexer is doing.
+#[derive(Debug, Clone, PartialEq)]
+enum Indexing {
+    Idle,
+    Running { embedded: usize, to_embed: usize },
+    Finished(Value),
+    Failed(String),
+}
+
+impl Indexing {
+    fn json(&self) -> Value {
+        match self {
+            Indexing::Idle => json!({"state": "idle"}),
+            Indexing::Running { embedded, to_embed } => {
+                json!({"state": "running", "chunks_embedded": embedded, "chunks_to_embed": to_embed})
+            }
+            Indexing::Finished(report) => json!({"state": "finished", "report": report}),
+            Indexing::Failed(error) => json!({"state": "failed", "error": error}),
+        }
+    }
+}
+
+struct Shared {
+    /// `None` only while a forced rebuild replaces it.
+    engine: RwLock<Option<Engine>>,
+    config: Config,
+    model: ModelDir,
+    options: ServerOptions,
+    indexing: Mutex<Indexing>,
+}
+
+/// quarry's MCP server for one repository.
+pub struct Server {
+    shared: Arc<Shared>,
+    tool_router: ToolRouter<Self>,
+}
+
+const INSTRUCTIONS: &str = "quarry searches this repository's code by meaning. Use \
+semantic_search to find where something is implemented or handled (a question in plain words, \
+or an identifier); get_related or find_similar for code like a given chunk or line; index to \
+see whether the index is current or to update it. Results give path, 1-based lines and a \
+chunk_id; read the file there for more context. Pages: pass next_offset back as offset.";
+
+/// A tool's outcome: a JSON value, or a message for the agent to act on.
+type Outcome = Result<Value, String>;
+
+#[tool_router]
+impl Server {
+    /// A server over `engine`, answering with `config`'s defaults; `model` is what a
+    /// forced rebuild loads.
+    pub fn new(engine: Engine, config: Config, model: ModelDir, options: ServerOptions) -> Self {
+        Server {
+            shared: Arc::new(Shared {
+                engine: RwLock::new(Some(engine)),
+                config,
+                model,
+                options,
+                indexing: Mutex::new(Indexing::Idle),
+            }),
+            tool_router: Self::tool_router(),
+        }
+    }
+
+    /// The tools, as `tools/list` gives them.
+    pub fn tools(&self) -> Vec<rmcp::model::Tool> {
+        self.tool_router.list_all()
+    }
+
+    /// Starts bringing the index up to date on a thread of its own (unless one is running).
+    pub fn index_in_background(&self) {
+        spawn_indexer(Arc::clone(&self.shared), false);
+    }
+
+    #[tool(
+        name = "semantic_search",
+        input_schema = input_schema::<SearchArgs>(),
+        description = "Find the code in this repository that does something: where a feature \
+        is implemented, where an error is handled, how a concept is done. Give a question or \
+        description in plain words (\"where are failed requests retried with backoff\") or an \
+        identifier (\"parse_config\"); mode \"lexical\" matches keywords exactly. Returns \
+        ranked chunks (functions, classes, sections) with path, 1-based lines, score and \
+        chunk_id; filter by path globs, languages or scope; page with offset."
+    )]
+    async fn semantic_search(&self, arguments: JsonObject) -> Result<CallToolResult, ErrorData> {
+        self.call(arguments, move |shared, args: SearchArgs| {
+            shared.search(&args)
+        })
+        .await
+    }
+
+    #[tool(
+        name = "get_related",
+        input_schema = input_schema::<RelatedArgs>(),
+        description = "Find code similar to a chunk from an earlier result (by its chunk_id): \
+        other implementations of the same idea, callers' patterns, duplicated logic. Other \
+        files only unless include_source_file; include_linked adds files connected to it by \
+        imports. Needs no query."
+    )]
+    async fn get_related(&self, arguments: JsonObject) -> Result<CallToolResult, ErrorData> {
+        self.call(arguments, move |shared, args: RelatedArgs| {
+            let id: ChunkId = args.chunk_id.trim().parse().map_err(|_| {
+                format!(
+                    "{:?} is not a chunk id (32 hex digits): use the chunk_id of a \
+                     semantic_search result, or find_similar with a path and line",
+                    args.chunk_id
+                )
+            })?;
+            let common = args.common();
+            let related = Related {
+                min_score: args.min_score,
+                include_linked: args.include_linked,
+                include_source_file: args.include_source_file,
+                common: &common,
+            };
+            shared.related(id, &related)
+        })
+        .await
+    }
+
+    #[tool(
+        name = "find_similar",
+        input_schema = input_schema::<SimilarArgs>(),
+        description = "Find code similar to the code at a file and line (the function or \
+        section covering that line): like get_related, starting from a location instead of a \
+        chunk_id. Paths are repository-relative, as results show them."
+    )]
+    async fn find_similar(&self, arguments: JsonObject) -> Result<CallToolResult, ErrorData> {
+        self.call(arguments, move |shared, args: SimilarArgs| {
+            let id = shared.chunk_at(&args.path, args.line)?;
+            let common = args.common();
+            let related = Related {
+                min_score: args.min_score,
+                include_linked: args.include_linked,
+                include_source_file: args.include_source_file,
+                common: &common,
+            };
+            shared.related(id, &related)
+        })
+        .await
+    }
+
+    #[tool(
+        name = "index",
+        input_schema = input_schema::<IndexArgs>(),
+        description = "The search index: action \"status\" (default) reports files and chunks \
+        indexed, the model and backend, files changed since indexing, drift, and indexing in \
+        progress; action \"build\" brings it up to date (only changed files are read again; \
+        force rebuilds everything in the background)."
+    )]
+    async fn index(&self, arguments: JsonObject) -> Result<CallToolResult, ErrorData> {
+        self.call(arguments, move |shared, args: IndexArgs| {
+            match args.action.unwrap_or_default() {
+                IndexAction::Status => shared.status(),
+                IndexAction::Build if args.force == Some(true) => Ok(spawn_indexer(shared, true)),
+                IndexAction::Build => shared.build(),
+            }
+        })
+        .await
+    }
+}
+
+#[tool_handler(router = self.tool_router)]
+impl ServerHandler for Server {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+            .with_server_info(Implementation::new("quarry", env!("CARGO_PKG_VERSION")))
+            .with_instructions(INSTRUCTIONS)
+    }
+}
+
+impl Server {
+    /// Parses `arguments` as `Args`, then runs `work` on a blocking thread; a parse error
+    /// or `work`'s error becomes a tool error the agent can act on.
+    async fn call<Args: DeserializeOwned + JsonSchema + Send + 'static>(
+        &self,
+        arguments: JsonObject,
+        work: impl FnOnce(Arc<Shared>, Args) -> Outcome + Send + 'static,
+    ) -> Result<CallToolResult, ErrorData> {
+        let args = match parse::<Args>(arguments) {
+            Ok(args) => args,
+            Err(message) => return Ok(CallToolResult::error(vec![ContentBlock::text(message)])),
+        };
+        let shared = Arc::clone(&self.shared);
+        let outcome = tokio::task::spawn_blocking(move || work(shared, args))
+            .await
+            .map_err(|e| ErrorData::internal_error(format!("the tool failed: {e}"), None))?;
+        Ok(match outcome {
+            Ok(value) => CallToolResult::structured(value),
+            Err(message) => CallToolResult::error(vec![ContentBlock::text(message)]),
+        })
+    }
+}
+
+/// A tool's input schema, from its argument type.
+fn input_schema<Args: JsonSchema + 'static>() -> Arc<JsonObject> {
+    rmcp::handler::server::common::schema_for_type::<Args>()
+}
+
+/// `arguments` as `Args`, or a message naming the argument at fault: one the schema lacks
+/// (serde would ignore it, and a misspelt `max_results` would silently do nothing), or one
+/// of the wrong type.
+fn parse<Args: DeserializeOwned + JsonSchema + 'static>(
+    arguments: JsonObject,
+) -> Result<Args, String> {
+    let schema = input_schema::<Args>();
+    let known: Vec<&String> = schema
+        .get("properties")
+        .and_then(Value::as_object)
+        .map(|p| p.keys().collect())
+        .unwrap_or_default();
+    let unknown: Vec<&String> = arguments.keys().filter(|k| !known.contains(k)).collect();
+    if !unknown.is_empty() {
+        let names = |keys: &[&String]| {
+            keys.iter()
+                .map(|k| k.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        return Err(format!(
+            "unknown argument {}; the arguments are: {}",
+            names(&unknown),
+            names(&known)
+        ));
+    }
+    serde_path_to_error::deserialize(Value::Object(arguments)).map_err(|error| {
+        match error.path().to_string().as_str() {
+            "." => format!("invalid arguments: {}", error.inner()),
+            path => format!("argument {path}: {}", error.inner()),
+        }
+    })
+}
+
+/// The options `get_related` and `find_similar` share.
+struct Related<'a> {
+    min_score: Option<f32>,
+    include_linked: Option<bool>,
+    include_source_file: Option<bool>,
+    common: &'a Common,
+}
+
+impl Shared {
+    /// Runs `work` on the engine (waiting out a forced rebuild's swap).
+    fn with_engine<T>(&self, work: impl FnOnce(&Engine) -> Result<T, String>) -> Result<T, String> {
+        let guard = self.engine.read().unwrap_or_else(|p| p.into_inner());
+        match guard.as_ref() {
+            Some(engine) => work(engine),
+            None => {
+                Err("the index is being rebuilt and could not be opened; see index status".into())
+            }
+        }
+    }
+
+    fn search(&self, args: &SearchArgs) -> Outcome {
+        if args.query.trim().is_empty() {
+            return Err(
+                "the query is empty: describe the code to find, or give an identifier".into(),
+            );
+        }
+        let common = args.common();
+        let (offset, _) = common.page()?;
+        let request = common.request(args.mode);
+        self.with_engine(|engine| {
+            let (ranking, page) = paged_ranking(&request, &self.config, offset);
+            let options = SearchOptions {
+                ranking,
+                filter: request.filter(engine, &self.config).map_err(message)?,
+                mode: request.mode(&self.config),
+            };
+            let response = engine.search(&args.query, &options).map_err(message)?;
+            let results = json::results(
+                &response.results,
+                request.detail(&self.config),
+                explain(&common),
+            );
+            let mut value = json!({
+                "query": args.query,
+                "weights": {"dense": response.weights.0, "lexical": response.weights.1},
+            });
+            self.page(&mut value, results, offset, page);
+            Ok(value)
+        })
+    }
+
+    fn related(&self, id: ChunkId, related: &Related<'_>) -> Outcome {
+        let (offset, _) = related.common.page()?;
+        let request = related.common.request(None);
+        self.with_engine(|engine| {
+            let (ranking, page) = paged_ranking(&request, &self.config, offset);
+            let options = RelatedOptions {
+                ranking,
+                filter: request.filter(engine, &self.config).map_err(message)?,
+                include_source_file: related.include_source_file.unwrap_or(false),
+                include_linked: related.include_linked.unwrap_or(false),
+                min_score: related.min_score.unwrap_or(0.0),
+            };
+            let response = engine.related(id, &options).map_err(message)?;
+            let detail = request.detail(&self.config);
+            let results = json::results(&response.results, detail, explain(related.common));
+            let mut value = json!({
+                "source": json::chunk(&response.source, quarry_engine::Detail::Compact),
+                "linked_files": response.linked_files,
+            });
+            self.page(&mut value, results, offset, page);
+            Ok(value)
+        })
+    }
+
+    /// The chunk covering `line` of `path` (the narrowest, where windows overlap).
+    fn chunk_at(&self, path: &str, line: usize) -> Result<ChunkId, String> {
+        self.with_engine(|engine| {
+            let store = engine.store();
+            let Some(file) = store.file(path).map_err(message)? else {
+                return Err(format!(
+                    "{path} is not in the index: give a repository-relative path as results \
+                     show them (\"src/lib.rs\"); a new file is indexed by index build"
+                ));
+            };
+            let snapshot = store.snapshot().map_err(message)?;
+            let mut covering = Vec::new();
+            let mut span = (usize::MAX, 0);
+            for id in &file.chunk_ids {
+                if let Some(chunk) = snapshot.chunk(ChunkId(*id)).map_err(message)? {
+                    span = (span.0.min(chunk.start_line), span.1.max(chunk.end_line));
+                    if (chunk.start_line..=chunk.end_line).contains(&line) {
+                        covering.push((chunk.end_line - chunk.start_line, chunk.id));
+                    }
+                }
+            }
+            match covering.into_iter().min() {
+                Some((_, id)) => Ok(ChunkId(id)),
+                None if file.chunk_ids.is_empty() => {
+                    Err(format!("{path} is indexed without chunks (it was skipped: binary, generated or too large)"))
+                }
+                None => Err(format!("no chunk of {path} covers line {line}; its chunks span lines {}-{}", span.0, span.1)),
+            }
+        })
+    }
+
+    fn status(&self) -> Outcome {
+        let indexing = self.indexing().json();
+        self.with_engine(|engine| {
+            let status = engine
+                .status(self.config.search.drift_threshold)
+                .map_err(message)?;
+            let mut value = json::status(&status);
+            value["indexing"] = indexing;
+            Ok(value)
+        })
+    }
+
+    fn indexing(&self) -> Indexing {
+        self.indexing
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
+    /// Brings the index up to date now, unless the background indexer is at it.
+    fn build(&self) -> Outcome {
+        if let Indexing::Running { .. } = self.indexing() {
+            return Ok(json!({"indexing": self.indexing().json(),
+                "note": "indexing is already running; poll index status"}));
+        }
+        run_indexer(self);
+        Ok(json!({"indexing": self.indexing().json()}))
+    }
+
+    /// Puts `results` into `value` as one page under the token budget, with `offset`,
+    /// `next_offset` and, while indexing runs, `partial`.
+    fn page(&self, value: &mut Value, results: Vec<Value>, offset: usize, page: usize) {
+        let budget = self.options.max_tokens.saturating_mul(BYTES_PER_TOKEN);
+        let mut used = value.to_string().len() + 200;
+        let available = results.len();
+        let mut shown = Vec::new();
+        for mut result in results.into_iter().skip(offset).take(page) {
+            let mut size = result.to_string().len();
+            if used + size > budget {
+                if !shown.is_empty() {
+                    break;
+                }
+                // One result alone over the budget: its text is cut to fit.
+                if let Some(text) = result.get("text").and_then(Value::as_str) {
+                    let keep = budget.saturating_sub(used + size - text.len());
+                    let cut: String = text.chars().take(keep / 2).collect();
+                    result["text"] = json!(cut);
+                    result["text_truncated"] = json!(true);
+                    size = result.to_string().len();
+                }
+            }
+            used += size;
+            shown.push(result);
+        }
+        let next = offset + shown.len();
+        let more = next < available || available == offset + page;
+        value["offset"] = json!(offset);
+        value["next_offset"] = if more && !shown.is_empty() {
+            json!(next)
+        } else {
+            Value::Null
+        };
+        value["results"] = Value::Array(shown);
+        if let Indexing::Running { embedded, to_embed } = self.indexing() {
+            value["partial"] = json!(true);
+            value["note"] = json!(format!(
+                "the index is being brought up to date ({embedded} of {to_embed} chunks \
+                 embedded): these results cover what is indexed so far"
+            ));
+        }
+    }
+}
+
+/// Four bytes of JSON per token: a cautious estimate for code and English.
+const BYTES_PER_TOKEN: usize = 4;
+
+/// The ranking for a page at `offset`: the request's limit is the page size; the ranking
+/// produces `offset + page` results with the per-file cap of the page size, so that pages
+/// line up.
+fn paged_ranking(
+    request: &ResultRequest,
+    config: &Config,
+    offset: usize,
+) -> (quarry_rank::RankingConfig, usize) {
+    let mut ranking = request.ranking(config);
+    let page = ranking.limit;
+    ranking.max_per_file = Some(ranking.max_per_file());
+    ranking.limit = offset + page;
+    (ranking, page)
+}
+
+fn explain(common: &Common) -> bool {
+    common.explain.unwrap_or(false)
+}
+
+fn message(error: impl Into<EngineError>) -> String {
+    error.into().to_string()
+}
+
+/// Starts the indexer on its own thread, unless it is running; a forced run first replaces
+/// the index with an empty one. Returns the indexing state.
+fn spawn_indexer(shared: Arc<Shared>, force: bool) -> Value {
+    {
+        let mut state = shared.indexing.lock().unwrap_or_else(|p| p.into_inner());
+        if let Indexing::Running { .. } = *state {
+            return json!({"indexing": state.json(), "note": "indexing is already running; poll index status"});
+        }
+        *state = Indexing::Running {
+            embedded: 0,
+            to_embed: 0,
+        };
+    }
+    let thread_shared = Arc::clone(&shared);
+    std::thread::spawn(move || {
+        if force && let Err(error) = rebuild(&thread_shared) {
+            *thread_shared
+                .indexing
+                .lock()
+                .unwrap_or_else(|p| p.into_inner()) = Indexing::Failed(error);
+            return;
+        }
+        run_indexer(&thread_shared);
+    });
+    json!({"indexing": shared.indexing().json(),
+        "note": "indexing runs in the background; poll index status"})
+}
+
+/// Replaces the engine with one over an empty index.
+fn rebuild(shared: &Shared) -> Result<(), String> {
+    let mut guard = shared.engine.write().unwrap_or_else(|p| p.into_inner());
+    let root = match guard.take() {
+        Some(engine) => engine.root().to_path_buf(),
+        None => return Err("no engine to rebuild".into()),
+    };
+    let engine = Engine::rebuild(&root, &shared.model, shared.options.engine).map_err(message)?;
+    *guard = Some(engine);
+    Ok(())
+}
+
+/// Brings the index up to date, recording progress in `shared.indexing`.
+fn run_indexer(shared: &Shared) {
+    let set = |state: Indexing| *shared.indexing.lock().unwrap_or_else(|p| p.into_inner()) = state;
+    set(Indexing::Running {
+        embedded: 0,
+        to_embed: 0,
+    });
+    let outcome = shared.with_engine(|engine| {
+        engine
+            .index(&mut |event| {
+                if let IndexEvent::Embedded { chunks, total } = event {
+                    set(Indexing::Running {
+                        embedded: chunks,
+                        to_embed: total,
+                    });
+                }
+            })
+            .map(|report| json::index_report(&report))
+            .map_err(message)
+    });
+    set(match outcome {
+        Ok(report) => Indexing::Finished(report),
+        Err(error) => Indexing::Failed(error),
+    });
+}
+
+/// Serves `engine` over stdin and stdout until the client disconnects, indexing in the
+/// background first (unless `options` say not to).
+pub fn serve_stdio(
+    engine: Engine,
+    config: Config,
+    model: ModelDir,
+    options: ServerOptions,
+) -> Result<(), McpError> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(McpError::Runtime)?;
+    let server = Server::new(engine, config, model, options);
+    if options.index_on_start {
+        server.index_in_background();
+    }
+    runtime.block_on(async move {
+        let service = server
+            .serve(rmcp::transport::stdio())
+            .await
+            .map_err(|e| McpError::Handshake(e.to_string()))?;
+        service
+            .waiting()
+            .await
+            .map_err(|e| McpError::Connection(e.to_string()))?;
+        Ok(())
+    })
+}

@@ -1,0 +1,92 @@
+//! What quarry's integration tests share: the real default model, copies of fixtures,
+//! and a Python with the packages the reference checks use (`.ci/python-requirements.txt`).
+//!
+//! ```no_run
+//! let model = quarry_testkit::model(); // downloaded into the user cache on first use
+//! let python = quarry_testkit::python(); // a virtual environment made once
+//! # let _ = (model, python);
+//! ```
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::{Mutex, OnceLock};
+
+use quarry_embed::{DEFAULT_MODEL, ModelDir, Provisioner};
+
+/// The Python packages the tests use, pinned: `pytrec-eval-terrier` (trec_eval, for the
+/// relevance metrics) and `mcp` (the official MCP client, for the MCP server). `.ci/run`
+/// installs the same file.
+pub const PYTHON_REQUIREMENTS: &str = include_str!("../../../.ci/python-requirements.txt");
+
+/// The default model, downloaded into the user cache on first use as a user's first run
+/// would be.
+pub fn model() -> &'static ModelDir {
+    static MODEL: OnceLock<ModelDir> = OnceLock::new();
+    MODEL.get_or_init(|| {
+        Provisioner::from_env()
+            .resolve(&DEFAULT_MODEL)
+            .unwrap_or_else(|error| panic!("{error}"))
+    })
+}
+
+/// Copies the directory tree at `from` to `to`.
+pub fn copy_dir(from: &Path, to: &Path) {
+    fs::create_dir_all(to).unwrap();
+    for entry in fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            fs::copy(entry.path(), target).unwrap();
+        }
+    }
+}
+
+/// A Python with [`PYTHON_REQUIREMENTS`]: `QUARRY_TEST_PYTHON` when set (CI makes one),
+/// else a virtual environment in the user cache, made on first use (needs `python3` with
+/// `venv`, and PyPI) and remade when the requirements change.
+pub fn python() -> PathBuf {
+    if let Some(python) = std::env::var_os("QUARRY_TEST_PYTHON") {
+        return python.into();
+    }
+    // Tests run in parallel threads; one makes the environment.
+    static MAKING: Mutex<()> = Mutex::new(());
+    let _guard = MAKING
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    let venv = directories::ProjectDirs::from("", "", "quarry")
+        .expect("no home directory: set QUARRY_TEST_PYTHON")
+        .cache_dir()
+        .join("test-venv");
+    let python = venv.join("bin/python");
+    let stamp = venv.join("requirements.txt");
+    if fs::read_to_string(&stamp).ok().as_deref() == Some(PYTHON_REQUIREMENTS) {
+        return python;
+    }
+    let made = Command::new("python3")
+        .args(["-m", "venv", "--clear"])
+        .arg(&venv)
+        .status()
+        .is_ok_and(|s| s.success());
+    assert!(
+        made,
+        "python3 -m venv {} failed: install python3 with venv (Debian: python3-venv)",
+        venv.display()
+    );
+    let requirements = venv.join("requirements.in");
+    fs::write(&requirements, PYTHON_REQUIREMENTS).unwrap();
+    let installed = Command::new(&python)
+        .args(["-m", "pip", "install", "--quiet", "-r"])
+        .arg(&requirements)
+        .status()
+        .is_ok_and(|s| s.success());
+    assert!(
+        installed,
+        "pip install -r {} failed (is PyPI reachable?)",
+        requirements.display()
+    );
+    fs::write(&stamp, PYTHON_REQUIREMENTS).unwrap();
+    python
+}

@@ -1,0 +1,229 @@
+//! `cargo xtask bench relevance`: the relevance benchmark's command line (the work is in
+//! quarry-bench).
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result, bail, ensure};
+use quarry_bench::arms::{ABLATIONS, Arm};
+use quarry_bench::cases::CaseFile;
+use quarry_bench::corpus::{CorporaFile, Suite};
+use quarry_bench::report::Report;
+use quarry_bench::{Progress, RunOptions};
+use quarry_embed::{DEFAULT_MODEL, EmbedderOptions};
+use quarry_engine::EngineOptions;
+
+use crate::bench_embed::git_commit;
+use crate::model::provisioner;
+
+/// What to compare.
+enum Plan {
+    /// Hybrid and the controls.
+    Controls,
+    /// Hybrid with no controls.
+    Hybrid,
+    /// One setting, two values.
+    Ab { key: String, values: Vec<String> },
+    /// Hybrid, then hybrid without each part.
+    Ablate(Vec<String>),
+}
+
+pub fn run(args: &[String]) -> Result<()> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .context("workspace root")?;
+    let suite_dir = root.join("bench-suite");
+    let mut corpus_names: Vec<String> = Vec::new();
+    let mut case_paths: Vec<PathBuf> = Vec::new();
+    let mut suite = Suite::Full;
+    let mut plan = Plan::Controls;
+    let mut baseline: Option<PathBuf> = None;
+    let mut doc_cases = quarry_bench::docs::PER_CORPUS;
+    let mut out = suite_dir.join("reports");
+    let mut args = args.iter();
+    while let Some(arg) = args.next() {
+        let mut value = || args.next().with_context(|| format!("{arg} needs a value"));
+        match arg.as_str() {
+            "--corpus" => corpus_names.push(value()?.clone()),
+            "--cases" => case_paths.push(value()?.into()),
+            "--suite" => {
+                suite = match value()?.as_str() {
+                    "full" => Suite::Full,
+                    "smoke" => Suite::Smoke,
+                    other => bail!("--suite full|smoke, not {other:?}"),
+                }
+            }
+            "--ab" => {
+                let spec = value()?;
+                let (key, values) = spec
+                    .split_once('=')
+                    .with_context(|| format!("--ab KEY=A,B, not {spec:?}"))?;
+                let values: Vec<String> = values.split(',').map(str::to_owned).collect();
+                ensure!(
+                    values.len() >= 2,
+                    "--ab {key}= needs two values or more, comma-separated"
+                );
+                plan = Plan::Ab {
+                    key: key.to_owned(),
+                    values,
+                };
+            }
+            "--ablate" => {
+                let part = value()?;
+                let parts: Vec<String> = match part.as_str() {
+                    "all" => ABLATIONS.iter().map(|p| p.to_string()).collect(),
+                    one => vec![one.to_owned()],
+                };
+                match &mut plan {
+                    Plan::Ablate(existing) => existing.extend(parts),
+                    _ => plan = Plan::Ablate(parts),
+                }
+            }
+            "--no-controls" => plan = Plan::Hybrid,
+            "--baseline" => baseline = Some(value()?.into()),
+            "--doc-cases" => doc_cases = value()?.parse().context("--doc-cases N")?,
+            "--out" => out = value()?.into(),
+            other => bail!("unknown option {other:?} (see `cargo xtask help`)"),
+        }
+    }
+
+    let corpora_file = CorporaFile::load(&suite_dir.join("corpora.yaml"))?;
+    let cases: Vec<CaseFile> = if case_paths.is_empty() {
+        let names: Vec<&str> = match corpus_names.is_empty() {
+            true => corpora_file
+                .corpora
+                .iter()
+                .filter(|c| c.suite == suite)
+                .map(|c| c.name.as_str())
+                .collect(),
+            false => corpus_names.iter().map(String::as_str).collect(),
+        };
+        names
+            .iter()
+            .map(|name| CaseFile::load(&suite_dir.join("cases").join(format!("{name}.yaml"))))
+            .collect::<Result<_, _>>()?
+    } else {
+        case_paths
+            .iter()
+            .map(|p| CaseFile::load(p))
+            .collect::<Result<_, _>>()?
+    };
+    let mut corpora = Vec::new();
+    for file in &cases {
+        let corpus = corpora_file.get(&file.corpus).with_context(|| {
+            format!(
+                "the cases name corpus {:?}, which corpora.yaml lacks",
+                file.corpus
+            )
+        })?;
+        if !corpora.contains(corpus)
+            && (corpus_names.is_empty() || corpus_names.contains(&corpus.name))
+        {
+            corpora.push(corpus.clone());
+        }
+    }
+
+    let hybrid = Arm::hybrid();
+    let (arms, title, slug) = match &plan {
+        Plan::Controls => (
+            Arm::with_controls(),
+            "hybrid and controls".to_owned(),
+            String::new(),
+        ),
+        Plan::Hybrid => (vec![hybrid], "hybrid".to_owned(), "-hybrid".to_owned()),
+        Plan::Ab { key, values } => {
+            let arms = values
+                .iter()
+                .map(|v| hybrid.with_setting(key, v))
+                .collect::<Result<_, _>>()?;
+            (
+                arms,
+                format!("A/B {key}={}", values.join(",")),
+                format!("-ab-{key}"),
+            )
+        }
+        Plan::Ablate(parts) => {
+            let mut arms = vec![hybrid.clone()];
+            for part in parts {
+                arms.push(hybrid.without(part)?);
+            }
+            let slug = match parts.as_slice() {
+                [one] => format!("-ablate-{one}"),
+                _ => "-ablate".to_owned(),
+            };
+            (arms, format!("ablations of {}", parts.join(", ")), slug)
+        }
+    };
+    let suite_slug = if suite == Suite::Smoke { "-smoke" } else { "" };
+
+    let model = provisioner().resolve(&DEFAULT_MODEL)?;
+    let cache = directories::ProjectDirs::from("", "", "quarry")
+        .context("no home directory for the cache")?
+        .cache_dir()
+        .join("bench");
+    let commit = git_commit(root);
+    let options = RunOptions {
+        suite_dir: suite_dir.clone(),
+        corpora,
+        cases,
+        arms,
+        cache,
+        model: &model,
+        engine: EngineOptions {
+            embedder: EmbedderOptions::from_env()?,
+            ..EngineOptions::default()
+        },
+        doc_cases,
+        commit: commit.clone(),
+    };
+    let compare = matches!(plan, Plan::Ab { .. } | Plan::Ablate(_));
+    let run = quarry_bench::run(&options, &mut show_progress)?;
+    eprintln!();
+    let report = Report::new(&title, run, compare);
+    let regressions = match &baseline {
+        Some(path) => report.against(&Report::load(path)?),
+        None => Vec::new(),
+    };
+    let stem = format!("relevance{suite_slug}{slug}-{commit}");
+    report.write(&out, &stem, &regressions)?;
+
+    print!("{}", report.table());
+    for comparison in report.comparisons.iter().chain(&regressions) {
+        let d = &comparison.deltas["ndcg10"];
+        println!(
+            "{} vs {}: NDCG@10 {:+.4} [{:+.4}, {:+.4}], {} cases changed",
+            comparison.b,
+            comparison.a,
+            d.mean,
+            d.low,
+            d.high,
+            comparison.changed.len()
+        );
+    }
+    for warning in &report.run.warnings {
+        eprintln!("warning: {warning}");
+    }
+    println!("wrote {}", out.join(format!("{stem}.md")).display());
+    let drops: Vec<String> = regressions
+        .iter()
+        .flat_map(|c| c.drops().into_iter().map(move |m| format!("{} {m}", c.b)))
+        .collect();
+    ensure!(
+        drops.is_empty(),
+        "regression against {}: {} dropped beyond its 95% interval",
+        baseline.as_deref().unwrap_or(Path::new("?")).display(),
+        drops.join(", ")
+    );
+    Ok(())
+}
+
+fn show_progress(progress: Progress) {
+    match progress {
+        Progress::Fetching(corpus) => eprintln!("corpus {corpus}"),
+        Progress::Indexing { index, done, total } => {
+            eprint!("\r  indexing {index}: {done}/{total} chunks");
+            let _ = std::io::stderr().flush();
+        }
+        Progress::Querying { index, cases } => eprintln!("\n  querying {index}: {cases} cases"),
+    }
+}
