@@ -1,6 +1,7 @@
 //! Project chores, run as `cargo xtask <command>` (see `cargo xtask help`).
 
 mod bench_embed;
+mod bench_mcp;
 mod bench_relevance;
 mod bench_store;
 mod chunks;
@@ -32,6 +33,10 @@ Commands:
         [--doc-cases N]   chunk-headers, or all). --baseline REPORT.json fails on a drop
         [--no-controls]   beyond its 95% interval. S: full (default) or smoke. Writes
         [--out DIR]       bench-suite/reports/relevance[-smoke][-ab-K|-ablate]-<commit>.*
+  bench mcp --root DIR    warm semantic_search latency p50/p95 through `quarry mcp` (the
+        [--calls N]       official Python MCP client over stdio) against the same searches
+                          in-process; DIR must be indexed. Default 100 calls; writes
+                          bench-suite/reports/mcp-<commit>.*
   chunks <file>...        print the chunks quarry makes of files
          [--budget N]     characters per chunk (default: from the model's 256 tokens)
          [--text]         print each chunk's text too
@@ -48,7 +53,8 @@ fn main() -> Result<()> {
             Some("embed") => bench_embed::run(&args[2..]),
             Some("store") => bench_store::run(&args[2..]),
             Some("relevance") => bench_relevance::run(&args[2..]),
-            _ => bail!("cargo xtask bench embed|store|relevance [...]\n\n{HELP}"),
+            Some("mcp") => bench_mcp::run(&args[2..]),
+            _ => bail!("cargo xtask bench embed|store|relevance|mcp [...]\n\n{HELP}"),
         },
         Some("chunks") => chunks::run(&args[1..]),
         Some("fuzz") => fuzz::run(&args[1..]),

@@ -81,22 +81,16 @@ impl Arm {
             setting: format!("{key}={value}"),
             message,
         };
-        let Ranker::Engine {
-            mode,
-            ranking,
-            embed_header,
-        } = &self.ranker
-        else {
+        let Some((mut mode, ranking, mut embed_header)) = self.engine_settings() else {
             return Err(invalid("only quarry's own arms take settings".into()));
         };
-        let (mut mode, mut embed_header) = (*mode, *embed_header);
         let json: Value =
             serde_json::from_str(value).unwrap_or_else(|_| Value::String(value.into()));
         let field = match key {
             "diversity-cap" => "max_per_file".to_owned(),
             other => other.replace('-', "_"),
         };
-        let mut ranking_json = serde_json::to_value(ranking).expect("a ranking config serialises");
+        let mut ranking_json = serde_json::to_value(&ranking).expect("a ranking config serialises");
         match field.as_str() {
             "mode" => mode = serde_json::from_value(json).map_err(|e| invalid(e.to_string()))?,
             "embed_header" => {
@@ -136,15 +130,9 @@ impl Arm {
             setting: format!("--ablate {part}"),
             message: message.into(),
         };
-        let Ranker::Engine {
-            mode,
-            ranking,
-            embed_header,
-        } = &self.ranker
-        else {
+        let Some((mut mode, mut ranking, mut embed_header)) = self.engine_settings() else {
             return Err(invalid("only quarry's own arms can be ablated"));
         };
-        let (mut mode, mut ranking, mut embed_header) = (*mode, ranking.clone(), *embed_header);
         let disabled = match part {
             "dense" => {
                 mode = SearchMode::Lexical;
@@ -179,6 +167,18 @@ impl Arm {
                 embed_header,
             },
         })
+    }
+
+    /// The mode, ranking and header setting of quarry's arms (`None` for controls).
+    fn engine_settings(&self) -> Option<(SearchMode, RankingConfig, bool)> {
+        match &self.ranker {
+            Ranker::Engine {
+                mode,
+                ranking,
+                embed_header,
+            } => Some((*mode, ranking.clone(), *embed_header)),
+            Ranker::Random | Ranker::Oracle => None,
+        }
     }
 
     /// The index the arm searches: `Some(embed_header)` for quarry's arms, `None` for

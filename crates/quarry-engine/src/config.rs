@@ -84,6 +84,7 @@ impl Default for SearchDefaults {
 
 /// How much of each result the CLI and the MCP server show.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "lowercase")]
 pub enum Detail {
     /// Location, symbol, score and the first lines.

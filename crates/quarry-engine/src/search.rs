@@ -22,6 +22,7 @@ pub const MAX_QUERY_BYTES: usize = 4096;
 
 /// Which retrieval legs a search uses.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "lowercase")]
 pub enum SearchMode {
     /// Dense and lexical, fused by reciprocal rank with weights from the query's shape.

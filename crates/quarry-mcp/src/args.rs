@@ -12,32 +12,19 @@ pub const MAX_LIMIT: usize = 50;
 /// The deepest page: results past this are not worth an agent's reading.
 pub const MAX_OFFSET: usize = 200;
 
-/// The options every tool that returns code takes (`semantic_search`, `get_related`,
-/// `find_similar`), gathered from its arguments.
-#[derive(Debug, Clone, Default)]
-pub struct Common {
-    /// Results per page.
-    pub limit: Option<usize>,
-    /// Results to skip.
-    pub offset: Option<usize>,
-    /// The per-file cap.
-    pub max_per_file: Option<usize>,
-    /// Test code.
-    pub include_tests: Option<IncludeTestsArg>,
-    /// Path globs.
-    pub paths: Option<Vec<String>>,
-    /// Languages.
-    pub languages: Option<Vec<String>>,
-    /// Scopes.
-    pub scope: Option<Vec<String>>,
-    /// Detail.
-    pub detail_level: Option<DetailArg>,
-    /// Explanations.
-    pub explain: Option<bool>,
+/// What every tool that returns code (`semantic_search`, `get_related`, `find_similar`)
+/// takes besides its own arguments: filters, paging and detail.
+pub trait ResultArgs {
+    /// The engine's request, with `mode` for searches.
+    fn request(&self, mode: Option<SearchMode>) -> ResultRequest;
+    /// The page asked for: `offset`, checked, with the limit.
+    fn page(&self) -> Result<usize, String>;
+    /// Whether results carry their score explanation.
+    fn explain(&self) -> bool;
 }
 
-/// Declares a tool's argument type: its own fields, then the [`Common`] ones (written once
-/// here rather than flattened, which would cost serde's errors their field names).
+/// Declares a tool's argument type: its own fields, then the [`ResultArgs`] ones (written
+/// once here rather than flattened, which would cost serde's errors their field names).
 macro_rules! tool_args {
     ($(#[$meta:meta])* pub struct $name:ident { $($(#[$field_meta:meta])* pub $field:ident: $ty:ty,)* }) => {
         $(#[$meta])*
@@ -53,7 +40,7 @@ macro_rules! tool_args {
             pub max_per_file: Option<usize>,
             /// Test code: "auto" (default: shown when the query is about tests, penalised
             /// otherwise), "always" or "never".
-            pub include_tests: Option<IncludeTestsArg>,
+            pub include_tests: Option<IncludeTests>,
             /// Only files whose repository-relative path matches one of these globs, such
             /// as "src/**" or "**/*.py".
             pub paths: Option<Vec<String>>,
@@ -64,107 +51,47 @@ macro_rules! tool_args {
             pub scope: Option<Vec<String>>,
             /// "compact" (default: location, symbol, score and the first lines of each
             /// chunk) or "full" (each chunk's whole text).
-            pub detail_level: Option<DetailArg>,
+            pub detail_level: Option<Detail>,
             /// Add each result's score explanation: the retrieval score and what each
             /// ranking layer (path penalties, PageRank boost, per-file cap...) did to it
             /// (default false).
             pub explain: Option<bool>,
         }
 
-        impl $name {
-            /// The filters, paging and detail asked for.
-            pub fn common(&self) -> Common {
-                Common {
+        impl ResultArgs for $name {
+            fn request(&self, mode: Option<SearchMode>) -> ResultRequest {
+                ResultRequest {
                     limit: self.limit,
-                    offset: self.offset,
                     max_per_file: self.max_per_file,
                     include_tests: self.include_tests,
-                    paths: self.paths.clone(),
-                    languages: self.languages.clone(),
-                    scope: self.scope.clone(),
-                    detail_level: self.detail_level,
-                    explain: self.explain,
+                    paths: self.paths.clone().unwrap_or_default(),
+                    languages: self.languages.clone().unwrap_or_default(),
+                    scopes: self.scope.clone().unwrap_or_default(),
+                    mode,
+                    detail: self.detail_level,
                 }
+            }
+
+            fn page(&self) -> Result<usize, String> {
+                let offset = self.offset.unwrap_or(0);
+                if offset > MAX_OFFSET {
+                    return Err(format!(
+                        "offset {offset} is past the deepest page ({MAX_OFFSET}); refine the query instead"
+                    ));
+                }
+                match self.limit {
+                    Some(limit) if limit == 0 || limit > MAX_LIMIT => {
+                        Err(format!("limit must be 1 to {MAX_LIMIT}, not {limit}"))
+                    }
+                    _ => Ok(offset),
+                }
+            }
+
+            fn explain(&self) -> bool {
+                self.explain.unwrap_or(false)
             }
         }
     };
-}
-
-/// `include_tests`.
-#[derive(Debug, Clone, Copy, Deserialize, JsonSchema)]
-#[serde(rename_all = "lowercase")]
-pub enum IncludeTestsArg {
-    /// Shown when the query is about tests, penalised otherwise.
-    Auto,
-    /// Treated like any other code.
-    Always,
-    /// Left out.
-    Never,
-}
-
-/// `detail_level`.
-#[derive(Debug, Clone, Copy, Deserialize, JsonSchema)]
-#[serde(rename_all = "lowercase")]
-pub enum DetailArg {
-    /// Location, symbol, score and the first lines.
-    Compact,
-    /// The whole chunk.
-    Full,
-}
-
-/// `mode`.
-#[derive(Debug, Clone, Copy, Deserialize, JsonSchema)]
-#[serde(rename_all = "lowercase")]
-pub enum ModeArg {
-    /// Meaning and keywords together.
-    Hybrid,
-    /// Meaning only (the embedding model).
-    Semantic,
-    /// Keywords and identifiers only (BM25); needs no model run.
-    Lexical,
-}
-
-impl Common {
-    /// The engine's request, with `mode` for searches.
-    pub fn request(&self, mode: Option<ModeArg>) -> ResultRequest {
-        ResultRequest {
-            limit: self.limit,
-            max_per_file: self.max_per_file,
-            include_tests: self.include_tests.map(|arg| match arg {
-                IncludeTestsArg::Auto => IncludeTests::Auto,
-                IncludeTestsArg::Always => IncludeTests::Always,
-                IncludeTestsArg::Never => IncludeTests::Never,
-            }),
-            paths: self.paths.clone().unwrap_or_default(),
-            languages: self.languages.clone().unwrap_or_default(),
-            scopes: self.scope.clone().unwrap_or_default(),
-            mode: mode.map(|arg| match arg {
-                ModeArg::Hybrid => SearchMode::Hybrid,
-                ModeArg::Semantic => SearchMode::Semantic,
-                ModeArg::Lexical => SearchMode::Lexical,
-            }),
-            detail: self.detail_level.map(|arg| match arg {
-                DetailArg::Compact => Detail::Compact,
-                DetailArg::Full => Detail::Full,
-            }),
-        }
-    }
-
-    /// The page asked for: `(offset, limit)`, checked.
-    pub fn page(&self) -> Result<(usize, Option<usize>), String> {
-        let offset = self.offset.unwrap_or(0);
-        if offset > MAX_OFFSET {
-            return Err(format!(
-                "offset {offset} is past the deepest page ({MAX_OFFSET}); refine the query instead"
-            ));
-        }
-        match self.limit {
-            Some(limit) if limit == 0 || limit > MAX_LIMIT => {
-                Err(format!("limit must be 1 to {MAX_LIMIT}, not {limit}"))
-            }
-            limit => Ok((offset, limit)),
-        }
-    }
 }
 
 tool_args! {
@@ -175,7 +102,7 @@ tool_args! {
         pub query: String,
         /// "hybrid" (default: meaning and keywords), "semantic" (meaning only) or "lexical"
         /// (keywords and identifiers only).
-        pub mode: Option<ModeArg>,
+        pub mode: Option<SearchMode>,
     }
 }
 

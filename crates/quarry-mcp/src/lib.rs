@@ -36,8 +36,7 @@ mod args;
 mod server;
 
 pub use args::{
-    Common, DetailArg, IncludeTestsArg, IndexAction, IndexArgs, MAX_LIMIT, MAX_OFFSET, ModeArg,
-    RelatedArgs, SearchArgs, SimilarArgs,
+    IndexAction, IndexArgs, MAX_LIMIT, MAX_OFFSET, RelatedArgs, ResultArgs, SearchArgs, SimilarArgs,
 };
 pub use server::{Server, ServerOptions, serve_stdio};
 

@@ -19,7 +19,7 @@ use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
 use crate::McpError;
-use crate::args::{Common, IndexAction, IndexArgs, RelatedArgs, SearchArgs, SimilarArgs};
+use crate::args::{IndexAction, IndexArgs, RelatedArgs, ResultArgs, SearchArgs, SimilarArgs};
 
 /// How the server runs.
 #[derive(Debug, Clone, Copy)]
@@ -150,14 +150,12 @@ impl Server {
                     args.chunk_id
                 )
             })?;
-            let common = args.common();
-            let related = Related {
-                min_score: args.min_score,
-                include_linked: args.include_linked,
-                include_source_file: args.include_source_file,
-                common: &common,
-            };
-            shared.related(id, &related)
+            let similar = Similar(
+                args.min_score,
+                args.include_linked,
+                args.include_source_file,
+            );
+            shared.related(id, similar, &args)
         })
         .await
     }
@@ -172,14 +170,12 @@ impl Server {
     async fn find_similar(&self, arguments: JsonObject) -> Result<CallToolResult, ErrorData> {
         self.call(arguments, move |shared, args: SimilarArgs| {
             let id = shared.chunk_at(&args.path, args.line)?;
-            let common = args.common();
-            let related = Related {
-                min_score: args.min_score,
-                include_linked: args.include_linked,
-                include_source_file: args.include_source_file,
-                common: &common,
-            };
-            shared.related(id, &related)
+            let similar = Similar(
+                args.min_score,
+                args.include_linked,
+                args.include_source_file,
+            );
+            shared.related(id, similar, &args)
         })
         .await
     }
@@ -275,13 +271,9 @@ fn parse<Args: DeserializeOwned + JsonSchema + 'static>(
     })
 }
 
-/// The options `get_related` and `find_similar` share.
-struct Related<'a> {
-    min_score: Option<f32>,
-    include_linked: Option<bool>,
-    include_source_file: Option<bool>,
-    common: &'a Common,
-}
+/// What `get_related` and `find_similar` add to the result arguments: `min_score`,
+/// `include_linked`, `include_source_file`.
+struct Similar(Option<f32>, Option<bool>, Option<bool>);
 
 impl Shared {
     /// Runs `work` on the engine (waiting out a forced rebuild's swap).
@@ -301,9 +293,8 @@ impl Shared {
                 "the query is empty: describe the code to find, or give an identifier".into(),
             );
         }
-        let common = args.common();
-        let (offset, _) = common.page()?;
-        let request = common.request(args.mode);
+        let offset = args.page()?;
+        let request = args.request(args.mode);
         self.with_engine(|engine| {
             let (ranking, page) = paged_ranking(&request, &self.config, offset);
             let options = SearchOptions {
@@ -315,7 +306,7 @@ impl Shared {
             let results = json::results(
                 &response.results,
                 request.detail(&self.config),
-                explain(&common),
+                args.explain(),
             );
             let mut value = json!({
                 "query": args.query,
@@ -326,21 +317,22 @@ impl Shared {
         })
     }
 
-    fn related(&self, id: ChunkId, related: &Related<'_>) -> Outcome {
-        let (offset, _) = related.common.page()?;
-        let request = related.common.request(None);
+    fn related(&self, id: ChunkId, similar: Similar, args: &impl ResultArgs) -> Outcome {
+        let Similar(min_score, include_linked, include_source_file) = similar;
+        let offset = args.page()?;
+        let request = args.request(None);
         self.with_engine(|engine| {
             let (ranking, page) = paged_ranking(&request, &self.config, offset);
             let options = RelatedOptions {
                 ranking,
                 filter: request.filter(engine, &self.config).map_err(message)?,
-                include_source_file: related.include_source_file.unwrap_or(false),
-                include_linked: related.include_linked.unwrap_or(false),
-                min_score: related.min_score.unwrap_or(0.0),
+                include_source_file: include_source_file.unwrap_or(false),
+                include_linked: include_linked.unwrap_or(false),
+                min_score: min_score.unwrap_or(0.0),
             };
             let response = engine.related(id, &options).map_err(message)?;
             let detail = request.detail(&self.config);
-            let results = json::results(&response.results, detail, explain(related.common));
+            let results = json::results(&response.results, detail, args.explain());
             let mut value = json!({
                 "source": json::chunk(&response.source, quarry_engine::Detail::Compact),
                 "linked_files": response.linked_files,
@@ -414,35 +406,11 @@ impl Shared {
     /// `next_offset` and, while indexing runs, `partial`.
     fn page(&self, value: &mut Value, results: Vec<Value>, offset: usize, page: usize) {
         let budget = self.options.max_tokens.saturating_mul(BYTES_PER_TOKEN);
-        let mut used = value.to_string().len() + 200;
-        let available = results.len();
-        let mut shown = Vec::new();
-        for mut result in results.into_iter().skip(offset).take(page) {
-            let mut size = result.to_string().len();
-            if used + size > budget {
-                if !shown.is_empty() {
-                    break;
-                }
-                // One result alone over the budget: its text is cut to fit.
-                if let Some(text) = result.get("text").and_then(Value::as_str) {
-                    let keep = budget.saturating_sub(used + size - text.len());
-                    let cut: String = text.chars().take(keep / 2).collect();
-                    result["text"] = json!(cut);
-                    result["text_truncated"] = json!(true);
-                    size = result.to_string().len();
-                }
-            }
-            used += size;
-            shown.push(result);
-        }
-        let next = offset + shown.len();
-        let more = next < available || available == offset + page;
+        // What the page carries besides its results, with room for the paging fields.
+        let overhead = value.to_string().len() + 400;
+        let (shown, next) = fit_page(results, offset, page, budget.saturating_sub(overhead));
         value["offset"] = json!(offset);
-        value["next_offset"] = if more && !shown.is_empty() {
-            json!(next)
-        } else {
-            Value::Null
-        };
+        value["next_offset"] = json!(next);
         value["results"] = Value::Array(shown);
         if let Indexing::Running { embedded, to_embed } = self.indexing() {
             value["partial"] = json!(true);
@@ -452,6 +420,43 @@ impl Shared {
             ));
         }
     }
+}
+
+/// The page of `ranked` (all results up to the page's end) from `offset`, at most `page`
+/// results and `budget` bytes of JSON, and the next page's offset if there may be more.
+/// A first result over the budget alone is kept with its `text` cut to fit.
+fn fit_page(
+    ranked: Vec<Value>,
+    offset: usize,
+    page: usize,
+    budget: usize,
+) -> (Vec<Value>, Option<usize>) {
+    let ranked_len = ranked.len();
+    let mut used = 0;
+    let mut shown = Vec::new();
+    for mut result in ranked.into_iter().skip(offset).take(page) {
+        let mut size = result.to_string().len();
+        if used + size > budget {
+            if !shown.is_empty() {
+                break;
+            }
+            if let Some(text) = result.get("text").and_then(Value::as_str) {
+                let keep = budget.saturating_sub(size - text.len());
+                // JSON escapes can double a character's size; keep half to be safe.
+                let cut: String = text.chars().take(keep / 2).collect();
+                result["text"] = json!(cut);
+                result["text_truncated"] = json!(true);
+                size = result.to_string().len();
+            }
+        }
+        used += size;
+        shown.push(result);
+    }
+    let next = offset + shown.len();
+    // A full ranking may go on; a short one ended at its last result.
+    let more = next < ranked_len || ranked_len == offset + page;
+    let next = (more && !shown.is_empty()).then_some(next);
+    (shown, next)
 }
 
 /// Four bytes of JSON per token: a cautious estimate for code and English.
@@ -470,10 +475,6 @@ fn paged_ranking(
     ranking.max_per_file = Some(ranking.max_per_file());
     ranking.limit = offset + page;
     (ranking, page)
-}
-
-fn explain(common: &Common) -> bool {
-    common.explain.unwrap_or(false)
 }
 
 fn message(error: impl Into<EngineError>) -> String {
@@ -573,4 +574,91 @@ pub fn serve_stdio(
             .map_err(|e| McpError::Connection(e.to_string()))?;
         Ok(())
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{IndexArgs, SearchArgs};
+
+    fn results(n: usize, text: &str) -> Vec<Value> {
+        (0..n)
+            .map(|i| json!({"chunk_id": i, "text": text}))
+            .collect()
+    }
+
+    #[test]
+    fn pages_stop_at_the_limit_or_the_budget() {
+        let (shown, next) = fit_page(results(10, "x"), 0, 4, 10_000);
+        assert_eq!((shown.len(), next), (4, Some(4)));
+        let (shown, next) = fit_page(results(10, "x"), 6, 4, 10_000);
+        assert_eq!(
+            (shown.len(), next),
+            (4, Some(10)),
+            "a full ranking may go on"
+        );
+        let (shown, next) = fit_page(results(7, "x"), 4, 4, 10_000);
+        assert_eq!((shown.len(), next), (3, None), "a short ranking has ended");
+        let one = results(1, "x")[0].to_string().len();
+        let (shown, next) = fit_page(results(10, "x"), 0, 4, 2 * one + 1);
+        assert_eq!(
+            (shown.len(), next),
+            (2, Some(2)),
+            "the budget leaves the rest for the next page"
+        );
+        assert_eq!(fit_page(results(3, "x"), 5, 4, 10_000), (vec![], None));
+    }
+
+    #[test]
+    fn a_single_result_over_the_budget_is_cut_to_fit() {
+        let (shown, next) = fit_page(results(2, &"long line\n".repeat(500)), 0, 2, 1000);
+        assert_eq!((shown.len(), next), (1, Some(1)));
+        assert!(shown[0].to_string().len() <= 1000);
+        assert_eq!(shown[0]["text_truncated"], true);
+    }
+
+    #[test]
+    fn arguments_are_parsed_with_the_culprit_named() {
+        let object = |value: Value| value.as_object().unwrap().clone();
+        let args: SearchArgs = parse(object(
+            json!({"query": "q", "limit": 3, "paths": ["src/**"]}),
+        ))
+        .unwrap();
+        assert_eq!(
+            (args.limit, args.request(None).paths),
+            (Some(3), vec!["src/**".to_owned()])
+        );
+        let error = parse::<SearchArgs>(object(json!({"query": "q", "limit": "ten"}))).unwrap_err();
+        assert!(error.starts_with("argument limit: invalid type"), "{error}");
+        let error =
+            parse::<SearchArgs>(object(json!({"query": "q", "max_results": 5}))).unwrap_err();
+        assert!(
+            error.contains("unknown argument max_results") && error.contains("limit"),
+            "{error}"
+        );
+        let error = parse::<SearchArgs>(object(json!({}))).unwrap_err();
+        assert!(error.contains("missing field `query`"), "{error}");
+        let error = parse::<IndexArgs>(object(json!({"action": "explode"}))).unwrap_err();
+        assert!(
+            error.contains("action") && error.contains("build"),
+            "{error}"
+        );
+    }
+
+    #[test]
+    fn schemas_are_objects_that_describe_every_argument() {
+        let schema = input_schema::<SearchArgs>();
+        assert_eq!(schema["type"], "object");
+        for (name, property) in schema["properties"].as_object().unwrap() {
+            assert!(
+                property.get("description").is_some(),
+                "{name} has no description"
+            );
+        }
+        assert_eq!(
+            input_schema::<SearchArgs>(),
+            schema,
+            "the same schema every time"
+        );
+    }
 }

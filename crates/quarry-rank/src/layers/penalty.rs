@@ -11,6 +11,7 @@ use crate::{
 
 /// What to do with test code (tests, fixtures, mocks).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum IncludeTests {
     /// Penalise it, unless the query is about tests or every candidate is test code.
