@@ -315,11 +315,13 @@ fn the_mcp_server_answers_a_real_client_as_the_cli_does() {
     );
     let four = json(dir, &["search", "--json", "-k", "4", "shipping cost"]);
 
+    let fresh = shop();
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/mcp_client.py");
     let out = Command::new(quarry_testkit::python())
         .arg(script)
         .arg(env!("CARGO_BIN_EXE_quarry"))
         .arg(dir)
+        .arg(fresh.path())
         .output()
         .unwrap();
     assert!(
@@ -370,6 +372,15 @@ fn the_mcp_server_answers_a_real_client_as_the_cli_does() {
         );
     }
     assert_eq!(search_schema["required"], serde_json::json!(["query"]));
+
+    // A fresh repository answers at once, from what is indexed so far, and says so.
+    let (during, after) = (
+        &mcp["fresh"]["during"]["result"],
+        &mcp["fresh"]["after"]["result"],
+    );
+    assert_eq!(during["partial"], true, "{}", mcp["fresh"]);
+    assert!(during["note"].as_str().unwrap().contains("indexed so far"));
+    assert!(after.get("partial").is_none() && !after["results"].as_array().unwrap().is_empty());
 
     let status = &mcp["status"]["result"];
     assert_eq!(status["indexing"]["state"], "finished", "{status}");

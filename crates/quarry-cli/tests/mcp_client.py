@@ -1,7 +1,8 @@
 """The client side of tests/mcp.rs: drives `quarry mcp` with the official MCP Python SDK.
 
-Usage: mcp_client.py QUARRY_BINARY REPO_ROOT. Prints one JSON object with what every call
-returned; the Rust test checks it (and compares the results with the CLI's).
+Usage: mcp_client.py QUARRY_BINARY REPO_ROOT FRESH_ROOT. REPO_ROOT is indexed already;
+FRESH_ROOT is not, so its server answers while it indexes. Prints one JSON object with what
+every call returned; the Rust test checks it (and compares the results with the CLI's).
 """
 
 import asyncio
@@ -25,12 +26,35 @@ async def call(session, name, arguments):
     return {"result": result.structured_content}
 
 
-async def main(quarry, root):
-    server = StdioServerParameters(
-        command=quarry, args=["mcp", "--root", root], env=dict(os.environ)
-    )
-    out = {}
-    async with stdio_client(server) as (read, write):
+def server(quarry, root):
+    return StdioServerParameters(command=quarry, args=["mcp", "--root", root], env=dict(os.environ))
+
+
+async def wait_for_index(session):
+    """Polls index status until the background indexing has finished; its last answer."""
+    deadline = time.time() + 300
+    while True:
+        status = await call(session, "index", {"action": "status"})
+        state = status["result"]["indexing"]["state"]
+        if state in ("finished", "failed") or time.time() > deadline:
+            return status
+        await asyncio.sleep(0.5)
+
+
+async def while_indexing(quarry, root):
+    """A search right after start, while the server embeds, then one after it finished."""
+    async with stdio_client(server(quarry, root)) as (read, write):
+        async with ClientSession(read, write) as session:
+            await session.initialize()
+            during = await call(session, "semantic_search", {"query": "cart total with tax"})
+            await wait_for_index(session)
+            after = await call(session, "semantic_search", {"query": "cart total with tax"})
+            return {"during": during, "after": after}
+
+
+async def main(quarry, root, fresh_root):
+    out = {"fresh": await while_indexing(quarry, fresh_root)}
+    async with stdio_client(server(quarry, root)) as (read, write):
         async with ClientSession(read, write) as session:
             init = await session.initialize()
             out["server"] = init.server_info.name
@@ -44,15 +68,8 @@ async def main(quarry, root):
             out["schemas_stable"] = schemas[0] == schemas[1]
             out["tools"] = {t.name: t.model_dump(mode="json") for t in listings[0].tools}
 
-            # The server indexes in the background on start; wait for it.
-            deadline = time.time() + 300
-            while True:
-                status = await call(session, "index", {"action": "status"})
-                state = status["result"]["indexing"]["state"]
-                if state in ("finished", "failed") or time.time() > deadline:
-                    break
-                await asyncio.sleep(0.5)
-            out["status"] = status
+            # The server brings the index up to date in the background on start.
+            out["status"] = await wait_for_index(session)
 
             valid = {
                 "search": ("semantic_search", {"query": "retry with exponential backoff"}),
@@ -107,4 +124,4 @@ async def main(quarry, root):
     json.dump(out, sys.stdout)
 
 
-asyncio.run(main(sys.argv[1], sys.argv[2]))
+asyncio.run(main(sys.argv[1], sys.argv[2], sys.argv[3]))
