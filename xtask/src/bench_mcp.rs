@@ -41,8 +41,7 @@ pub fn run(args: &[String]) -> Result<()> {
             other => bail!("unknown option {other:?} (see `cargo xtask help`)"),
         }
     }
-    let root =
-        root.context("--root DIR: an indexed repository (`quarry index --root DIR` first)")?;
+    let root = root.context("--root DIR: an indexed repository (`quarry index DIR` first)")?;
     let quarry = std::env::current_exe()?.with_file_name("quarry");
     ensure!(
         quarry.is_file(),
@@ -128,7 +127,7 @@ fn in_process_latencies(root: &Path, calls: usize) -> Result<(u64, Vec<f64>)> {
     let chunks = engine.store().counts()?.chunks;
     ensure!(
         chunks > 0,
-        "{} has no index: run `quarry index --root {0}` first",
+        "{} has no index: run `quarry index {0}` first",
         root.display()
     );
     let search = SearchOptions::default();
