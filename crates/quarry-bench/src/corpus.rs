@@ -15,6 +15,7 @@ use globset::{Glob, GlobSetBuilder};
 use serde::{Deserialize, Serialize};
 
 use crate::BenchError;
+use crate::files::{Index, copy_files, list_files};
 
 /// `corpora.yaml`.
 #[derive(Debug, Clone, Deserialize)]
@@ -199,14 +200,10 @@ impl Corpus {
     /// Downloads and unpacks the package, then keeps `root` minus `exclude` as `dir`
     /// (renamed into place, so an interrupted fetch leaves no half corpus).
     fn download(&self, origin: Origin<'_>, cache: &Path, dir: &Path) -> Result<(), BenchError> {
-        let io = |path: &Path| {
-            let path = path.to_path_buf();
-            move |source| BenchError::Io { path, source }
-        };
-        fs::create_dir_all(cache).map_err(io(cache))?;
-        let work = tempfile::tempdir_in(cache).map_err(io(cache))?;
+        fs::create_dir_all(cache).map_err(BenchError::io(cache))?;
+        let work = tempfile::tempdir_in(cache).map_err(BenchError::io(cache))?;
         let unpacked = work.path().join("unpacked");
-        fs::create_dir(&unpacked).map_err(io(&unpacked))?;
+        fs::create_dir(&unpacked).map_err(BenchError::io(&unpacked))?;
         let package = match origin {
             Origin::Cargo(name, version) => self.cargo_package(work.path(), name, version)?,
             Origin::Pip(name, version) => {
@@ -237,7 +234,7 @@ impl Corpus {
         };
         let kept = work.path().join("kept");
         self.copy_tree(&root, &kept)?;
-        fs::rename(&kept, dir).map_err(io(dir))?;
+        fs::rename(&kept, dir).map_err(BenchError::io(dir))?;
         Ok(())
     }
 
@@ -326,20 +323,11 @@ impl Corpus {
         if !from.is_dir() {
             return Err(self.failed(format!("the package has no {}", from.display())));
         }
-        for relative in list_files(from)? {
-            if exclude.is_match(&relative) || CLIENT_MARKERS.contains(&relative.as_str()) {
-                continue;
-            }
-            let target = to.join(&relative);
-            let io = |path: &Path| {
-                let path = path.to_path_buf();
-                move |source| BenchError::Io { path, source }
-            };
-            if let Some(parent) = target.parent() {
-                fs::create_dir_all(parent).map_err(io(parent))?;
-            }
-            fs::copy(from.join(&relative), &target).map_err(io(&target))?;
-        }
+        let files = list_files(from, Index::Skip)?;
+        let kept = files.iter().filter(|relative| {
+            !exclude.is_match(relative) && !CLIENT_MARKERS.contains(&relative.as_str())
+        });
+        copy_files(from, to, kept.map(String::as_str))?;
         Ok(())
     }
 
@@ -400,7 +388,7 @@ impl Manifest {
     /// The manifest of the files under `dir` (leaving out an index kept there).
     pub fn of(dir: &Path) -> Result<Self, BenchError> {
         let mut files = BTreeMap::new();
-        for relative in list_files(dir)? {
+        for relative in list_files(dir, Index::Skip)? {
             let path = dir.join(&relative);
             let bytes = fs::read(&path).map_err(|source| BenchError::Io { path, source })?;
             let lines = bytes.split(|&b| b == b'\n').count() - usize::from(bytes.ends_with(b"\n"));
@@ -472,36 +460,6 @@ impl Manifest {
         paths.sort();
         paths
     }
-}
-
-/// The files under `dir`, relative and `/`-separated, sorted; the `.quarry` index directory
-/// is left out.
-fn list_files(dir: &Path) -> Result<Vec<String>, BenchError> {
-    let mut files = Vec::new();
-    let mut pending = vec![dir.to_path_buf()];
-    while let Some(current) = pending.pop() {
-        let entries = fs::read_dir(&current).map_err(|source| BenchError::Io {
-            path: current.clone(),
-            source,
-        })?;
-        for entry in entries {
-            let entry = entry.map_err(|source| BenchError::Io {
-                path: current.clone(),
-                source,
-            })?;
-            let path = entry.path();
-            if entry.file_name() == quarry_store::INDEX_DIR {
-                continue;
-            }
-            if path.is_dir() {
-                pending.push(path);
-            } else if let Ok(relative) = path.strip_prefix(dir) {
-                files.push(relative.to_string_lossy().replace('\\', "/"));
-            }
-        }
-    }
-    files.sort();
-    Ok(files)
 }
 
 #[cfg(test)]

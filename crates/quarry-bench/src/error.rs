@@ -79,3 +79,11 @@ pub enum BenchError {
     #[error(transparent)]
     Store(#[from] quarry_store::StoreError),
 }
+
+impl BenchError {
+    /// Wraps an I/O error on `path` (for `map_err`).
+    pub(crate) fn io(path: &std::path::Path) -> impl FnOnce(std::io::Error) -> BenchError {
+        let path = path.to_path_buf();
+        move |source| BenchError::Io { path, source }
+    }
+}

@@ -37,6 +37,7 @@ pub mod cases;
 pub mod corpus;
 pub mod docs;
 mod error;
+mod files;
 pub mod metrics;
 pub mod report;
 mod run;

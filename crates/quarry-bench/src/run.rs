@@ -16,6 +16,7 @@ use crate::arms::{Arm, Ranker};
 use crate::cases::{Case, CaseFile, Category};
 use crate::corpus::Corpus;
 use crate::docs::{self, DocCase};
+use crate::files::{Index, copy_files, list_files};
 use crate::metrics::{self, DEPTH, Hit, Scores};
 use crate::stats::Rng;
 
@@ -514,28 +515,11 @@ fn sync_worktree(source: &Path, work: &Path) -> Result<(), BenchError> {
 
 /// Replaces `to` with a copy of `from`, index included.
 fn copy_tree(from: &Path, to: &Path) -> Result<(), BenchError> {
-    let io = |path: &Path| {
-        let path = path.to_path_buf();
-        move |source| BenchError::Io { path, source }
-    };
     if to.exists() {
-        fs::remove_dir_all(to).map_err(io(to))?;
+        fs::remove_dir_all(to).map_err(BenchError::io(to))?;
     }
-    let mut pending = vec![PathBuf::new()];
-    while let Some(relative) = pending.pop() {
-        let dir = from.join(&relative);
-        fs::create_dir_all(to.join(&relative)).map_err(io(&to.join(&relative)))?;
-        for entry in fs::read_dir(&dir).map_err(io(&dir))? {
-            let entry = entry.map_err(io(&dir))?;
-            let relative = relative.join(entry.file_name());
-            if entry.file_type().map_err(io(&entry.path()))?.is_dir() {
-                pending.push(relative);
-            } else {
-                fs::copy(entry.path(), to.join(&relative)).map_err(io(&entry.path()))?;
-            }
-        }
-    }
-    Ok(())
+    let files = list_files(from, Index::Keep)?;
+    copy_files(from, to, files.iter().map(String::as_str))
 }
 
 /// Mean scores of `cases` grouped by `key`, with the count per group.
