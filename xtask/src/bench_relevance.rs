@@ -6,8 +6,9 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail, ensure};
 use quarry_bench::arms::{ABLATIONS, Arm};
-use quarry_bench::cases::CaseFile;
+use quarry_bench::cases::{CaseFile, Split};
 use quarry_bench::corpus::{CorporaFile, Suite};
+use quarry_bench::peers::SemblePeer;
 use quarry_bench::report::Report;
 use quarry_bench::{Progress, RunOptions};
 use quarry_embed::{DEFAULT_MODEL, EmbedderOptions};
@@ -39,6 +40,8 @@ pub fn run(args: &[String]) -> Result<()> {
     let mut plan = Plan::Controls;
     let mut baseline: Option<PathBuf> = None;
     let mut doc_cases = quarry_bench::docs::PER_CORPUS;
+    let mut split = Split::All;
+    let mut peers = true;
     let mut out = suite_dir.join("reports");
     let mut args = args.iter();
     while let Some(arg) = args.next() {
@@ -80,6 +83,15 @@ pub fn run(args: &[String]) -> Result<()> {
                 }
             }
             "--no-controls" => plan = Plan::Hybrid,
+            "--no-peers" => peers = false,
+            "--split" => {
+                split = match value()?.as_str() {
+                    "all" => Split::All,
+                    "tuning" => Split::Tuning,
+                    "held-out" => Split::HeldOut,
+                    other => bail!("--split all|tuning|held-out, not {other:?}"),
+                }
+            }
             "--baseline" => baseline = Some(value()?.into()),
             "--doc-cases" => doc_cases = value()?.parse().context("--doc-cases N")?,
             "--out" => out = value()?.into(),
@@ -125,6 +137,11 @@ pub fn run(args: &[String]) -> Result<()> {
 
     let hybrid = Arm::hybrid();
     let (arms, title, slug) = match &plan {
+        Plan::Controls if peers && suite == Suite::Full => {
+            let mut arms = Arm::with_controls();
+            arms.extend(Arm::peers());
+            (arms, "hybrid, peers and controls".to_owned(), String::new())
+        }
         Plan::Controls => (
             Arm::with_controls(),
             "hybrid and controls".to_owned(),
@@ -154,7 +171,12 @@ pub fn run(args: &[String]) -> Result<()> {
             (arms, format!("ablations of {}", parts.join(", ")), slug)
         }
     };
-    let suite_slug = if suite == Suite::Smoke { "-smoke" } else { "" };
+    let suite_slug = match (suite, split) {
+        (Suite::Smoke, _) => "-smoke",
+        (_, Split::Tuning) => "-tuning",
+        (_, Split::HeldOut) => "-held-out",
+        (_, Split::All) => "",
+    };
 
     let model = provisioner().resolve(&DEFAULT_MODEL)?;
     let cache = directories::ProjectDirs::from("", "", "quarry")
@@ -162,6 +184,11 @@ pub fn run(args: &[String]) -> Result<()> {
         .cache_dir()
         .join("bench");
     let commit = git_commit(root);
+    let semble = arms
+        .iter()
+        .any(|a| a.ranker == quarry_bench::arms::Ranker::Semble)
+        .then(|| semble_peer(&cache, &suite_dir))
+        .transpose()?;
     let options = RunOptions {
         suite_dir: suite_dir.clone(),
         corpora,
@@ -174,6 +201,8 @@ pub fn run(args: &[String]) -> Result<()> {
             ..EngineOptions::default()
         },
         doc_cases,
+        split,
+        semble,
         commit: commit.clone(),
     };
     let compare = matches!(plan, Plan::Ab { .. } | Plan::Ablate(_));
@@ -215,6 +244,44 @@ pub fn run(args: &[String]) -> Result<()> {
         drops.join(", ")
     );
     Ok(())
+}
+
+/// The pinned peer: semble from PyPI, with the Python packages it needs.
+const SEMBLE_PACKAGES: [&str; 1] = ["semble==0.7.0"];
+
+/// semble in a virtual environment of the benchmark's own (made once in the cache, remade
+/// when the pin changes), with its driver script and the stand-in model's directory.
+fn semble_peer(cache: &Path, suite_dir: &Path) -> Result<SemblePeer> {
+    let venv = cache.join("semble-venv");
+    let python = venv.join("bin/python");
+    let pins = venv.join("quarry-pins.txt");
+    let wanted = SEMBLE_PACKAGES.join("\n");
+    if std::fs::read_to_string(&pins).ok().as_deref() != Some(wanted.as_str()) {
+        eprintln!(
+            "installing {SEMBLE_PACKAGES:?} into {} (once)",
+            venv.display()
+        );
+        let status = std::process::Command::new("python3")
+            .args(["-m", "venv", "--clear"])
+            .arg(&venv)
+            .status()?;
+        ensure!(
+            status.success(),
+            "python3 -m venv {} failed",
+            venv.display()
+        );
+        let status = std::process::Command::new(&python)
+            .args(["-m", "pip", "install", "--quiet"])
+            .args(SEMBLE_PACKAGES)
+            .status()?;
+        ensure!(status.success(), "pip install {SEMBLE_PACKAGES:?} failed");
+        std::fs::write(&pins, wanted)?;
+    }
+    Ok(SemblePeer {
+        python,
+        script: suite_dir.join("peer_semble.py"),
+        model_dir: cache.join("semble-stand-in-model"),
+    })
 }
 
 fn show_progress(progress: Progress) {

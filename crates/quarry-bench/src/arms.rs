@@ -1,8 +1,9 @@
 //! Arms: the rankings a run compares, from quarry's own configurations to the controls that
 //! validate the harness, and the settings and ablations that derive one arm from another.
 
-use quarry_engine::SearchMode;
+use quarry_engine::{LegWeights, SearchMode};
 use quarry_rank::{LayerKind, RankingConfig};
+use quarry_store::LexicalWeights;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -29,7 +30,20 @@ pub enum Ranker {
         ranking: RankingConfig,
         /// Whether chunks are embedded behind their header (an index per value).
         embed_header: bool,
+        /// The legs' weights by query shape.
+        #[serde(default)]
+        legs: LegWeights,
+        /// The lexical leg's field weights.
+        #[serde(default)]
+        lexical: LexicalWeights,
     },
+    /// semble 0.7.0 from PyPI, searching with BM25 and its own ranking (dense weight 0: its
+    /// model cannot be downloaded here), through `bench-suite/peer_semble.py`: the peer to
+    /// beat.
+    Semble,
+    /// ripgrep over the query's words, lines ranked by how many distinct words they hold:
+    /// what a person with grep gets, the floor a search engine must clear.
+    Ripgrep,
     /// Ten chunks drawn at random from the index, seeded by the case: the floor.
     Random,
     /// Each target's first chunk, relevant targets first: the ceiling (below 1 only for a
@@ -51,8 +65,24 @@ impl Arm {
                 mode,
                 ranking: RankingConfig::default(),
                 embed_header: true,
+                legs: LegWeights::default(),
+                lexical: LexicalWeights::default(),
             },
         }
+    }
+
+    /// The peer arms: semble and ripgrep.
+    pub fn peers() -> Vec<Arm> {
+        vec![
+            Arm {
+                name: "semble".into(),
+                ranker: Ranker::Semble,
+            },
+            Arm {
+                name: "ripgrep".into(),
+                ranker: Ranker::Ripgrep,
+            },
+        ]
     }
 
     /// The full run's arms: hybrid, then the controls (dense only, lexical only, random,
@@ -74,53 +104,64 @@ impl Arm {
     }
 
     /// This arm with `key` set to `value`, named `key=value`: `mode`, `embed-header`,
-    /// `diversity-cap` (the per-file cap, `max_per_file`) or any [`RankingConfig`] field
-    /// (dashes for underscores), its value as JSON or a bare string.
+    /// `diversity-cap` (the per-file cap, `max_per_file`), `legs.SHAPE` (the dense leg's
+    /// weight for `identifier`, `sentence` or `phrase` queries), `lexical.FIELD` (a lexical
+    /// field's weight) or any [`RankingConfig`] field (dashes for underscores; a dot reaches
+    /// inside, as in `penalties.test`), its value as JSON or a bare string.
     pub fn with_setting(&self, key: &str, value: &str) -> Result<Arm, BenchError> {
         let invalid = |message: String| BenchError::Setting {
             setting: format!("{key}={value}"),
             message,
         };
-        let Some((mut mode, ranking, mut embed_header)) = self.engine_settings() else {
+        let Some(settings) = self.engine_settings() else {
             return Err(invalid("only quarry's own arms take settings".into()));
         };
         let json: Value =
             serde_json::from_str(value).unwrap_or_else(|_| Value::String(value.into()));
-        let field = match key {
-            "diversity-cap" => "max_per_file".to_owned(),
-            other => other.replace('-', "_"),
+        let key_path = match key {
+            "diversity-cap" => "ranking.max_per_file".to_owned(),
+            "mode" | "embed-header" => key.replace('-', "_"),
+            other if other.starts_with("legs.") || other.starts_with("lexical.") => {
+                other.replace('-', "_")
+            }
+            other => format!("ranking.{}", other.replace('-', "_")),
         };
-        let mut ranking_json = serde_json::to_value(&ranking).expect("a ranking config serialises");
-        match field.as_str() {
-            "mode" => mode = serde_json::from_value(json).map_err(|e| invalid(e.to_string()))?,
-            "embed_header" => {
-                embed_header = json
-                    .as_bool()
-                    .ok_or_else(|| invalid("expected true or false".into()))?
-            }
-            _ => {
-                let fields = ranking_json
-                    .as_object_mut()
-                    .expect("a struct serialises to an object");
-                if !fields.contains_key(&field) {
-                    let mut known: Vec<&str> = fields.keys().map(String::as_str).collect();
-                    known.extend(["mode", "embed_header", "diversity-cap"]);
-                    return Err(invalid(format!(
-                        "no such setting; known: {}",
-                        known.join(", ")
-                    )));
-                }
-                fields.insert(field, json);
-            }
+        let mut tree = serde_json::to_value(&settings).expect("an arm's settings serialise");
+        let mut node = &mut tree;
+        let segments: Vec<&str> = key_path.split('.').collect();
+        let (last, parents) = segments.split_last().expect("a key has a segment");
+        for segment in parents {
+            node = node
+                .get_mut(*segment)
+                .filter(|n| n.is_object())
+                .ok_or_else(|| invalid(format!("no such setting group {segment:?}")))?;
         }
-        let ranking = serde_json::from_value(ranking_json).map_err(|e| invalid(e.to_string()))?;
+        let fields = node.as_object_mut().expect("checked to be an object");
+        if !fields.contains_key(*last) {
+            let mut known: Vec<String> = fields.keys().cloned().collect();
+            if parents == ["ranking"] {
+                known.extend(
+                    [
+                        "mode",
+                        "embed-header",
+                        "diversity-cap",
+                        "legs.*",
+                        "lexical.*",
+                    ]
+                    .map(String::from),
+                );
+            }
+            return Err(invalid(format!(
+                "no such setting; known: {}",
+                known.join(", ")
+            )));
+        }
+        fields.insert((*last).to_owned(), json);
+        let settings: EngineSettings =
+            serde_json::from_value(tree).map_err(|e| invalid(e.to_string()))?;
         Ok(Arm {
             name: format!("{key}={value}"),
-            ranker: Ranker::Engine {
-                mode,
-                ranking,
-                embed_header,
-            },
+            ranker: settings.into_ranker(),
         })
     }
 
@@ -130,22 +171,44 @@ impl Arm {
             setting: format!("--ablate {part}"),
             message: message.into(),
         };
-        let Some((mut mode, mut ranking, mut embed_header)) = self.engine_settings() else {
+        let Some(mut settings) = self.engine_settings() else {
             return Err(invalid("only quarry's own arms can be ablated"));
         };
+        let lexical = &mut settings.lexical;
         let disabled = match part {
             "dense" => {
-                mode = SearchMode::Lexical;
+                settings.mode = SearchMode::Lexical;
                 None
             }
             "lexical" => {
-                mode = SearchMode::Semantic;
+                settings.mode = SearchMode::Semantic;
                 None
             }
             "chunk-headers" => {
-                embed_header = false;
+                settings.embed_header = false;
                 None
             }
+            "leg-weights" => {
+                let even = 0.5;
+                settings.legs = LegWeights {
+                    identifier: even,
+                    sentence: even,
+                    phrase: even,
+                };
+                None
+            }
+            "deep-pool" => {
+                settings.ranking.pool = 0;
+                None
+            }
+            "lexical-name" => zero(&mut lexical.name),
+            "lexical-container" => zero(&mut lexical.container),
+            "lexical-file" => zero(&mut lexical.file),
+            "lexical-dirs" => zero(&mut lexical.dirs),
+            "lexical-comments" => zero(&mut lexical.comments),
+            "file-evidence" => Some(LayerKind::FileEvidence),
+            "definition" => Some(LayerKind::Definition),
+            "path-match" => Some(LayerKind::PathMatch),
             "pagerank" => Some(LayerKind::PageRank),
             "path-penalty" => Some(LayerKind::PathPenalty),
             "source-boost" => Some(LayerKind::SourceBoost),
@@ -158,26 +221,30 @@ impl Arm {
                 )));
             }
         };
-        ranking.disable.extend(disabled);
+        settings.ranking.disable.extend(disabled);
         Ok(Arm {
             name: format!("no-{part}"),
-            ranker: Ranker::Engine {
-                mode,
-                ranking,
-                embed_header,
-            },
+            ranker: settings.into_ranker(),
         })
     }
 
-    /// The mode, ranking and header setting of quarry's arms (`None` for controls).
-    fn engine_settings(&self) -> Option<(SearchMode, RankingConfig, bool)> {
+    /// The settings of quarry's arms (`None` for peers and controls).
+    fn engine_settings(&self) -> Option<EngineSettings> {
         match &self.ranker {
             Ranker::Engine {
                 mode,
                 ranking,
                 embed_header,
-            } => Some((*mode, ranking.clone(), *embed_header)),
-            Ranker::Random | Ranker::Oracle => None,
+                legs,
+                lexical,
+            } => Some(EngineSettings {
+                mode: *mode,
+                ranking: ranking.clone(),
+                embed_header: *embed_header,
+                legs: *legs,
+                lexical: *lexical,
+            }),
+            Ranker::Semble | Ranker::Ripgrep | Ranker::Random | Ranker::Oracle => None,
         }
     }
 
@@ -186,17 +253,58 @@ impl Arm {
     pub fn embed_header(&self) -> Option<bool> {
         match &self.ranker {
             Ranker::Engine { embed_header, .. } => Some(*embed_header),
-            Ranker::Random | Ranker::Oracle => None,
+            Ranker::Semble | Ranker::Ripgrep | Ranker::Random | Ranker::Oracle => None,
         }
     }
 }
 
-/// Every part `--ablate` can leave out: the retrieval legs, each ranking layer that runs
-/// by default, and the chunk header. (The cross-encoder rerank is off by default, so it
+/// The fields of [`Ranker::Engine`], as one value that settings and ablations edit.
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct EngineSettings {
+    mode: SearchMode,
+    ranking: RankingConfig,
+    embed_header: bool,
+    legs: LegWeights,
+    lexical: LexicalWeights,
+}
+
+impl EngineSettings {
+    fn into_ranker(self) -> Ranker {
+        Ranker::Engine {
+            mode: self.mode,
+            ranking: self.ranking,
+            embed_header: self.embed_header,
+            legs: self.legs,
+            lexical: self.lexical,
+        }
+    }
+}
+
+/// Sets a lexical weight to 0 (the field leaves the query); no layer to disable.
+fn zero(weight: &mut f32) -> Option<LayerKind> {
+    *weight = 0.0;
+    None
+}
+
+/// Every part `--ablate` can leave out: the retrieval legs, their weights by query shape
+/// (`leg-weights`: even instead), the deep candidate pool (`deep-pool`: `limit ×
+/// max_per_file` only), each lexical field (`lexical-*`: weight 0), each ranking layer that
+/// runs by default, and the chunk header. (The cross-encoder rerank is off by default, so it
 /// has nothing to ablate.)
-pub const ABLATIONS: [&str; 8] = [
+pub const ABLATIONS: [&str; 18] = [
     "dense",
     "lexical",
+    "leg-weights",
+    "deep-pool",
+    "lexical-name",
+    "lexical-container",
+    "lexical-file",
+    "lexical-dirs",
+    "lexical-comments",
+    "file-evidence",
+    "definition",
+    "path-match",
     "pagerank",
     "path-penalty",
     "source-boost",
@@ -215,6 +323,7 @@ mod tests {
                 mode,
                 ranking,
                 embed_header,
+                ..
             } => (*mode, ranking, *embed_header),
             _ => panic!("not an engine arm"),
         }
@@ -241,6 +350,20 @@ mod tests {
             "{unknown}"
         );
         assert!(hybrid.with_setting("limit", "\"ten\"").is_err());
+        let test = hybrid.with_setting("penalties.test", "0.3").unwrap();
+        assert_eq!(engine(&test).1.penalties.test, 0.3);
+        let Ranker::Engine { legs, lexical, .. } = hybrid
+            .with_setting("legs.sentence", "0.6")
+            .unwrap()
+            .with_setting("lexical.name", "5")
+            .unwrap()
+            .ranker
+        else {
+            panic!("not an engine arm")
+        };
+        assert_eq!((legs.sentence, lexical.name), (0.6, 5.0));
+        assert!(hybrid.with_setting("lexical.colour", "1").is_err());
+        assert!(Arm::peers()[0].with_setting("mode", "lexical").is_err());
     }
 
     #[test]

@@ -35,6 +35,39 @@ pub struct Case {
     pub secondary: Vec<Target>,
 }
 
+impl Case {
+    /// Whether the case is held out: about a third of the cases, chosen by a seeded hash
+    /// of corpus and id (so a new case falls on either side without moving the others),
+    /// that no tuning run looks at (`--split tuning` leaves them out) and that reports
+    /// score apart, so that the suite measures the product rather than what was tuned on it.
+    pub fn held_out(&self, corpus: &str) -> bool {
+        crate::stats::Rng::from_key(&format!("held-out/{corpus}/{}", self.id)).below(3) == 0
+    }
+}
+
+/// Which cases a run scores.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Split {
+    /// Every case.
+    #[default]
+    All,
+    /// The cases tuning may look at.
+    Tuning,
+    /// The held-out cases alone.
+    HeldOut,
+}
+
+impl Split {
+    /// Whether a case held out or not (`held_out`) belongs to this split.
+    pub fn admits(self, held_out: bool) -> bool {
+        match self {
+            Split::All => true,
+            Split::Tuning => !held_out,
+            Split::HeldOut => held_out,
+        }
+    }
+}
+
 /// The kind of question a case asks; metrics are reported per category.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]

@@ -58,8 +58,8 @@ pub enum Suite {
     Smoke,
 }
 
-/// Where a corpus comes from: exactly one of `cargo`, `pip`, `npm` (each with `version`) or
-/// `path` (relative to `corpora.yaml`).
+/// Where a corpus comes from: exactly one of `cargo`, `pip`, `npm`, `debian` (each with
+/// `version`) or `path` (relative to `corpora.yaml`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Source {
@@ -72,6 +72,11 @@ pub struct Source {
     /// A package on npm.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub npm: Option<String>,
+    /// A Debian binary package that installs sources (`golang-*-dev`, `ruby-*`, `php-*`,
+    /// `lua-*`, header-only `-dev` libraries), fetched with `apt-get download` and unpacked
+    /// with `dpkg-deb -x`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub debian: Option<String>,
     /// A local directory.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub path: Option<PathBuf>,
@@ -84,20 +89,32 @@ enum Origin<'a> {
     Cargo(&'a str, &'a str),
     Pip(&'a str, &'a str),
     Npm(&'a str, &'a str),
+    Debian(&'a str, &'a str),
     Local(&'a Path),
 }
 
 impl Source {
     fn origin(&self) -> Result<Origin<'_>, String> {
         let version = self.version.as_deref();
-        match (&self.cargo, &self.pip, &self.npm, &self.path, version) {
-            (Some(name), None, None, None, Some(v)) => Ok(Origin::Cargo(name, v)),
-            (None, Some(name), None, None, Some(v)) => Ok(Origin::Pip(name, v)),
-            (None, None, Some(name), None, Some(v)) => Ok(Origin::Npm(name, v)),
-            (None, None, None, Some(path), None) => Ok(Origin::Local(path)),
+        let registries = [
+            self.cargo.as_deref().map(|n| Origin::Cargo(n, "")),
+            self.pip.as_deref().map(|n| Origin::Pip(n, "")),
+            self.npm.as_deref().map(|n| Origin::Npm(n, "")),
+            self.debian.as_deref().map(|n| Origin::Debian(n, "")),
+        ];
+        let mut named = registries.into_iter().flatten();
+        match (named.next(), named.next(), &self.path, version) {
+            (Some(origin), None, None, Some(v)) => Ok(match origin {
+                Origin::Cargo(name, _) => Origin::Cargo(name, v),
+                Origin::Pip(name, _) => Origin::Pip(name, v),
+                Origin::Npm(name, _) => Origin::Npm(name, v),
+                Origin::Debian(name, _) => Origin::Debian(name, v),
+                Origin::Local(_) => unreachable!("a registry origin"),
+            }),
+            (None, None, Some(path), None) => Ok(Origin::Local(path)),
             _ => Err(
-                "a source is one of `cargo`, `pip` or `npm` with an exact `version`, \
-                 or a `path`"
+                "a source is one of `cargo`, `pip`, `npm` or `debian` with an exact \
+                 `version`, or a `path`"
                     .into(),
             ),
         }
@@ -128,7 +145,7 @@ impl CorporaFile {
             if let Some(v) = &corpus.source.version
                 && !v
                     .chars()
-                    .all(|c| c.is_ascii_alphanumeric() || ".-+".contains(c))
+                    .all(|c| c.is_ascii_alphanumeric() || ".-+~:".contains(c))
             {
                 return Err(invalid(format!("{v:?} is not an exact version")));
             }
@@ -157,6 +174,7 @@ impl Corpus {
             Ok(Origin::Cargo(name, v)) => format!("crates.io {name} {v}"),
             Ok(Origin::Pip(name, v)) => format!("PyPI {name} {v} (sdist)"),
             Ok(Origin::Npm(name, v)) => format!("npm {name} {v}"),
+            Ok(Origin::Debian(name, v)) => format!("Debian {name} {v}"),
             Ok(Origin::Local(path)) => format!("local {}", path.display()),
             Err(_) => "invalid source".into(),
         }
@@ -225,6 +243,22 @@ impl Corpus {
                     .arg(work.path());
                 self.run(&mut npm)?;
                 self.unpack_single(work.path(), &unpacked)?
+            }
+            Origin::Debian(name, version) => {
+                let spec = format!("{name}={version}");
+                self.run(
+                    Command::new("apt-get")
+                        .args(["download", "--quiet", &spec])
+                        .current_dir(work.path()),
+                )?;
+                let deb = fs::read_dir(work.path())
+                    .map_err(BenchError::io(work.path()))?
+                    .filter_map(Result::ok)
+                    .map(|e| e.path())
+                    .find(|p| p.extension().is_some_and(|e| e == "deb"))
+                    .ok_or_else(|| self.failed("apt-get downloaded no .deb".into()))?;
+                self.run(Command::new("dpkg-deb").arg("-x").arg(&deb).arg(&unpacked))?;
+                unpacked
             }
             Origin::Local(_) => unreachable!("local corpora are not downloaded"),
         };
@@ -478,7 +512,14 @@ mod tests {
         };
         assert!(load(yaml("{cargo: axum, version: 0.8.9}")).is_ok());
         assert!(load(yaml("{path: ../fixtures}")).is_ok());
+        assert!(
+            load(yaml(
+                "{debian: libspdlog-dev, version: \"1:1.10.0+ds-0.4\"}"
+            ))
+            .is_ok()
+        );
         for bad in [
+            "{debian: lua-penlight, pip: x, version: 1}",
             "{cargo: axum}",
             "{cargo: axum, npm: x, version: 1}",
             "{path: a, version: 1}",

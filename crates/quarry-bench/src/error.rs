@@ -53,6 +53,24 @@ pub enum BenchError {
         /// What failed.
         message: String,
     },
+    /// A peer arm's tool failed.
+    #[error("{peer} on {corpus}: {message}")]
+    Peer {
+        /// The tool (`semble`, `ripgrep`).
+        peer: String,
+        /// The corpus it searched.
+        corpus: String,
+        /// What failed.
+        message: String,
+    },
+    /// An arm needs a peer the run was not given.
+    #[error("arm {arm} needs {peer}, which this run was not given")]
+    MissingPeer {
+        /// The arm.
+        arm: String,
+        /// What it needs.
+        peer: String,
+    },
     /// An `--ab` setting or `--ablate` part is unknown or has a bad value.
     #[error("{setting}: {message}")]
     Setting {

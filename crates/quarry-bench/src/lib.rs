@@ -24,8 +24,9 @@
 //! - [`cases`][mod@cases]: `cases/<corpus>.yaml`.
 //! - [`docs`][mod@docs]: the generated doc-comment family.
 //! - [`metrics`][mod@metrics]: NDCG@10 and @5, Recall@10, MRR, the 0-3 rubric, distinct files.
-//! - [`arms`][mod@arms]: quarry's configurations, settings, ablations, and the random and oracle
-//!   controls.
+//! - [`arms`][mod@arms]: quarry's configurations, settings, ablations, the peer arms (semble,
+//!   ripgrep), and the random and oracle controls.
+//! - [`peers`][mod@peers]: running the peers.
 //! - [`run()`]: indexes each corpus once per index variant and scores every arm.
 //! - [`report`][mod@report]: summaries, paired bootstrap comparisons, regression checks, markdown and
 //!   JSON.
@@ -39,6 +40,7 @@ pub mod docs;
 mod error;
 mod files;
 pub mod metrics;
+pub mod peers;
 pub mod report;
 mod run;
 pub mod stats;

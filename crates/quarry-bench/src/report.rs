@@ -116,9 +116,19 @@ pub struct Report {
 
 impl Report {
     /// A report of `run`; `compare` adds each later arm's comparison with the first.
+    /// Without it, a run with a `semble` arm compares each of quarry's arms with semble.
     pub fn new(title: &str, run: Run, compare: bool) -> Self {
-        let comparisons = match (compare, run.arms.split_first()) {
-            (true, Some((first, rest))) => rest.iter().map(|b| Comparison::new(first, b)).collect(),
+        let peer = run.arms.iter().find(|a| a.name == "semble");
+        let comparisons = match (compare, run.arms.split_first(), peer) {
+            (true, Some((first, rest)), _) => {
+                rest.iter().map(|b| Comparison::new(first, b)).collect()
+            }
+            (false, _, Some(semble)) => run
+                .arms
+                .iter()
+                .filter(|b| matches!(b.name.as_str(), "hybrid" | "lexical-only" | "dense-only"))
+                .map(|b| Comparison::new(semble, b))
+                .collect(),
             _ => Vec::new(),
         };
         Report {
@@ -254,19 +264,43 @@ impl Report {
         let _ = writeln!(md, "```\n\n## Corpora\n");
         let _ = writeln!(
             md,
-            "| corpus | language | source | files | chunks | index s | cases | doc cases |"
+            "| corpus | language | source | files | chunks | index s | semble index s | cases | held out | doc cases |"
         );
-        let _ = writeln!(md, "|---|---|---|---:|---:|---:|---:|---:|");
+        let _ = writeln!(md, "|---|---|---|---:|---:|---:|---:|---:|---:|---:|");
+        let held_out = |corpus: &str| {
+            run.arms.first().map_or(0, |arm| {
+                arm.cases
+                    .iter()
+                    .filter(|c| c.corpus == corpus && c.held_out)
+                    .count()
+            })
+        };
         for c in &run.corpora {
             let seconds = c.index_seconds.map_or("-".into(), |s| format!("{s:.0}"));
+            let semble = c
+                .peer_index_seconds
+                .get("semble")
+                .map_or("-".into(), |s| format!("{s:.2}"));
             let _ = writeln!(
                 md,
-                "| {} | {} | {} | {} | {} | {seconds} | {} | {} |",
-                c.name, c.language, c.source, c.files, c.chunks, c.cases, c.doc_cases
+                "| {} | {} | {} | {} | {} | {seconds} | {semble} | {} | {} | {} |",
+                c.name,
+                c.language,
+                c.source,
+                c.files,
+                c.chunks,
+                c.cases,
+                held_out(&c.name),
+                c.doc_cases
             );
         }
         let _ = writeln!(md, "\n## Overall\n");
         md.push_str(&self.overall_markdown());
+        let _ = writeln!(
+            md,
+            "\nNDCG@10's 95% interval: a percentile bootstrap over the cases ({} resamples).",
+            crate::stats::RESAMPLES
+        );
         for (title, key) in [
             (
                 "By category",
@@ -277,24 +311,41 @@ impl Report {
                 "By corpus",
                 Box::new(|c: &crate::run::CaseResult| c.corpus.clone()),
             ),
+            (
+                "Held out and tuning cases (hand-written; doc cases are generated, never tuned on)",
+                Box::new(
+                    |c: &crate::run::CaseResult| match (c.category, c.held_out) {
+                        (crate::cases::Category::Doc, _) => "doc (generated)".to_owned(),
+                        (_, true) => "held out".to_owned(),
+                        (_, false) => "tuning".to_owned(),
+                    },
+                ),
+            ),
         ] {
             let _ = writeln!(md, "\n## {title}\n");
             let _ = writeln!(
                 md,
-                "| group | arm | cases | NDCG@10 | NDCG@5 | Recall@10 | MRR | rubric | files |"
+                "| group | arm | cases | NDCG@10 | 95% CI | NDCG@5 | Recall@10 | MRR | rubric | files |"
             );
-            let _ = writeln!(md, "|---|---|---:|---:|---:|---:|---:|---:|---:|");
-            let by_arm: Vec<(&str, Groups)> = run
+            let _ = writeln!(md, "|---|---|---:|---:|---|---:|---:|---:|---:|---:|");
+            let by_arm: Vec<(&ArmResult, Groups)> = run
                 .arms
                 .iter()
-                .map(|a| (a.name.as_str(), mean_by(&a.cases, &key)))
+                .map(|a| (a, mean_by(&a.cases, &key)))
                 .collect();
             let groups: std::collections::BTreeSet<&String> =
                 by_arm.iter().flat_map(|(_, g)| g.keys()).collect();
             for group in groups {
                 for (arm, means) in &by_arm {
                     if let Some((n, s)) = means.get(group) {
-                        let _ = writeln!(md, "| {group} | {arm} | {n} | {} |", cells(s));
+                        let interval = ndcg_interval(arm.cases.iter().filter(|c| key(c) == *group));
+                        let _ = writeln!(
+                            md,
+                            "| {group} | {} | {n} | {:.3} | {interval} | {} |",
+                            arm.name,
+                            s.ndcg10,
+                            cells_after_ndcg(s)
+                        );
                     }
                 }
             }
@@ -347,22 +398,37 @@ impl Report {
         let mut md = String::new();
         let _ = writeln!(
             md,
-            "| arm | cases | NDCG@10 | NDCG@5 | Recall@10 | MRR | rubric | files | p50 ms | p95 ms |"
+            "| arm | cases | NDCG@10 | 95% CI | NDCG@5 | Recall@10 | MRR | rubric | files | p50 ms | p95 ms |"
         );
-        let _ = writeln!(md, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+        let _ = writeln!(md, "|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|");
         for (name, n, s) in self.overall() {
             let (p50, p95) = self.latency(name);
-            let _ = writeln!(md, "| {name} | {n} | {} | {p50} | {p95} |", cells(&s));
+            let arm = self.run.arms.iter().find(|a| a.name == name);
+            let interval = ndcg_interval(arm.into_iter().flat_map(|a| &a.cases));
+            let _ = writeln!(
+                md,
+                "| {name} | {n} | {:.3} | {interval} | {} | {p50} | {p95} |",
+                s.ndcg10,
+                cells_after_ndcg(&s)
+            );
         }
         md
     }
 }
 
-fn cells(s: &Scores) -> String {
+/// The cells after NDCG@10: NDCG@5, Recall@10, MRR, rubric, distinct files.
+fn cells_after_ndcg(s: &Scores) -> String {
     format!(
-        "{:.3} | {:.3} | {:.3} | {:.3} | {:.2} | {:.1}",
-        s.ndcg10, s.ndcg5, s.recall10, s.mrr, s.rubric, s.distinct_files
+        "{:.3} | {:.3} | {:.3} | {:.2} | {:.1}",
+        s.ndcg5, s.recall10, s.mrr, s.rubric, s.distinct_files
     )
+}
+
+/// The 95% bootstrap interval of the mean NDCG@10 of `cases`, as `[low, high]`.
+fn ndcg_interval<'a>(cases: impl Iterator<Item = &'a crate::run::CaseResult>) -> String {
+    let values: Vec<f64> = cases.map(|c| c.scores.ndcg10).collect();
+    let interval = paired_bootstrap(&values);
+    format!("[{:.3}, {:.3}]", interval.low, interval.high)
 }
 
 fn comparison_markdown(comparison: &Comparison) -> String {

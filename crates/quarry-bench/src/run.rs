@@ -13,11 +13,12 @@ use serde::{Deserialize, Serialize};
 
 use crate::BenchError;
 use crate::arms::{Arm, Ranker};
-use crate::cases::{Case, CaseFile, Category};
+use crate::cases::{Case, CaseFile, Category, Split};
 use crate::corpus::Corpus;
 use crate::docs::{self, DocCase};
 use crate::files::{Index, copy_files, list_files};
 use crate::metrics::{self, DEPTH, Hit, Scores};
+use crate::peers::{self, PeerAnswers, SemblePeer};
 use crate::stats::Rng;
 
 /// What a run measures, and with what.
@@ -39,6 +40,10 @@ pub struct RunOptions<'a> {
     pub engine: EngineOptions,
     /// Generated doc-comment cases per corpus (0: none).
     pub doc_cases: usize,
+    /// Which hand-written cases run (generated doc cases are never held out).
+    pub split: Split,
+    /// How to run semble, for a [`Ranker::Semble`] arm.
+    pub semble: Option<SemblePeer>,
     /// The code's version, for the report (a git commit).
     pub commit: String,
 }
@@ -88,6 +93,9 @@ pub struct CorpusReport {
     pub chunks: usize,
     /// Seconds the default index took when it was last built or brought up to date.
     pub index_seconds: Option<f64>,
+    /// Seconds each peer with an index (semble) took to index the corpus cold, this run.
+    #[serde(default)]
+    pub peer_index_seconds: BTreeMap<String, f64>,
     /// Hand-written cases.
     pub cases: usize,
     /// Generated doc-comment cases.
@@ -116,6 +124,9 @@ pub struct CaseResult {
     pub category: Category,
     /// The query.
     pub query: String,
+    /// Whether the case is held out from tuning ([`Case::held_out`]).
+    #[serde(default)]
+    pub held_out: bool,
     /// Its scores.
     pub scores: Scores,
     /// The top results, `path:start-end`.
@@ -186,6 +197,7 @@ pub fn run(
             .iter()
             .filter(|file| file.corpus == corpus.name)
             .flat_map(|file| file.cases.iter().cloned())
+            .filter(|case| options.split.admits(case.held_out(&corpus.name)))
             .collect();
         let mut report = CorpusReport {
             name: corpus.name.clone(),
@@ -194,6 +206,7 @@ pub fn run(
             files: 0,
             chunks: 0,
             index_seconds: None,
+            peer_index_seconds: BTreeMap::new(),
             cases: cases.len(),
             doc_cases: 0,
         };
@@ -248,13 +261,39 @@ pub fn run(
             let index = IndexedChunks::new(chunks);
             // The first search after opening loads the vector index: not a query's cost.
             let _ = engine.search("warm up", &SearchOptions::default());
+            // Peers and controls answer on the default index's worktree (and its doc twin).
+            let default_variant = variant.embed_header;
+            let semble = match options.arms.iter().find(|a| a.ranker == Ranker::Semble) {
+                Some(arm) if default_variant => {
+                    let peer = options
+                        .semble
+                        .as_ref()
+                        .ok_or_else(|| BenchError::MissingPeer {
+                            arm: arm.name.clone(),
+                            peer: "semble (a Python with semble installed)".into(),
+                        })?;
+                    let answers = peer.answer(&corpus.name, &work, &run_cases)?;
+                    if !variant.doc
+                        && let Some(seconds) = answers.index_seconds
+                    {
+                        report.peer_index_seconds.insert(arm.name.clone(), seconds);
+                    }
+                    answers
+                }
+                _ => PeerAnswers::default(),
+            };
+            let context = Context {
+                engine: &engine,
+                index: &index,
+                work: &work,
+                semble: &semble,
+            };
             for (arm, result) in options.arms.iter().zip(&mut results) {
-                // Controls read the default index (and its doc twin).
                 if arm.embed_header().unwrap_or(true) != variant.embed_header {
                     continue;
                 }
                 for case in &run_cases {
-                    let (hits, latency) = answer(&engine, &index, arm, &corpus.name, case)?;
+                    let (hits, latency) = answer(&context, arm, &corpus.name, case)?;
                     let indexed = |path: &str| index.by_path.contains_key(path);
                     let Some(scores) =
                         metrics::score(&hits, &case.relevant, &case.secondary, indexed)
@@ -283,6 +322,7 @@ pub fn run(
                         id: case.id.clone(),
                         category: case.category,
                         query: case.query.clone(),
+                        held_out: case.category != Category::Doc && case.held_out(&corpus.name),
                         scores,
                         top: hits
                             .iter()
@@ -441,20 +481,39 @@ impl IndexedChunks {
     }
 }
 
-/// An arm's top results for a case, and the query's wall time for quarry's arms.
+/// What the arms answer from, for one index variant of one corpus.
+struct Context<'a> {
+    engine: &'a Engine,
+    index: &'a IndexedChunks,
+    /// The worktree the peers search.
+    work: &'a Path,
+    /// semble's answers, when a semble arm runs.
+    semble: &'a PeerAnswers,
+}
+
+/// An arm's top results for a case, and the query's wall time for quarry's and the peers'
+/// arms.
 fn answer(
-    engine: &Engine,
-    index: &IndexedChunks,
+    context: &Context<'_>,
     arm: &Arm,
     corpus: &str,
     case: &Case,
 ) -> Result<(Vec<Hit>, Option<f64>), BenchError> {
+    let (engine, index) = (context.engine, context.index);
     match &arm.ranker {
-        Ranker::Engine { mode, ranking, .. } => {
+        Ranker::Engine {
+            mode,
+            ranking,
+            legs,
+            lexical,
+            ..
+        } => {
             let options = SearchOptions {
                 ranking: ranking.clone(),
                 filter: Filter::default(),
                 mode: *mode,
+                legs: *legs,
+                lexical: *lexical,
             };
             let started = Instant::now();
             let response = engine.search(&case.query, &options)?;
@@ -468,6 +527,24 @@ fn answer(
                     end_line: r.chunk.end_line,
                 })
                 .collect();
+            Ok((hits, Some(millis)))
+        }
+        Ranker::Semble => {
+            let (hits, millis) =
+                context
+                    .semble
+                    .answers
+                    .get(&case.id)
+                    .cloned()
+                    .ok_or_else(|| BenchError::Peer {
+                        peer: "semble".into(),
+                        corpus: corpus.into(),
+                        message: format!("no answer for {}", case.id),
+                    })?;
+            Ok((hits, Some(millis)))
+        }
+        Ranker::Ripgrep => {
+            let (hits, millis) = peers::ripgrep(context.work, &case.query)?;
             Ok((hits, Some(millis)))
         }
         Ranker::Random => {

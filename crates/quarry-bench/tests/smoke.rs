@@ -6,9 +6,10 @@
 use std::path::Path;
 
 use quarry_bench::arms::Arm;
-use quarry_bench::cases::{CaseFile, Category};
+use quarry_bench::cases::{CaseFile, Category, Split};
 use quarry_bench::corpus::CorporaFile;
 use quarry_bench::metrics::Scores;
+use quarry_bench::peers::SemblePeer;
 use quarry_bench::report::{Comparison, Report};
 use quarry_bench::{Run, RunOptions};
 use quarry_engine::EngineOptions;
@@ -33,6 +34,7 @@ fn the_smoke_suite_runs_and_its_controls_bracket_quarry() {
     let mut arms = Arm::with_controls();
     arms.push(hybrid.without("chunk-headers").unwrap());
     arms.push(hybrid.with_setting("diversity-cap", "1").unwrap());
+    arms.extend(Arm::peers());
     let options = RunOptions {
         suite_dir: suite_dir.clone(),
         corpora: vec![corpora.get("shop").unwrap().clone()],
@@ -42,6 +44,12 @@ fn the_smoke_suite_runs_and_its_controls_bracket_quarry() {
         model: model(),
         engine: EngineOptions::default(),
         doc_cases: 6,
+        split: Split::All,
+        semble: Some(SemblePeer {
+            python: quarry_testkit::python(),
+            script: suite_dir.join("peer_semble.py"),
+            model_dir: cache.path().join("semble-model"),
+        }),
         commit: "test".into(),
     };
     let run = quarry_bench::run(&options, &mut |_| {}).unwrap();
@@ -56,6 +64,8 @@ fn the_smoke_suite_runs_and_its_controls_bracket_quarry() {
         "oracle",
         "no-chunk-headers",
         "diversity-cap=1",
+        "semble",
+        "ripgrep",
     ] {
         assert_eq!(
             scored(arm),
@@ -81,6 +91,12 @@ fn the_smoke_suite_runs_and_its_controls_bracket_quarry() {
         hybrid.ndcg10
     );
     assert!(mean(&run, "hybrid", Some(Category::Doc)).recall10 >= 0.8);
+    // The peers ran for real: semble indexed the fixture cold and both beat chance.
+    assert!(run.corpora[0].peer_index_seconds["semble"] > 0.0);
+    for peer in ["semble", "ripgrep"] {
+        let scores = mean(&run, peer, None);
+        assert!(scores.ndcg10 > random.ndcg10, "{peer} {scores:?}");
+    }
     // A cap of one chunk per file shows more files.
     assert!(mean(&run, "diversity-cap=1", None).distinct_files > hybrid.distinct_files);
 

@@ -137,18 +137,46 @@ impl Language {
         }
     }
 
-    /// Detects the language from a path's extension or file name, then from a `#!` line.
+    /// Detects the language from a path's extension or file name, then from a `#!` line. A
+    /// `.h` header is C unless its text is C++ ([`Language::looks_like_cpp`]): C++ libraries
+    /// ship `.h` headers as often as `.hpp`.
     ///
     /// ```
     /// use quarry_chunk::Language;
     /// assert_eq!(Language::detect("src/lib.rs", ""), Language::Rust);
     /// assert_eq!(Language::detect("bin/deploy", "#!/usr/bin/env python3\n"), Language::Python);
     /// assert_eq!(Language::detect("notes.txt", "hello"), Language::Text);
+    /// assert_eq!(Language::detect("zlib.h", "int deflate(z_streamp strm);\n"), Language::C);
+    /// assert_eq!(Language::detect("log.h", "namespace spdlog {\nclass logger;\n}\n"), Language::Cpp);
     /// ```
     pub fn detect(path: &str, text: &str) -> Language {
-        Self::from_path(path)
-            .or_else(|| Self::from_shebang(text))
-            .unwrap_or(Language::Text)
+        match Self::from_path(path) {
+            Some(Language::C) if path.ends_with(".h") && Self::looks_like_cpp(text) => {
+                Language::Cpp
+            }
+            Some(language) => language,
+            None => Self::from_shebang(text).unwrap_or(Language::Text),
+        }
+    }
+
+    /// Whether a header's text is C++: a line opens with `namespace`, `template`, `class`,
+    /// `using namespace` or an access label (`public:`), or the text names `std::`. C has
+    /// none of these (outside comments and strings, which a header rarely starts lines with).
+    pub fn looks_like_cpp(text: &str) -> bool {
+        const OPENERS: [&str; 7] = [
+            "namespace ",
+            "template<",
+            "template <",
+            "class ",
+            "using namespace ",
+            "public:",
+            "private:",
+        ];
+        text.contains("std::")
+            || text.lines().any(|line| {
+                let line = line.trim_start();
+                OPENERS.iter().any(|opener| line.starts_with(opener))
+            })
     }
 
     /// The language a file name or extension implies, if any.

@@ -258,6 +258,7 @@ fn run(cli: Cli) -> Result<()> {
                 ranking: request.ranking(&config),
                 filter: request.filter(&engine, &config)?,
                 mode: request.mode(&config),
+                ..SearchOptions::default()
             };
             let report = index(&engine)?;
             if report.files_read + report.files_removed > 0 {

@@ -25,7 +25,7 @@
 //!   embedded, each batch commits atomically, the import graph's PageRank is stored per file,
 //!   and the vector index is saved.
 //! - [`Engine::search`] runs the dense and lexical legs, fuses them by reciprocal rank
-//!   ([`RRF_K`], weights by [`leg_weights`]) and ranks the candidates with one
+//!   ([`RRF_K`], weights by [`LegWeights`]) and ranks the candidates with one
 //!   [`quarry_rank::Pipeline`] built from the options, led by a cross-encoder rerank when
 //!   [`Engine::with_reranker`] provided one.
 //! - [`Engine::related`] searches from a stored chunk's vector ("more like this").
@@ -59,7 +59,7 @@ pub use libraries::{ALL_SCOPES, LIBRARIES_FILE, Libraries, library_scope};
 pub use related::{RelatedOptions, RelatedResponse};
 pub use request::ResultRequest;
 pub use search::{
-    MAX_QUERY_BYTES, RRF_K, SearchMode, SearchOptions, SearchResponse, SearchResult, leg_weights,
+    LegWeights, MAX_QUERY_BYTES, RRF_K, SearchMode, SearchOptions, SearchResponse, SearchResult,
 };
 pub use status::{Stale, Status};
 

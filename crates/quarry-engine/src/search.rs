@@ -4,8 +4,10 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use quarry_embed::CrossEncoder;
-use quarry_rank::{Candidate, Explanation, Pipeline, RankingConfig, Summary};
-use quarry_store::{Filter, Hit, StoredChunk};
+use quarry_rank::{
+    Candidate, Explanation, Pipeline, QueryShape, QueryTerms, RankingConfig, Summary,
+};
+use quarry_store::{Filter, Hit, LexicalWeights, StoredChunk};
 use serde::{Deserialize, Serialize};
 
 use crate::index::{PAGERANK_DATA, decode_file_data};
@@ -43,6 +45,62 @@ pub struct SearchOptions {
     pub filter: Filter,
     /// Which legs run.
     pub mode: SearchMode,
+    /// How much each leg weighs, by the query's shape (hybrid mode).
+    pub legs: LegWeights,
+    /// How much each field of a chunk weighs in the lexical leg.
+    pub lexical: LexicalWeights,
+}
+
+/// The dense leg's weight in hybrid search, by the query's [`QueryShape`]; the lexical leg
+/// weighs the rest (`1 - dense`).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct LegWeights {
+    /// A bare or qualified identifier (`parse_config`, `fs::read`): 0.3, lexical leaning,
+    /// since the name itself is the best evidence.
+    pub identifier: f32,
+    /// A question or description of four words or more: 0.7, dense leaning.
+    pub sentence: f32,
+    /// Anything else (a word or a few): 0.5.
+    pub phrase: f32,
+}
+
+impl Default for LegWeights {
+    fn default() -> Self {
+        Self {
+            identifier: 0.3,
+            sentence: 0.7,
+            phrase: 0.5,
+        }
+    }
+}
+
+impl LegWeights {
+    /// The (dense, lexical) weights for `query`.
+    pub fn for_query(&self, query: &str) -> (f32, f32) {
+        let dense = match QueryTerms::of(query).shape() {
+            QueryShape::Identifier => self.identifier,
+            QueryShape::Sentence => self.sentence,
+            QueryShape::Phrase => self.phrase,
+        };
+        (dense, 1.0 - dense)
+    }
+
+    /// Checks that every weight lies in `[0, 1]`.
+    pub fn validate(&self) -> Result<(), String> {
+        for (shape, weight) in [
+            ("identifier", self.identifier),
+            ("sentence", self.sentence),
+            ("phrase", self.phrase),
+        ] {
+            if !(0.0..=1.0).contains(&weight) {
+                return Err(format!(
+                    "the dense leg's weight for {shape} queries must lie in [0, 1], not {weight}"
+                ));
+            }
+        }
+        Ok(())
+    }
 }
 
 /// One result.
@@ -74,7 +132,7 @@ impl Engine {
     ///
     /// Each leg fetches [`RankingConfig::fetch_count`] candidates (more than the limit, for
     /// the per-file cap to choose from) with the filter applied inside it; reciprocal rank
-    /// fusion merges them, weighted by the query's shape ([`leg_weights`]); the ranking
+    /// fusion merges them, weighted by the query's shape ([`LegWeights`]); the ranking
     /// pipeline built from `options.ranking` (with the stored PageRank percentiles) orders
     /// and cuts them.
     pub fn search(
@@ -91,7 +149,7 @@ impl Engine {
         }
         let fetch = options.ranking.fetch_count();
         let weights = match options.mode {
-            SearchMode::Hybrid => leg_weights(query),
+            SearchMode::Hybrid => options.legs.for_query(query),
             SearchMode::Semantic => (1.0, 0.0),
             SearchMode::Lexical => (0.0, 1.0),
         };
@@ -103,7 +161,8 @@ impl Engine {
             Vec::new()
         };
         let lexical = if weights.1 > 0.0 {
-            self.store.search_lexical(query, fetch, &options.filter)?
+            self.store
+                .search_lexical_with(query, fetch, &options.filter, &options.lexical)?
         } else {
             Vec::new()
         };
@@ -161,7 +220,7 @@ impl Engine {
         };
         let pipeline = Pipeline::from_config(ranking, percentiles, reranker)?;
         let ranked = pipeline.rank(query, candidates)?;
-        let ceiling = ranking.source_boost.max(1.0) * (1.0 + ranking.pagerank_strength);
+        let ceiling = ranking.boost_ceiling();
         let results = ranked
             .results
             .into_iter()
@@ -175,26 +234,6 @@ impl Engine {
             })
             .collect();
         Ok((results, ranked.summary))
-    }
-}
-
-/// The weights of the dense and lexical legs for `query`: a bare identifier (one token,
-/// with `_`, `::`, `.`, or a lower-to-upper case change) leans lexical, a sentence (four
-/// words or more) leans dense, anything else weighs both alike.
-pub fn leg_weights(query: &str) -> (f32, f32) {
-    let words: Vec<&str> = query.split_whitespace().collect();
-    let identifier = |w: &str| {
-        w.contains('_')
-            || w.contains("::")
-            || (w.contains('.') && !w.ends_with('.'))
-            || w.as_bytes()
-                .windows(2)
-                .any(|p| p[0].is_ascii_lowercase() && p[1].is_ascii_uppercase())
-    };
-    match words.as_slice() {
-        [word] if identifier(word) => (0.3, 0.7),
-        words if words.len() >= 4 => (0.7, 0.3),
-        _ => (0.5, 0.5),
     }
 }
 
@@ -253,6 +292,7 @@ fn candidate(chunk: &StoredChunk) -> Candidate {
         language: chunk.language.clone(),
         kind: chunk.kind.clone(),
         symbol: chunk.name.clone(),
+        container: chunk.container.clone(),
         text: chunk.text.clone(),
     }
 }
@@ -273,15 +313,28 @@ mod tests {
 
     #[test]
     fn query_shape_sets_the_leg_weights() {
-        assert_eq!(leg_weights("parse_config"), (0.3, 0.7));
-        assert_eq!(leg_weights("parseConfig"), (0.3, 0.7));
-        assert_eq!(leg_weights("fs::read"), (0.3, 0.7));
-        assert_eq!(
-            leg_weights("where is the configuration file read"),
-            (0.7, 0.3)
+        let legs = LegWeights::default();
+        let close = |query: &str, dense: f32| {
+            let (d, l) = legs.for_query(query);
+            assert!(
+                (d - dense).abs() < 1e-6 && (d + l - 1.0).abs() < 1e-6,
+                "{query}"
+            );
+        };
+        close("parse_config", 0.3);
+        close("parseConfig", 0.3);
+        close("fs::read", 0.3);
+        close("where is the configuration file read", 0.7);
+        close("retry backoff", 0.5);
+        close("parse", 0.5);
+        assert!(
+            LegWeights {
+                sentence: 1.5,
+                ..legs
+            }
+            .validate()
+            .is_err()
         );
-        assert_eq!(leg_weights("retry backoff"), (0.5, 0.5));
-        assert_eq!(leg_weights("parse"), (0.5, 0.5));
     }
 
     #[test]

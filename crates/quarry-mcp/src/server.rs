@@ -301,6 +301,7 @@ impl Shared {
                 ranking,
                 filter: request.filter(engine, &self.config).map_err(message)?,
                 mode: request.mode(&self.config),
+                ..SearchOptions::default()
             };
             let response = engine.search(&args.query, &options).map_err(message)?;
             let results = json::results(

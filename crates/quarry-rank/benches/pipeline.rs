@@ -94,6 +94,7 @@ fn candidates(count: usize) -> (Vec<(Candidate, f32)>, HashMap<String, f32>) {
                 language: "rust".into(),
                 kind: "function".into(),
                 symbol: Some(format!("item_{i}")),
+                container: Vec::new(),
                 text: format!("fn item_{i}(input: &str) -> Result<Value, Error> {{ todo }}"),
             };
             (candidate, score)

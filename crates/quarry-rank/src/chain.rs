@@ -25,6 +25,8 @@ pub struct Candidate {
     pub kind: String,
     /// Its symbol, if it has one.
     pub symbol: Option<String>,
+    /// The symbols enclosing it, outermost first (`impl Router` for `Router::merge`).
+    pub container: Vec<String>,
     /// Its source text, what a reranker reads.
     pub text: String,
 }
@@ -226,6 +228,7 @@ pub(crate) mod tests {
             language: "rust".into(),
             kind: "function".into(),
             symbol: None,
+            container: Vec::new(),
             text: format!("fn at_{line}() {{}}"),
         }
     }

@@ -6,9 +6,9 @@ use std::fmt;
 use serde::{Deserialize, Serialize};
 
 use crate::{
-    Candidate, CapMode, ConfigError, CrossEncoderRerank, DiversityCap, IncludeTests, LayerKind,
-    PageRankBoost, PathPenalty, PenaltyFactors, Percentiles, RankError, Ranking, RankingLayer,
-    Reranker, SourceBoost, Threshold, TopK, apply_chain,
+    Candidate, CapMode, ConfigError, CrossEncoderRerank, Definition, DiversityCap, FileEvidence,
+    IncludeTests, LayerKind, PageRankBoost, PathMatch, PathPenalty, PenaltyFactors, Percentiles,
+    RankError, Ranking, RankingLayer, Reranker, SourceBoost, Threshold, TopK, apply_chain,
 };
 
 /// Everything that shapes ranking. Every entry point (search, related, the MCP server, the
@@ -21,6 +21,10 @@ use crate::{
 pub struct RankingConfig {
     /// Results per query (10: a screenful, and what an agent reads).
     pub limit: usize,
+    /// Candidates each retrieval leg fetches, at least (the fetch is never below
+    /// `limit × max_per_file`): deep enough that the per-file cap and the boosts choose among
+    /// many files, not the few that fill the first places.
+    pub pool: usize,
     /// At most this many chunks per file; `None` means `max(3, limit / 3)` (3 for 10
     /// results: a file can show its main function and some context without crowding out
     /// the rest); 0 disables the cap.
@@ -37,6 +41,15 @@ pub struct RankingConfig {
     /// Boost for files under source directories, at least 1 (1.1: a nudge that breaks near
     /// ties in favour of the code itself).
     pub source_boost: f32,
+    /// The boost of a chunk that defines the symbol the query names, at least 1 (see
+    /// [`Definition`]).
+    pub definition_boost: f32,
+    /// The largest boost of a chunk whose file is named after the query's words, at least 0
+    /// (see [`PathMatch`]).
+    pub path_match: f32,
+    /// The largest boost of the best chunk of a file many candidates come from, at least 0
+    /// (see [`FileEvidence`]).
+    pub file_evidence: f32,
     /// The largest PageRank boost, at least 0 (0.2: the most central files gain up to 20%,
     /// enough to overtake a peripheral file that matches slightly better, not one that
     /// matches clearly better).
@@ -52,11 +65,15 @@ impl Default for RankingConfig {
     fn default() -> Self {
         Self {
             limit: 10,
+            pool: 100,
             max_per_file: None,
             soft_cap: false,
             soft_cap_decay: 0.5,
             include_tests: IncludeTests::Auto,
             penalties: PenaltyFactors::default(),
+            definition_boost: 2.0,
+            path_match: 0.5,
+            file_evidence: 0.2,
             source_boost: 1.1,
             pagerank_strength: 0.2,
             threshold: Some(0.0),
@@ -71,9 +88,9 @@ impl RankingConfig {
         self.max_per_file.unwrap_or_else(|| self.default_cap())
     }
 
-    /// How many candidates the retriever should fetch: `limit × max_per_file`, so that
-    /// after the cap keeps at most `max_per_file` of any file, `limit` results can remain,
-    /// and the penalties have candidates to promote.
+    /// How many candidates the retriever should fetch: the `pool`, and at least
+    /// `limit × max_per_file`, so that after the cap keeps at most `max_per_file` of any
+    /// file, `limit` results can remain, and the boosts have candidates to promote.
     ///
     /// It does not shrink when the cap is disabled (0 or in `disable`): an ablation then
     /// compares rankings of the same candidates.
@@ -82,7 +99,21 @@ impl RankingConfig {
             0 => self.default_cap(),
             cap => cap,
         };
-        self.limit.saturating_mul(per_file)
+        self.limit.saturating_mul(per_file).max(self.pool)
+    }
+
+    /// The largest factor the boosts of the chain can multiply a score by together: what
+    /// divides a score to bring it back to `[0, 1]` without changing the order.
+    pub fn boost_ceiling(&self) -> f32 {
+        let enabled = |layer, factor: f32| match self.enabled(layer) {
+            true => factor.max(1.0),
+            false => 1.0,
+        };
+        enabled(LayerKind::FileEvidence, 1.0 + self.file_evidence)
+            * enabled(LayerKind::Definition, self.definition_boost)
+            * enabled(LayerKind::PathMatch, 1.0 + self.path_match)
+            * enabled(LayerKind::SourceBoost, self.source_boost)
+            * enabled(LayerKind::PageRank, 1.0 + self.pagerank_strength)
     }
 
     fn default_cap(&self) -> usize {
@@ -103,12 +134,15 @@ impl Pipeline {
     /// The pipeline `config` describes, in this order:
     ///
     /// 1. [`CrossEncoderRerank`], when a `reranker` is given;
-    /// 2. [`PathPenalty`];
-    /// 3. [`SourceBoost`];
-    /// 4. [`PageRankBoost`], when `pagerank` percentiles are given;
-    /// 5. [`Threshold`], when `config.threshold` is set;
-    /// 6. [`DiversityCap`], when the cap is not 0;
-    /// 7. [`TopK`] at `config.limit`.
+    /// 2. [`FileEvidence`];
+    /// 3. [`Definition`];
+    /// 4. [`PathMatch`];
+    /// 5. [`PathPenalty`];
+    /// 6. [`SourceBoost`];
+    /// 7. [`PageRankBoost`], when `pagerank` percentiles are given;
+    /// 8. [`Threshold`], when `config.threshold` is set;
+    /// 9. [`DiversityCap`], when the cap is not 0;
+    /// 10. [`TopK`] at `config.limit`.
     ///
     /// A layer named in `config.disable` is left out.
     pub fn from_config(
@@ -123,6 +157,9 @@ impl Pipeline {
         // Built (and so checked) even when disabled: an ablation must not hide a bad value.
         let penalty = PathPenalty::new(config.penalties.clone(), config.include_tests)?;
         let boost = SourceBoost::new(config.source_boost)?;
+        let evidence = FileEvidence::new(config.file_evidence)?;
+        let definition = Definition::new(config.definition_boost)?;
+        let path_match = PathMatch::new(config.path_match)?;
         let mode = if config.soft_cap {
             CapMode::Soft {
                 decay: config.soft_cap_decay,
@@ -138,6 +175,15 @@ impl Pipeline {
 
         if let Some(reranker) = reranker.filter(|_| config.enabled(LayerKind::Rerank)) {
             layers.push(Box::new(CrossEncoderRerank::new(reranker)));
+        }
+        if config.enabled(LayerKind::FileEvidence) {
+            layers.push(Box::new(evidence));
+        }
+        if config.enabled(LayerKind::Definition) {
+            layers.push(Box::new(definition));
+        }
+        if config.enabled(LayerKind::PathMatch) {
+            layers.push(Box::new(path_match));
         }
         if config.enabled(LayerKind::PathPenalty) {
             layers.push(Box::new(penalty));
@@ -199,7 +245,16 @@ mod tests {
         use LayerKind::*;
         assert_eq!(
             kinds(&pipeline),
-            [PathPenalty, SourceBoost, Threshold, DiversityCap, TopK]
+            [
+                FileEvidence,
+                Definition,
+                PathMatch,
+                PathPenalty,
+                SourceBoost,
+                Threshold,
+                DiversityCap,
+                TopK
+            ]
         );
         let full = Pipeline::from_config(
             &config,
@@ -232,7 +287,17 @@ mod tests {
         };
         let pipeline = Pipeline::from_config(&no_cap, None, None).unwrap();
         use LayerKind::*;
-        assert_eq!(kinds(&pipeline), [PathPenalty, SourceBoost, TopK]);
+        assert_eq!(
+            kinds(&pipeline),
+            [
+                FileEvidence,
+                Definition,
+                PathMatch,
+                PathPenalty,
+                SourceBoost,
+                TopK
+            ]
+        );
     }
 
     #[test]
@@ -243,12 +308,17 @@ mod tests {
             ..RankingConfig::default()
         };
         assert_eq!(config(10, None).max_per_file(), 3);
-        assert_eq!(config(10, None).fetch_count(), 30);
+        assert_eq!(config(10, None).fetch_count(), 100);
         assert_eq!(config(30, None).max_per_file(), 10);
         assert_eq!(config(30, None).fetch_count(), 300);
-        assert_eq!(config(10, Some(5)).fetch_count(), 50);
+        let shallow = |limit, max_per_file| RankingConfig {
+            pool: 0,
+            ..config(limit, max_per_file)
+        };
+        assert_eq!(shallow(10, None).fetch_count(), 30);
+        assert_eq!(shallow(10, Some(5)).fetch_count(), 50);
         // Disabling the cap keeps the fetch, so an ablation ranks the same candidates.
-        assert_eq!(config(10, Some(0)).fetch_count(), 30);
+        assert_eq!(shallow(10, Some(0)).fetch_count(), 30);
     }
 
     #[test]

@@ -15,6 +15,15 @@ pub enum LayerKind {
     /// [`CrossEncoderRerank`](crate::CrossEncoderRerank): `rerank`.
     #[serde(rename = "rerank")]
     Rerank,
+    /// [`FileEvidence`](crate::FileEvidence): `file_evidence`.
+    #[serde(rename = "file_evidence")]
+    FileEvidence,
+    /// [`Definition`](crate::Definition): `definition`.
+    #[serde(rename = "definition")]
+    Definition,
+    /// [`PathMatch`](crate::PathMatch): `path_match`.
+    #[serde(rename = "path_match")]
+    PathMatch,
     /// [`PathPenalty`](crate::PathPenalty): `path_penalty`.
     #[serde(rename = "path_penalty")]
     PathPenalty,
@@ -37,8 +46,11 @@ pub enum LayerKind {
 
 impl LayerKind {
     /// Every layer, in chain order.
-    pub const ALL: [LayerKind; 7] = [
+    pub const ALL: [LayerKind; 10] = [
         LayerKind::Rerank,
+        LayerKind::FileEvidence,
+        LayerKind::Definition,
+        LayerKind::PathMatch,
         LayerKind::PathPenalty,
         LayerKind::SourceBoost,
         LayerKind::PageRank,
@@ -51,6 +63,9 @@ impl LayerKind {
     pub fn name(self) -> &'static str {
         match self {
             LayerKind::Rerank => "rerank",
+            LayerKind::FileEvidence => "file_evidence",
+            LayerKind::Definition => "definition",
+            LayerKind::PathMatch => "path_match",
             LayerKind::PathPenalty => "path_penalty",
             LayerKind::SourceBoost => "source_boost",
             LayerKind::PageRank => "pagerank",
@@ -91,6 +106,26 @@ pub enum Effect {
     Rescored {
         /// The score before.
         previous: f32,
+    },
+    /// The chunk is the best of a file with this share of the candidates' evidence (1 for
+    /// the file with the most).
+    FileEvidence {
+        /// The file's summed score over the largest file's.
+        share: f32,
+        /// The boost.
+        factor: f32,
+    },
+    /// The chunk defines the symbol the query names.
+    Defines {
+        /// The boost.
+        factor: f32,
+    },
+    /// The file's name or directory holds these query words (stemmed).
+    PathMatch {
+        /// The query's words found.
+        words: Vec<String>,
+        /// The boost.
+        factor: f32,
     },
     /// The file is in these classes, whose penalties multiplied to `factor`.
     Penalised {

@@ -6,7 +6,8 @@
 //!
 //! let chunk = |path: &str, line: usize| Candidate {
 //!     id: line as u128, path: path.into(), start_line: line, end_line: line + 5,
-//!     language: "rust".into(), kind: "function".into(), symbol: None, text: String::new(),
+//!     language: "rust".into(), kind: "function".into(), symbol: None, container: vec![],
+//!     text: String::new(),
 //! };
 //! // One large file matches best, then its test, then two small files.
 //! let mut candidates: Vec<(Candidate, f32)> = (0..6)
@@ -17,14 +18,15 @@
 //! candidates.push((chunk("src/token.rs", 1), 0.5));
 //!
 //! let config = RankingConfig { limit: 5, ..RankingConfig::default() };
-//! assert_eq!(config.fetch_count(), 15); // what to ask the retriever for
+//! assert_eq!(config.fetch_count(), 100); // what to ask the retriever for: a deep pool
 //! let pipeline = Pipeline::from_config(&config, None, None)?;
 //! let ranking = pipeline.rank("parse_expression", candidates)?;
 //!
 //! // At most 3 chunks per file, so the small files appear; the test is penalised below them.
 //! let paths: Vec<&str> = ranking.results.iter().map(|r| r.candidate.path.as_str()).collect();
 //! assert_eq!(paths, ["src/parser.rs", "src/parser.rs", "src/parser.rs", "src/lexer.rs", "src/token.rs"]);
-//! assert_eq!(ranking.results[3].explanation.steps[0].effect, Effect::Boosted { factor: 1.1 });
+//! let lexer = &ranking.results[3].explanation;
+//! assert_eq!(lexer.steps.last().unwrap().effect, Effect::Boosted { factor: 1.1 });
 //! assert_eq!(
 //!     ranking.summary.dropped_per_file(),
 //!     [("src/parser.rs", 3), ("tests/parser.rs", 1)].into(),
@@ -36,15 +38,18 @@
 //!
 //! 1. [`CrossEncoderRerank`]: a [`Reranker`]'s scores replace the retriever's; only when
 //!    the caller has one (the model itself lives outside this crate);
-//! 2. [`PathPenalty`]: tests, fixtures, mocks, generated, vendored, minified and example
+//! 2. [`FileEvidence`]: the best chunk of a file that many candidates come from, raised;
+//! 3. [`Definition`]: chunks that define the symbol the query names, raised above mentions;
+//! 4. [`PathMatch`]: chunks of files named after the query's words, raised;
+//! 5. [`PathPenalty`]: tests, fixtures, mocks, generated, vendored, minified and example
 //!    code and, for queries about code, prose, each scaled by its factor;
-//! 3. [`SourceBoost`]: files under `src/`, `lib/`, `pkg/`... scaled up;
-//! 4. [`PageRankBoost`]: a bounded sigmoid of the file's PageRank percentile, when the
+//! 6. [`SourceBoost`]: files under `src/`, `lib/`, `pkg/`... scaled up;
+//! 7. [`PageRankBoost`]: a bounded sigmoid of the file's PageRank percentile, when the
 //!    caller has them;
-//! 5. [`Threshold`]: drops what does not score above it;
-//! 6. [`DiversityCap`]: at most `max_per_file` chunks per file, spilling into slots no other
+//! 8. [`Threshold`]: drops what does not score above it;
+//! 9. [`DiversityCap`]: at most `max_per_file` chunks per file, spilling into slots no other
 //!    file fills (or, soft, decaying each extra chunk);
-//! 7. [`TopK`]: the best `limit`.
+//! 10. [`TopK`]: the best `limit`.
 //!
 //! Invariants:
 //!
@@ -62,13 +67,16 @@ mod error;
 mod explain;
 mod layers;
 mod path;
+mod query;
 
 pub use chain::{Candidate, Ranked, Ranking, RankingLayer, apply_chain};
 pub use config::{Pipeline, RankingConfig};
 pub use error::{ConfigError, RankError, RerankError};
 pub use explain::{Effect, Explanation, LayerKind, LayerReport, Step, Summary};
 pub use layers::{
-    CapMode, CrossEncoderRerank, DiversityCap, IncludeTests, PageRankBoost, PathPenalty,
-    PenaltyFactors, Percentiles, Reranker, SourceBoost, Threshold, TopK,
+    CapMode, CrossEncoderRerank, Definition, DiversityCap, FileEvidence, IncludeTests,
+    PageRankBoost, PathMatch, PathPenalty, PenaltyFactors, Percentiles, Reranker, SourceBoost,
+    Threshold, TopK,
 };
 pub use path::PathClass;
+pub use query::{QueryShape, QueryTerms};

@@ -337,27 +337,8 @@ const CODE_WORDS: &[&str] = &[
 /// word (`function`, `method`, `struct`, `impl`, `returns`...). A query in plain words
 /// ("how do I install it") is not, and then prose is not penalised.
 pub(crate) fn about_code(query: &str) -> bool {
-    query.split_whitespace().any(identifier_like)
+    query.split_whitespace().any(crate::query::identifier_like)
         || words(query).any(|word| CODE_WORDS.contains(&word.as_str()))
-}
-
-fn identifier_like(token: &str) -> bool {
-    let ident = |c: char| c.is_alphanumeric() || c == '_';
-    let chars: Vec<char> = token.chars().collect();
-    let snake = (1..chars.len().saturating_sub(1))
-        .any(|i| chars[i] == '_' && ident(chars[i - 1]) && ident(chars[i + 1]));
-    let camel = chars
-        .windows(2)
-        .any(|pair| pair[0].is_lowercase() && pair[1].is_uppercase());
-    // `foo.bar`, but not `e.g.`, `1.25` or the end of a sentence.
-    let name = |part: &str| {
-        part.chars().count() > 1
-            && part.starts_with(|c: char| c.is_alphabetic() || c == '_')
-            && part.chars().all(ident)
-    };
-    let parts: Vec<&str> = token.split('.').collect();
-    let dotted = parts.windows(2).any(|pair| name(pair[0]) && name(pair[1]));
-    snake || camel || dotted || ["::", "->", "()"].iter().any(|s| token.contains(s))
 }
 
 #[cfg(test)]

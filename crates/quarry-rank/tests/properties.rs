@@ -67,6 +67,7 @@ fn candidates() -> impl Strategy<Value = Vec<(Candidate, f32)>> {
                     language: "rust".into(),
                     kind: "function".into(),
                     symbol: None,
+                    container: Vec::new(),
                     text: ["fn parse", "config", "mock fs", "x"][i % 4].into(),
                 };
                 (candidate, score)
@@ -280,6 +281,7 @@ proptest! {
             language: "rust".into(),
             kind: "function".into(),
             symbol: None,
+            container: Vec::new(),
             text: String::new(),
         };
         let candidates = vec![(candidate("low.rs", 0), score), (candidate("high.rs", 1), score)];

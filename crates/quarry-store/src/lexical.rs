@@ -8,13 +8,19 @@
 //! - **One writer, many readers.** The writing process holds tantivy's writer lock; readers
 //!   in other processes call [`LexicalIndex::refresh`] to see its newest commit.
 //! - **Code-aware tokens.** [`CodeTokenizer`] turns `parseHTTPResponse` into
-//!   `parsehttpresponse`, `parse`, `http`, `response`, so a query in one naming convention
-//!   finds code written in another.
+//!   `parsehttpresponse`, `pars`, `http`, `respons`: the whole identifier, then its parts
+//!   lightly stemmed ([`quarry_text::stem`]), so a query in one naming convention or
+//!   inflection finds code written in another, and an exact identifier still counts most.
+//! - **Fields with weights.** A chunk is indexed as its symbol name, its containers, its
+//!   file's name, its directories, its comments and its whole text; a query term scores
+//!   BM25 in each field, weighted by [`LexicalWeights`] (a definition's name outweighs a
+//!   mention in a body). The query's English function words are dropped.
 
 use std::collections::{BTreeSet, BinaryHeap};
 use std::fs;
 use std::path::{Path, PathBuf};
 
+use serde::{Deserialize, Serialize};
 use tantivy::collector::{Collector, SegmentCollector};
 use tantivy::columnar::Column;
 use tantivy::indexer::IndexWriterOptions;
@@ -34,7 +40,7 @@ use crate::records::StoredChunk;
 /// The name [`CodeTokenizer`] is registered under. It is part of the schema, so changing the
 /// tokenizer's rules together with this name makes existing indexes another schema, which
 /// [`LexicalIndex::open_writer`] wipes and the caller rebuilds.
-const TOKENIZER: &str = "quarry_code_v1";
+const TOKENIZER: &str = "quarry_code_v2";
 /// Tokens longer than this (in bytes) are skipped: minified code, base64 and hashes, which
 /// nobody types as a query.
 const MAX_TOKEN_BYTES: usize = 64;
@@ -42,15 +48,73 @@ const MAX_TOKEN_BYTES: usize = 64;
 const ID: &str = "id";
 const ID_HI: &str = "id_hi";
 const ID_LO: &str = "id_lo";
-const SYMBOL: &str = "symbol";
-const PATH: &str = "path";
+const NAME: &str = "name";
+const CONTAINER: &str = "container";
+const FILE: &str = "file";
+const DIRS: &str = "dirs";
+const COMMENTS: &str = "comments";
 const BODY: &str = "body";
 const PATH_EXACT: &str = "path_exact";
 const LANGUAGE: &str = "language";
 
-/// How much more a match in a chunk's symbol, or in its path, weighs than one in its text.
-const SYMBOL_BOOST: Score = 3.0;
-const PATH_BOOST: Score = 1.5;
+/// How much a query term's BM25 score in each field of a chunk counts. A weight of 0 leaves
+/// the field out of the query (the benchmark's ablations).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct LexicalWeights {
+    /// The chunk's symbol name (`parse_config`): a match here is a definition.
+    pub name: f32,
+    /// The symbols enclosing it (`Router` for `Router::merge`).
+    pub container: f32,
+    /// Its file's name without the extension (`router` for `src/router.rs`).
+    pub file: f32,
+    /// Its file's directories (`src`, `routing`).
+    pub dirs: f32,
+    /// Its comments and docstrings: what the code says it does, in words.
+    pub comments: f32,
+    /// Its whole text.
+    pub body: f32,
+}
+
+impl Default for LexicalWeights {
+    fn default() -> Self {
+        Self {
+            name: 3.0,
+            container: 1.0,
+            file: 1.5,
+            dirs: 0.5,
+            comments: 0.5,
+            body: 1.0,
+        }
+    }
+}
+
+impl LexicalWeights {
+    /// Checks that every weight is finite and at least 0, and one is above 0.
+    pub fn validate(&self) -> Result<(), String> {
+        let weights = self.fields();
+        if let Some((field, weight)) = weights.iter().find(|(_, w)| !w.is_finite() || *w < 0.0) {
+            return Err(format!(
+                "lexical weight {field} must be finite and at least 0, not {weight}"
+            ));
+        }
+        if weights.iter().all(|(_, w)| *w == 0.0) {
+            return Err("every lexical weight is 0: the lexical leg would find nothing".into());
+        }
+        Ok(())
+    }
+
+    fn fields(&self) -> [(&'static str, f32); 6] {
+        [
+            (NAME, self.name),
+            (CONTAINER, self.container),
+            (FILE, self.file),
+            (DIRS, self.dirs),
+            (COMMENTS, self.comments),
+            (BODY, self.body),
+        ]
+    }
+}
 
 /// Memory for each indexing thread before it flushes a segment (tantivy's minimum is 15 MB).
 const MEMORY_PER_THREAD: usize = 32 << 20;
@@ -76,8 +140,11 @@ struct Fields {
     /// The id's high and low 64 bits, as fast fields: how hits are read back.
     id_hi: Field,
     id_lo: Field,
-    symbol: Field,
-    path: Field,
+    name: Field,
+    container: Field,
+    file: Field,
+    dirs: Field,
+    comments: Field,
     body: Field,
     path_exact: Field,
     language: Field,
@@ -102,8 +169,11 @@ fn schema() -> (Schema, Fields) {
         id: builder.add_text_field(ID, raw.clone()),
         id_hi: builder.add_u64_field(ID_HI, FAST),
         id_lo: builder.add_u64_field(ID_LO, FAST),
-        symbol: builder.add_text_field(SYMBOL, code.clone()),
-        path: builder.add_text_field(PATH, code.clone()),
+        name: builder.add_text_field(NAME, code.clone()),
+        container: builder.add_text_field(CONTAINER, code.clone()),
+        file: builder.add_text_field(FILE, code.clone()),
+        dirs: builder.add_text_field(DIRS, code.clone()),
+        comments: builder.add_text_field(COMMENTS, code.clone()),
         body: builder.add_text_field(BODY, code),
         path_exact: builder.add_text_field(PATH_EXACT, raw.clone()),
         language: builder.add_text_field(LANGUAGE, raw),
@@ -278,20 +348,22 @@ impl LexicalIndex {
         self.reload()
     }
 
-    /// Best `k` chunk ids for `query` by BM25, best first, among chunks `filter` admits; ties
-    /// broken by chunk id ascending. The filter is part of the tantivy query, so it applies
-    /// before the top-k cut. A query without tokens finds nothing.
+    /// Best `k` chunk ids for `query` by BM25 over the fields, weighted by `weights`, best
+    /// first, among chunks `filter` admits; ties broken by chunk id ascending. The filter is
+    /// part of the tantivy query, so it applies before the top-k cut. A query without tokens
+    /// finds nothing.
     pub(crate) fn search(
         &self,
         query: &str,
         k: usize,
         filter: &LexicalFilter,
+        weights: &LexicalWeights,
     ) -> Result<Vec<(u128, f32)>, StoreError> {
-        let tokens: BTreeSet<String> = tokens(query).into_iter().map(|t| t.text).collect();
+        let tokens = query_tokens(query);
         if k == 0 || tokens.is_empty() || filter.paths.as_ref().is_some_and(Vec::is_empty) {
             return Ok(Vec::new());
         }
-        let query = self.query(&tokens, filter);
+        let query = self.query(&tokens, filter, weights);
         let searcher = self.reader.searcher();
         let hits = searcher
             .search(query.as_ref(), &TopChunks { k })
@@ -300,21 +372,33 @@ impl LexicalIndex {
     }
 
     /// Scoring clauses for the tokens, required non-scoring ones for the filter.
-    fn query(&self, tokens: &BTreeSet<String>, filter: &LexicalFilter) -> Box<dyn Query> {
+    fn query(
+        &self,
+        tokens: &BTreeSet<String>,
+        filter: &LexicalFilter,
+        weights: &LexicalWeights,
+    ) -> Box<dyn Query> {
         let f = self.fields;
-        let term_query = |field: Field, token: &str| -> Box<dyn Query> {
-            Box::new(TermQuery::new(
-                Term::from_field_text(field, token),
-                IndexRecordOption::WithFreqs,
-            ))
-        };
-        let mut scoring: Vec<(Occur, Box<dyn Query>)> = Vec::with_capacity(tokens.len() * 3);
+        let fields = [
+            (f.name, weights.name),
+            (f.container, weights.container),
+            (f.file, weights.file),
+            (f.dirs, weights.dirs),
+            (f.comments, weights.comments),
+            (f.body, weights.body),
+        ];
+        let mut scoring: Vec<(Occur, Box<dyn Query>)> = Vec::with_capacity(tokens.len() * 6);
         for token in tokens {
-            let symbol = BoostQuery::new(term_query(f.symbol, token), SYMBOL_BOOST);
-            let path = BoostQuery::new(term_query(f.path, token), PATH_BOOST);
-            scoring.push((Occur::Should, Box::new(symbol)));
-            scoring.push((Occur::Should, Box::new(path)));
-            scoring.push((Occur::Should, term_query(f.body, token)));
+            for &(field, weight) in fields.iter().filter(|(_, w)| *w > 0.0) {
+                let term = TermQuery::new(
+                    Term::from_field_text(field, token),
+                    IndexRecordOption::WithFreqs,
+                );
+                scoring.push((
+                    Occur::Should,
+                    Box::new(BoostQuery::new(Box::new(term), weight)),
+                ));
+            }
         }
         let scoring = Box::new(BooleanQuery::new(scoring));
         let no_filter =
@@ -438,10 +522,17 @@ fn document(fields: Fields, chunk: &StoredChunk) -> TantivyDocument {
     doc.add_text(fields.id, format!("{:032x}", chunk.id));
     doc.add_u64(fields.id_hi, (chunk.id >> 64) as u64);
     doc.add_u64(fields.id_lo, chunk.id as u64);
-    for symbol in chunk.name.iter().chain(&chunk.container) {
-        doc.add_text(fields.symbol, symbol);
+    if let Some(name) = &chunk.name {
+        doc.add_text(fields.name, name);
     }
-    doc.add_text(fields.path, &chunk.path);
+    for container in &chunk.container {
+        doc.add_text(fields.container, container);
+    }
+    let (dirs, file) = chunk.path.rsplit_once('/').unwrap_or(("", &chunk.path));
+    let stem = file.split_once('.').map_or(file, |(stem, _)| stem);
+    doc.add_text(fields.file, stem);
+    doc.add_text(fields.dirs, dirs);
+    doc.add_text(fields.comments, comments(&chunk.text));
     doc.add_text(fields.body, &chunk.text);
     doc.add_text(fields.path_exact, &chunk.path);
     doc.add_text(fields.language, &chunk.language);
@@ -569,14 +660,15 @@ impl Collector for TopChunks {
     }
 }
 
-/// tantivy [`Tokenizer`] for source code, registered as `quarry_code_v1`.
+/// tantivy [`Tokenizer`] for source code, registered as `quarry_code_v2`.
 ///
-/// Text is split into identifiers: runs of alphanumeric characters (any script) and `_`.
-/// Each identifier gives its whole self, lowercased, then each of its parts, lowercased,
-/// when it has more than that one part. Parts split at `_` and `-` (kebab-case is split
-/// already, as `-` ends an identifier), at lower-to-upper case changes (`parseConfig`), before
-/// the last capital of a run followed by a lowercase letter (`HTTPResponse`), and between
-/// letters and digits (`utf8Decode`, `sha256`):
+/// Text is split into identifiers ([`quarry_text::identifiers`]: runs of alphanumeric
+/// characters, any script, and `_`). Each identifier gives its whole self, lowercased, then
+/// the light stem ([`quarry_text::stem`]) of each of its parts when it has more than that
+/// one part ([`quarry_text::identifier_parts`]: at `_`, at case changes, between letters and
+/// digits; kebab-case is split already, as `-` ends an identifier), or of itself when the
+/// stem differs. An exact identifier thus matches its whole token and its parts, an
+/// inflection (`handlers`, `parsing`) its stems:
 ///
 /// ```
 /// use quarry_store::CodeTokenizer;
@@ -588,7 +680,7 @@ impl Collector for TopChunks {
 /// while let Some(token) = stream.next() {
 ///     tokens.push(token.text.clone());
 /// }
-/// assert_eq!(tokens, ["parsehttpresponse", "parse", "http", "response", "sha256", "sha", "256"]);
+/// assert_eq!(tokens, ["parsehttpresponse", "pars", "http", "respons", "sha256", "sha", "256"]);
 /// ```
 ///
 /// Single-character parts are kept (`getX` gives `x`, `utf8` gives `8`): BM25 weighs such
@@ -656,106 +748,117 @@ fn tokens(text: &str) -> Vec<Token> {
     tokens
 }
 
+/// The distinct tokens a query searches for: its tokens without English function words
+/// (`where`, `the`, `is`), unless that would leave none.
+fn query_tokens(query: &str) -> BTreeSet<String> {
+    let all: BTreeSet<String> = tokens(query).into_iter().map(|t| t.text).collect();
+    let topical: BTreeSet<String> = all
+        .iter()
+        .filter(|t| !quarry_text::is_stopword(t))
+        .cloned()
+        .collect();
+    if topical.is_empty() { all } else { topical }
+}
+
 fn push_tokens(text: &str, tokens: &mut Vec<Token>) {
-    let mut start = None;
-    for (i, c) in text.char_indices() {
-        let in_identifier = c.is_alphanumeric() || c == '_';
-        match (start, in_identifier) {
-            (None, true) => start = Some(i),
-            (Some(s), false) => {
-                push_identifier(text, s, i, tokens);
-                start = None;
-            }
-            _ => {}
-        }
-    }
-    if let Some(s) = start {
-        push_identifier(text, s, text.len(), tokens);
+    for (start, end) in quarry_text::identifiers(text) {
+        push_identifier(text, start, end, tokens);
     }
 }
 
-/// Pushes the tokens of the identifier at `text[start..end]`.
+/// Pushes the tokens of the identifier at `text[start..end]`: the whole identifier,
+/// lowercased, then each part's stem when it has more than one part, or the whole one's stem
+/// when that differs.
 fn push_identifier(text: &str, start: usize, end: usize, tokens: &mut Vec<Token>) {
     let identifier = &text[start..end];
-    let parts = parts(identifier);
+    let parts = quarry_text::identifier_parts(identifier);
     let Some(&(first_start, first_end)) = parts.first() else {
         return;
     };
     let only_part = parts.len() == 1 && first_start == 0 && first_end == identifier.len();
-    let mut push = |from: usize, to: usize| {
+    let mut push = |from: usize, to: usize, stemmed: bool| {
         let lowered = text[from..to].to_lowercase();
-        if lowered.len() <= MAX_TOKEN_BYTES {
+        let token = match stemmed {
+            true => quarry_text::stem(&lowered).into_owned(),
+            false => lowered,
+        };
+        if token.len() <= MAX_TOKEN_BYTES {
             tokens.push(Token {
                 offset_from: from,
                 offset_to: to,
                 position: tokens.len(),
-                text: lowered,
+                text: token,
                 position_length: 1,
             });
         }
     };
-    push(start, end);
-    if !only_part {
-        for (from, to) in parts {
-            push(start + from, start + to);
+    push(start, end, false);
+    if only_part {
+        let lowered = identifier.to_lowercase();
+        if quarry_text::stem(&lowered) != lowered.as_str() {
+            push(start, end, true);
         }
-    }
-}
-
-#[derive(Clone, Copy, PartialEq)]
-enum Class {
-    Upper,
-    /// Lowercase, and letters without case (CJK...), which never start a part by case.
-    Lower,
-    Digit,
-}
-
-fn class(c: char) -> Class {
-    if c.is_numeric() {
-        Class::Digit
-    } else if c.is_uppercase() {
-        Class::Upper
     } else {
-        Class::Lower
-    }
-}
-
-/// The byte ranges of an identifier's parts, `_` excluded.
-fn parts(identifier: &str) -> Vec<(usize, usize)> {
-    let mut parts = Vec::new();
-    for (word_start, word) in split_keep_offsets(identifier, '_') {
-        let chars: Vec<(usize, Class)> = word.char_indices().map(|(i, c)| (i, class(c))).collect();
-        let mut part_start = 0;
-        for j in 1..chars.len() {
-            let (offset, here) = chars[j];
-            let before = chars[j - 1].1;
-            let after = chars.get(j + 1).map(|&(_, c)| c);
-            let boundary = match (before, here) {
-                (Class::Digit, Class::Digit) => false,
-                (Class::Digit, _) | (_, Class::Digit) => true,
-                (Class::Lower, Class::Upper) => true,
-                // The last capital of a run starts a word: HTTP|Response.
-                (Class::Upper, Class::Upper) => after == Some(Class::Lower),
-                _ => false,
-            };
-            if boundary {
-                parts.push((word_start + part_start, word_start + offset));
-                part_start = offset;
-            }
+        for (from, to) in parts {
+            push(start + from, start + to, true);
         }
-        parts.push((word_start + part_start, word_start + word.len()));
     }
-    parts
 }
 
-/// The non-empty pieces of `text` between `separator`s, with their byte offsets.
-fn split_keep_offsets(text: &str, separator: char) -> impl Iterator<Item = (usize, &str)> {
-    let mut offset = 0;
-    text.split(separator).filter_map(move |piece| {
-        let start = offset;
-        offset += piece.len() + separator.len_utf8();
-        (!piece.is_empty()).then_some((start, piece))
-    })
+/// Preprocessor lines and attributes that open with `#` but are code, not comments.
+const HASH_DIRECTIVES: &[&str] = &[
+    "#[",
+    "#!",
+    "#include",
+    "#define",
+    "#if",
+    "#else",
+    "#elif",
+    "#endif",
+    "#undef",
+    "#pragma",
+    "#import",
+    "#region",
+    "#endregion",
+];
+
+/// The comment and docstring lines of a chunk's text, joined: lines that open with a
+/// comment marker (`//`, `/*`, `*`, `#` but not `#[`, `#include`..., `--`, `;;`), and the
+/// lines of a triple-quoted string that opens a line (Python's docstrings).
+fn comments(text: &str) -> String {
+    const QUOTES: [&str; 2] = ["\"\"\"", "'''"];
+    let mut kept = String::new();
+    let mut in_docstring: Option<&str> = None;
+    for line in text.lines() {
+        let trimmed = line.trim_start();
+        let comment = if let Some(quote) = in_docstring {
+            if trimmed.contains(quote) {
+                in_docstring = None;
+            }
+            true
+        } else if let Some(quote) = QUOTES
+            .into_iter()
+            .find(|q| trimmed.trim_start_matches(['r', 'b', 'u']).starts_with(q))
+        {
+            let opened = trimmed.find(quote).map_or(0, |i| i + quote.len());
+            if !trimmed[opened..].contains(quote) {
+                in_docstring = Some(quote);
+            }
+            true
+        } else {
+            ["//", "/*", "* ", "--", ";;"]
+                .iter()
+                .any(|marker| trimmed.starts_with(marker))
+                || trimmed == "*"
+                || (trimmed.starts_with('#')
+                    && !HASH_DIRECTIVES.iter().any(|d| trimmed.starts_with(d)))
+        };
+        if comment {
+            kept.push_str(trimmed);
+            kept.push('\n');
+        }
+    }
+    kept
 }
 
 #[cfg(test)]
@@ -922,22 +1025,35 @@ mod tests {
     #[test]
     fn an_identifier_finds_the_chunk_defining_it() {
         let (_dir, index) = sample();
-        let hits = index.search("parse_config", 10, &all()).unwrap();
+        let hits = index
+            .search("parse_config", 10, &all(), &LexicalWeights::default())
+            .unwrap();
         assert_eq!(hits[0].0, 1);
-        let hits = index.search("backoff", 10, &all()).unwrap();
+        let hits = index
+            .search("backoff", 10, &all(), &LexicalWeights::default())
+            .unwrap();
         assert_eq!(ids(&hits), [2]);
-        assert!(index.search("nowhere", 10, &all()).unwrap().is_empty());
+        assert!(
+            index
+                .search("nowhere", 10, &all(), &LexicalWeights::default())
+                .unwrap()
+                .is_empty()
+        );
     }
 
     #[test]
     fn naming_conventions_match_each_other() {
         let (_dir, index) = sample();
         // camelCase query, snake_case definition (and the camelCase call in chunk 3).
-        let hits = index.search("parseConfig", 10, &all()).unwrap();
+        let hits = index
+            .search("parseConfig", 10, &all(), &LexicalWeights::default())
+            .unwrap();
         assert_eq!(ids(&hits).len(), 2);
         assert!(ids(&hits).contains(&1));
         // snake_case query, camelCase call.
-        let hits = index.search("parse_config", 10, &all()).unwrap();
+        let hits = index
+            .search("parse_config", 10, &all(), &LexicalWeights::default())
+            .unwrap();
         assert!(ids(&hits).contains(&3));
     }
 
@@ -946,20 +1062,42 @@ mod tests {
         let (_dir, index) = sample();
         for query in ["http", "client", "http_client"] {
             assert_eq!(
-                ids(&index.search(query, 10, &all()).unwrap()),
+                ids(&index
+                    .search(query, 10, &all(), &LexicalWeights::default())
+                    .unwrap()),
                 [2],
                 "{query}"
             );
         }
-        assert_eq!(ids(&index.search("loader", 10, &all()).unwrap()), [3]);
+        assert_eq!(
+            ids(&index
+                .search("loader", 10, &all(), &LexicalWeights::default())
+                .unwrap()),
+            [3]
+        );
     }
 
     #[test]
     fn empty_queries_find_nothing() {
         let (_dir, index) = sample();
-        assert!(index.search("", 10, &all()).unwrap().is_empty());
-        assert!(index.search("  -> ::", 10, &all()).unwrap().is_empty());
-        assert!(index.search("retry", 0, &all()).unwrap().is_empty());
+        assert!(
+            index
+                .search("", 10, &all(), &LexicalWeights::default())
+                .unwrap()
+                .is_empty()
+        );
+        assert!(
+            index
+                .search("  -> ::", 10, &all(), &LexicalWeights::default())
+                .unwrap()
+                .is_empty()
+        );
+        assert!(
+            index
+                .search("retry", 0, &all(), &LexicalWeights::default())
+                .unwrap()
+                .is_empty()
+        );
     }
 
     #[test]
@@ -977,7 +1115,9 @@ mod tests {
         let added: Vec<&StoredChunk> = chunks.iter().collect();
         index.apply(&[], &added, 1).unwrap();
 
-        let unfiltered = index.search("decode", 10, &all()).unwrap();
+        let unfiltered = index
+            .search("decode", 10, &all(), &LexicalWeights::default())
+            .unwrap();
         assert_eq!(unfiltered.len(), 10);
         assert!(ids(&unfiltered).iter().all(|id| *id < 50));
 
@@ -986,7 +1126,9 @@ mod tests {
             ..all()
         };
         assert_eq!(
-            ids(&index.search("decode", 10, &only_b).unwrap()),
+            ids(&index
+                .search("decode", 10, &only_b, &LexicalWeights::default())
+                .unwrap()),
             [100, 101, 102]
         );
 
@@ -995,7 +1137,9 @@ mod tests {
             ..all()
         };
         assert_eq!(
-            ids(&index.search("decode", 10, &python).unwrap()),
+            ids(&index
+                .search("decode", 10, &python, &LexicalWeights::default())
+                .unwrap()),
             [100, 101, 102]
         );
 
@@ -1004,7 +1148,9 @@ mod tests {
             ..all()
         };
         assert_eq!(
-            ids(&index.search("decode", 10, &not_a).unwrap()),
+            ids(&index
+                .search("decode", 10, &not_a, &LexicalWeights::default())
+                .unwrap()),
             [100, 101, 102]
         );
 
@@ -1014,7 +1160,9 @@ mod tests {
             excluded_file: Some("a.rs".into()),
         };
         assert_eq!(
-            ids(&index.search("decode", 10, &both).unwrap()),
+            ids(&index
+                .search("decode", 10, &both, &LexicalWeights::default())
+                .unwrap()),
             [100, 101, 102]
         );
 
@@ -1022,9 +1170,19 @@ mod tests {
             paths: Some(vec![]),
             ..all()
         };
-        assert!(index.search("decode", 10, &none).unwrap().is_empty());
+        assert!(
+            index
+                .search("decode", 10, &none, &LexicalWeights::default())
+                .unwrap()
+                .is_empty()
+        );
         // The filter alone matches nothing: only the query scores.
-        assert!(index.search("absent", 10, &only_b).unwrap().is_empty());
+        assert!(
+            index
+                .search("absent", 10, &only_b, &LexicalWeights::default())
+                .unwrap()
+                .is_empty()
+        );
     }
 
     #[test]
@@ -1042,7 +1200,9 @@ mod tests {
             index.apply(&[], &added, generation as u64).unwrap();
         }
         for k in [1, 5, 13, 40, 100] {
-            let hits = index.search("tie", k, &all()).unwrap();
+            let hits = index
+                .search("tie", k, &all(), &LexicalWeights::default())
+                .unwrap();
             let expected: Vec<u128> = (0..40).take(k).collect();
             assert_eq!(ids(&hits), expected, "k={k}");
             assert!(hits.windows(2).all(|w| w[0].1 == w[1].1));
@@ -1053,7 +1213,12 @@ mod tests {
     fn apply_removes_and_replaces_chunks() {
         let (_dir, mut index) = sample();
         index.apply(&[2], &[], 2).unwrap();
-        assert!(index.search("retry", 10, &all()).unwrap().is_empty());
+        assert!(
+            index
+                .search("retry", 10, &all(), &LexicalWeights::default())
+                .unwrap()
+                .is_empty()
+        );
 
         // Re-adding an indexed id replaces it, even twice over.
         let changed = chunk(
@@ -1065,8 +1230,18 @@ mod tests {
         );
         index.apply(&[], &[&changed], 3).unwrap();
         index.apply(&[], &[&changed], 3).unwrap();
-        assert_eq!(ids(&index.search("renamed", 10, &all()).unwrap()), [1]);
-        assert!(index.search("toml", 10, &all()).unwrap().is_empty());
+        assert_eq!(
+            ids(&index
+                .search("renamed", 10, &all(), &LexicalWeights::default())
+                .unwrap()),
+            [1]
+        );
+        assert!(
+            index
+                .search("toml", 10, &all(), &LexicalWeights::default())
+                .unwrap()
+                .is_empty()
+        );
         assert_eq!(index.generation(), Some(3));
     }
 
@@ -1075,8 +1250,18 @@ mod tests {
         let (_dir, mut index) = sample();
         let fresh = chunk(9, "new.rs", "rust", "fresh", "fn fresh() {}");
         index.rebuild([fresh].into_iter(), 7).unwrap();
-        assert!(index.search("retry", 10, &all()).unwrap().is_empty());
-        assert_eq!(ids(&index.search("fresh", 10, &all()).unwrap()), [9]);
+        assert!(
+            index
+                .search("retry", 10, &all(), &LexicalWeights::default())
+                .unwrap()
+                .is_empty()
+        );
+        assert_eq!(
+            ids(&index
+                .search("fresh", 10, &all(), &LexicalWeights::default())
+                .unwrap()),
+            [9]
+        );
         assert_eq!(index.generation(), Some(7));
     }
 
@@ -1096,7 +1281,12 @@ mod tests {
         }
         let index = LexicalIndex::open_writer(dir.path()).unwrap();
         assert_eq!(index.generation(), Some(41));
-        assert_eq!(ids(&index.search("f", 10, &all()).unwrap()), [1]);
+        assert_eq!(
+            ids(&index
+                .search("f", 10, &all(), &LexicalWeights::default())
+                .unwrap()),
+            [1]
+        );
         drop(index);
         let reader = LexicalIndex::open_reader(dir.path()).unwrap().unwrap();
         assert_eq!(reader.generation(), Some(41));
@@ -1115,14 +1305,29 @@ mod tests {
         let mut writer = LexicalIndex::open_writer(dir.path()).unwrap();
         let mut reader = LexicalIndex::open_reader(dir.path()).unwrap().unwrap();
         assert_eq!(reader.generation(), None);
-        assert!(reader.search("alpha", 10, &all()).unwrap().is_empty());
+        assert!(
+            reader
+                .search("alpha", 10, &all(), &LexicalWeights::default())
+                .unwrap()
+                .is_empty()
+        );
 
         let alpha = chunk(1, "a.rs", "rust", "alpha", "fn alpha() {}");
         writer.apply(&[], &[&alpha], 5).unwrap();
-        assert!(reader.search("alpha", 10, &all()).unwrap().is_empty());
+        assert!(
+            reader
+                .search("alpha", 10, &all(), &LexicalWeights::default())
+                .unwrap()
+                .is_empty()
+        );
         reader.refresh().unwrap();
         assert_eq!(reader.generation(), Some(5));
-        assert_eq!(ids(&reader.search("alpha", 10, &all()).unwrap()), [1]);
+        assert_eq!(
+            ids(&reader
+                .search("alpha", 10, &all(), &LexicalWeights::default())
+                .unwrap()),
+            [1]
+        );
         // Nothing new: nothing changes.
         reader.refresh().unwrap();
         assert_eq!(reader.generation(), Some(5));
@@ -1130,7 +1335,12 @@ mod tests {
         writer.apply(&[1], &[], 6).unwrap();
         reader.refresh().unwrap();
         assert_eq!(reader.generation(), Some(6));
-        assert!(reader.search("alpha", 10, &all()).unwrap().is_empty());
+        assert!(
+            reader
+                .search("alpha", 10, &all(), &LexicalWeights::default())
+                .unwrap()
+                .is_empty()
+        );
 
         let error = reader.apply(&[], &[&alpha], 7).unwrap_err();
         assert!(matches!(error, StoreError::ReadOnly { .. }), "{error}");
@@ -1155,10 +1365,20 @@ mod tests {
 
         let mut index = LexicalIndex::open_writer(dir.path()).unwrap();
         assert_eq!(index.generation(), None);
-        assert!(index.search("retry", 10, &all()).unwrap().is_empty());
+        assert!(
+            index
+                .search("retry", 10, &all(), &LexicalWeights::default())
+                .unwrap()
+                .is_empty()
+        );
         let c = chunk(1, "a.rs", "rust", "again", "fn again() {}");
         index.apply(&[], &[&c], 2).unwrap();
-        assert_eq!(ids(&index.search("again", 10, &all()).unwrap()), [1]);
+        assert_eq!(
+            ids(&index
+                .search("again", 10, &all(), &LexicalWeights::default())
+                .unwrap()),
+            [1]
+        );
     }
 
     #[test]
@@ -1182,7 +1402,17 @@ mod tests {
         let mut definer = chunk(2, "b.rs", "rust", "tokenize", "fn tokenize(input: &str) {}");
         definer.container = vec!["Lexer".into()];
         index.apply(&[], &[&caller, &definer], 1).unwrap();
-        assert_eq!(ids(&index.search("tokenize", 10, &all()).unwrap()), [2, 1]);
-        assert_eq!(ids(&index.search("lexer", 10, &all()).unwrap()), [2]);
+        assert_eq!(
+            ids(&index
+                .search("tokenize", 10, &all(), &LexicalWeights::default())
+                .unwrap()),
+            [2, 1]
+        );
+        assert_eq!(
+            ids(&index
+                .search("lexer", 10, &all(), &LexicalWeights::default())
+                .unwrap()),
+            [2]
+        );
     }
 }

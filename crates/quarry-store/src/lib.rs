@@ -72,6 +72,6 @@ pub use changes::{
 };
 pub use error::StoreError;
 pub use filter::{Filter, PROJECT_SCOPE, scope_of};
-pub use lexical::CodeTokenizer;
+pub use lexical::{CodeTokenizer, LexicalWeights};
 pub use records::{Drift, FileState, IndexSettings, SCHEMA_VERSION, StoredChunk};
 pub use store::{Batch, Counts, Hit, INDEX_DIR, Snapshot, Store};

@@ -6,7 +6,7 @@ use quarry_chunk::ChunkId;
 use crate::ann::{AnnIndex, NewVector, VectorIndexInfo};
 use crate::best::sort_hits;
 use crate::filter::Filter;
-use crate::lexical::{LexicalFilter, LexicalIndex};
+use crate::lexical::{LexicalFilter, LexicalIndex, LexicalWeights};
 use crate::store::{Derived, Hit, Snapshot, Store};
 use crate::{StoreError, StoredChunk};
 
@@ -68,8 +68,9 @@ impl Store {
         Ok(current_ann(self, &mut derived, &snapshot, Build::Never)?.map(AnnIndex::info))
     }
 
-    /// The `k` chunks that best match `query` by BM25 over symbol names, paths and text,
-    /// among those `filter` admits, best first, ties broken by chunk id.
+    /// The `k` chunks that best match `query` by BM25 over symbol names, containers, paths,
+    /// comments and text with the default [`LexicalWeights`], among those `filter` admits,
+    /// best first, ties broken by chunk id.
     ///
     /// A reader sees the writer's lexical index as of its last commit, which follows the
     /// database's by a moment; chunks the database no longer holds are left out.
@@ -78,6 +79,17 @@ impl Store {
         query: &str,
         k: usize,
         filter: &Filter,
+    ) -> Result<Vec<Hit>, StoreError> {
+        self.search_lexical_with(query, k, filter, &LexicalWeights::default())
+    }
+
+    /// [`Store::search_lexical`] with each field weighted by `weights`.
+    pub fn search_lexical_with(
+        &self,
+        query: &str,
+        k: usize,
+        filter: &Filter,
+        weights: &LexicalWeights,
     ) -> Result<Vec<Hit>, StoreError> {
         let snapshot = self.snapshot()?;
         let lexical_filter = LexicalFilter {
@@ -107,7 +119,7 @@ impl Store {
             return Ok(Vec::new());
         };
         let mut hits = Vec::with_capacity(k);
-        for (id, score) in lexical.search(query, k, &lexical_filter)? {
+        for (id, score) in lexical.search(query, k, &lexical_filter, weights)? {
             if snapshot.chunk(ChunkId(id))?.is_some() {
                 hits.push(Hit {
                     id: ChunkId(id),

@@ -3,13 +3,17 @@
 mod boost;
 mod cap;
 mod cut;
+mod evidence;
 mod penalty;
+mod query_match;
 mod rerank;
 
 pub use boost::{PageRankBoost, Percentiles, SourceBoost};
 pub use cap::{CapMode, DiversityCap};
 pub use cut::{Threshold, TopK};
+pub use evidence::FileEvidence;
 pub use penalty::{IncludeTests, PathPenalty, PenaltyFactors};
+pub use query_match::{Definition, PathMatch};
 pub use rerank::{CrossEncoderRerank, Reranker};
 
 use crate::ConfigError;

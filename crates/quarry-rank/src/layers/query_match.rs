@@ -1,0 +1,313 @@
+//! [`Definition`] and [`PathMatch`]: the query's own words in a chunk's symbol or its file's
+//! name are strong evidence that the chunk is the answer.
+
+use quarry_text::{identifiers, stem, words};
+
+use super::check;
+use crate::query::{QueryTerms, normalise};
+use crate::{ConfigError, Effect, LayerKind, LayerReport, RankError, Ranked, RankingLayer};
+
+/// Raises the chunks that define the symbol a query names over those that merely mention it.
+///
+/// A chunk defines `name` when its symbol is `name` (compared without case and `_`, so
+/// `parse_config` finds `parseConfig`). When the whole query is the identifier
+/// ([`QueryTerms::symbol`]), a definition is scaled by `factor`; when the query qualifies it
+/// (`Router::merge`, `pl.tablex.deepcompare`) and the qualifier names neither an enclosing
+/// symbol nor the file, by `√factor` only. Identifiers inside a query in words
+/// ([`QueryTerms::identifiers`]) earn the square root of what they would alone: the query
+/// may only mention them.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Definition {
+    factor: f32,
+}
+
+impl Definition {
+    /// A boost by `factor`, finite and at least 1.
+    pub fn new(factor: f32) -> Result<Self, ConfigError> {
+        let factor = check("definition_boost", factor, "finite and at least 1", |v| {
+            v.is_finite() && v >= 1.0
+        })?;
+        Ok(Self { factor })
+    }
+}
+
+/// A symbol the query asks for.
+struct Wanted {
+    /// The name, normalised.
+    name: String,
+    /// The segment before it, normalised, if the query qualified it.
+    qualifier: Option<String>,
+    /// The boost of a fully matched definition.
+    factor: f32,
+}
+
+impl Wanted {
+    fn of(segments: &[String], factor: f32) -> Option<Self> {
+        let (name, before) = segments.split_last()?;
+        Some(Wanted {
+            name: normalise(name),
+            qualifier: before.last().map(|q| normalise(q)),
+            factor,
+        })
+    }
+
+    /// The factor for `ranked`, if it defines this symbol.
+    fn factor(&self, ranked: &Ranked) -> Option<f32> {
+        let candidate = &ranked.candidate;
+        if candidate.symbol.as_deref().map(normalise) != Some(self.name.clone()) {
+            return None;
+        }
+        let Some(qualifier) = &self.qualifier else {
+            return Some(self.factor);
+        };
+        let in_container = candidate.container.iter().any(|container| {
+            identifiers(container).any(|(s, e)| normalise(&container[s..e]) == *qualifier)
+        });
+        let in_file = normalise(file_stem(&candidate.path)) == *qualifier;
+        Some(match in_container || in_file {
+            true => self.factor,
+            false => self.factor.sqrt(),
+        })
+    }
+}
+
+impl RankingLayer for Definition {
+    fn kind(&self) -> LayerKind {
+        LayerKind::Definition
+    }
+
+    fn apply(
+        &self,
+        query: &str,
+        list: &mut Vec<Ranked>,
+        report: &mut LayerReport,
+    ) -> Result<(), RankError> {
+        let terms = QueryTerms::of(query);
+        let wanted: Vec<Wanted> = match terms.symbol() {
+            Some(segments) => Wanted::of(segments, self.factor).into_iter().collect(),
+            None => terms
+                .identifiers()
+                .iter()
+                .filter_map(|identifier| {
+                    let segments: Vec<String> = identifier
+                        .split(|c: char| !c.is_alphanumeric() && c != '_')
+                        .filter(|s| !s.is_empty())
+                        .map(str::to_owned)
+                        .collect();
+                    Wanted::of(&segments, self.factor.sqrt())
+                })
+                .collect(),
+        };
+        if wanted.is_empty() {
+            return Ok(());
+        }
+        for ranked in list.iter_mut() {
+            let Some(factor) = wanted
+                .iter()
+                .filter_map(|w| w.factor(ranked))
+                .max_by(f32::total_cmp)
+            else {
+                continue;
+            };
+            let effect = Effect::Defines { factor };
+            if ranked.scale(LayerKind::Definition, factor, effect) {
+                report.adjusted += 1;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Raises chunks whose file is named after the query's words: `1 + strength × share`, where
+/// `share` is the fraction of the query's [`keywords`](QueryTerms::keywords) found among the
+/// words of the file's name and its directory's (`src/routing/router.rs`: `routing`,
+/// `router`). Words match when their stems are equal or one begins the other and both have
+/// four letters or more (`config` and `configuration`).
+///
+/// Developers name files after the concept inside; a question about that concept often uses
+/// the same words, which in the file's text may appear only once or not at all.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PathMatch {
+    strength: f32,
+}
+
+impl PathMatch {
+    /// A boost of up to `strength` (finite, at least 0).
+    pub fn new(strength: f32) -> Result<Self, ConfigError> {
+        let strength = check("path_match", strength, "finite and at least 0", |v| {
+            v.is_finite() && v >= 0.0
+        })?;
+        Ok(Self { strength })
+    }
+}
+
+impl RankingLayer for PathMatch {
+    fn kind(&self) -> LayerKind {
+        LayerKind::PathMatch
+    }
+
+    fn apply(
+        &self,
+        query: &str,
+        list: &mut Vec<Ranked>,
+        report: &mut LayerReport,
+    ) -> Result<(), RankError> {
+        let terms = QueryTerms::of(query);
+        let keywords = terms.keywords();
+        if keywords.is_empty() || self.strength == 0.0 {
+            return Ok(());
+        }
+        let mut by_path: std::collections::HashMap<String, Vec<String>> =
+            std::collections::HashMap::new();
+        for ranked in list.iter_mut() {
+            let matched = by_path
+                .entry(ranked.candidate.path.clone())
+                .or_insert_with(|| matched_keywords(keywords, &ranked.candidate.path))
+                .clone();
+            if matched.is_empty() {
+                continue;
+            }
+            let share = matched.len() as f32 / keywords.len() as f32;
+            let factor = 1.0 + self.strength * share;
+            let effect = Effect::PathMatch {
+                words: matched,
+                factor,
+            };
+            if ranked.scale(LayerKind::PathMatch, factor, effect) {
+                report.adjusted += 1;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The keywords found among the words of the file's name and its directory's.
+fn matched_keywords(keywords: &[String], path: &str) -> Vec<String> {
+    let (dirs, _) = path.rsplit_once('/').unwrap_or(("", path));
+    let parent = dirs.rsplit('/').next().unwrap_or("");
+    let names: Vec<String> = words(file_stem(path))
+        .chain(words(parent))
+        .map(|w| stem(&w).into_owned())
+        .collect();
+    let matches = |keyword: &str, name: &str| {
+        let (shorter, longer) = match keyword.len() <= name.len() {
+            true => (keyword, name),
+            false => (name, keyword),
+        };
+        shorter == longer || (shorter.len() >= 4 && longer.starts_with(shorter))
+    };
+    keywords
+        .iter()
+        .filter(|k| names.iter().any(|n| matches(k, n)))
+        .cloned()
+        .collect()
+}
+
+/// The file's name without its extensions (`router` for `src/router.test.ts`).
+fn file_stem(path: &str) -> &str {
+    let name = path.rsplit('/').next().unwrap_or(path);
+    match name.find('.') {
+        Some(0) | None => name,
+        Some(dot) => &name[..dot],
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::chain::tests::candidate;
+    use crate::{Candidate, RankingLayer, apply_chain};
+
+    fn symbol(path: &str, line: usize, name: &str, container: &[&str]) -> Candidate {
+        Candidate {
+            symbol: Some(name.into()),
+            container: container.iter().map(|c| c.to_string()).collect(),
+            ..candidate(path, line)
+        }
+    }
+
+    fn rank(
+        layer: impl RankingLayer + 'static,
+        query: &str,
+        input: Vec<(Candidate, f32)>,
+    ) -> Vec<(String, usize)> {
+        let layers: Vec<Box<dyn RankingLayer>> = vec![Box::new(layer)];
+        apply_chain(&layers, query, input)
+            .unwrap()
+            .results
+            .into_iter()
+            .map(|r| (r.candidate.path, r.candidate.start_line))
+            .collect()
+    }
+
+    #[test]
+    fn a_definition_outranks_mentions() {
+        let input = vec![
+            (symbol("src/app.rs", 1, "main", &[]), 0.9),
+            (symbol("src/config.rs", 10, "parseConfig", &[]), 0.5),
+            (candidate("src/other.rs", 1), 0.8),
+        ];
+        let order = rank(Definition::new(2.0).unwrap(), "parse_config", input.clone());
+        assert_eq!(order[0], ("src/config.rs".into(), 10));
+        // In a sentence the identifier earns √2: 0.5 × 1.41 = 0.71, below 0.8.
+        let order = rank(
+            Definition::new(2.0).unwrap(),
+            "where is parse_config called",
+            input,
+        );
+        assert_eq!(order[2], ("src/config.rs".into(), 10));
+    }
+
+    #[test]
+    fn a_qualifier_must_name_the_container_or_the_file() {
+        let input = vec![
+            (
+                symbol("src/routing/mod.rs", 300, "merge", &["impl<S> Router<S>"]),
+                0.5,
+            ),
+            (symbol("src/json.rs", 10, "merge", &["impl Value"]), 0.55),
+            (candidate("src/other.rs", 1), 0.6),
+        ];
+        let layers: Vec<Box<dyn RankingLayer>> = vec![Box::new(Definition::new(4.0).unwrap())];
+        let ranking = apply_chain(&layers, "Router::merge", input).unwrap();
+        let factors: Vec<(usize, f32)> = ranking
+            .results
+            .iter()
+            .filter_map(|r| match r.explanation.steps.first()?.effect {
+                Effect::Defines { factor } => Some((r.candidate.start_line, factor)),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(factors, [(300, 4.0), (10, 2.0)]);
+    }
+
+    #[test]
+    fn files_named_after_the_query_rise() {
+        let input = vec![
+            (candidate("src/app.rs", 1), 0.6),
+            (candidate("src/sessions.rs", 1), 0.5),
+            (candidate("src/session/store.rs", 1), 0.45),
+        ];
+        let order = rank(
+            PathMatch::new(1.0).unwrap(),
+            "how are sessions stored?",
+            input,
+        );
+        // Both words name src/session/store.rs: 0.45 × 2; one names sessions.rs: 0.5 × 1.5.
+        assert_eq!(
+            order,
+            [
+                ("src/session/store.rs".into(), 1),
+                ("src/sessions.rs".into(), 1),
+                ("src/app.rs".into(), 1)
+            ]
+        );
+        assert_eq!(
+            matched_keywords(&["configur".into()], "lib/config.js"),
+            ["configur"]
+        );
+        assert!(matched_keywords(&["con".into()], "lib/config.js").is_empty());
+        assert_eq!(file_stem("src/router.test.ts"), "router");
+        assert_eq!(file_stem(".eslintrc"), ".eslintrc");
+    }
+}

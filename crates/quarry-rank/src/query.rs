@@ -1,0 +1,242 @@
+//! What the ranking reads of a query: whether it names a symbol, the identifiers it
+//! mentions, and its topical words.
+
+use quarry_text::{identifier_parts, is_stopword, stem, words};
+
+/// A query, analysed once for every layer that compares it with chunks.
+///
+/// ```
+/// use quarry_rank::QueryTerms;
+///
+/// let symbol = QueryTerms::of("Router::merge");
+/// assert_eq!(symbol.symbol(), Some(&["Router".to_owned(), "merge".to_owned()][..]));
+/// let words = QueryTerms::of("where do parseConfig results get cached");
+/// assert_eq!(words.symbol(), None);
+/// assert_eq!(words.identifiers(), ["parseConfig"]);
+/// assert_eq!(words.keywords(), ["pars", "config", "result", "cach"]);
+/// ```
+#[derive(Debug, Clone, PartialEq)]
+pub struct QueryTerms {
+    symbol: Option<Vec<String>>,
+    identifiers: Vec<String>,
+    keywords: Vec<String>,
+    words: usize,
+}
+
+/// Separators between the segments of a qualified name: `a::b`, `a.b`, `a->b`, `a\b`,
+/// `a#b`.
+const QUALIFIERS: [&str; 5] = ["::", "->", ".", "\\", "#"];
+
+impl QueryTerms {
+    /// Analyses `query`.
+    pub fn of(query: &str) -> Self {
+        let query = query.trim();
+        let tokens: Vec<&str> = query.split_whitespace().collect();
+        let symbol = match tokens.as_slice() {
+            [token] => segments(token).filter(|segments| {
+                let [only] = segments.as_slice() else {
+                    return true;
+                };
+                !is_stopword(&only.to_lowercase())
+            }),
+            _ => None,
+        };
+        let identifiers = match symbol {
+            Some(_) => Vec::new(),
+            None => tokens
+                .iter()
+                .map(|t| t.trim_end_matches([',', ';', '?', '!', ':', '.', '"', '\'', '`']))
+                .map(|t| t.trim_start_matches(['"', '\'', '`']))
+                .filter(|t| identifier_like(t))
+                .filter_map(|t| segments(t).map(|_| t.trim_end_matches("()").to_owned()))
+                .collect(),
+        };
+        let mut keywords: Vec<String> = Vec::new();
+        for word in words(query) {
+            if word.chars().count() < 3 || is_stopword(&word) {
+                continue;
+            }
+            let stemmed = stem(&word).into_owned();
+            if !keywords.contains(&stemmed) {
+                keywords.push(stemmed);
+            }
+        }
+        QueryTerms {
+            symbol,
+            identifiers,
+            keywords,
+            words: tokens.len(),
+        }
+    }
+
+    /// The segments of the symbol the query names, when the whole query is one identifier,
+    /// bare (`parse_config`, `Config`, `deepcompare`) or qualified (`Router::merge`,
+    /// `pl.tablex.deepcompare`, `$obj->method`): the name is the last segment.
+    pub fn symbol(&self) -> Option<&[String]> {
+        self.symbol.as_deref()
+    }
+
+    /// Identifiers inside a query in words (`parseConfig`, `read_to_end`, `fs::read`,
+    /// `run()`): tokens with an inner `_`, a lower-to-upper case change, a qualifier or a
+    /// call's parentheses.
+    pub fn identifiers(&self) -> &[String] {
+        &self.identifiers
+    }
+
+    /// The query's topical words, stemmed, in order: identifier parts and words of three
+    /// letters or more that are not English function words.
+    pub fn keywords(&self) -> &[String] {
+        &self.keywords
+    }
+
+    /// The query's shape, which sets how much each retrieval leg weighs.
+    pub fn shape(&self) -> QueryShape {
+        match (&self.symbol, self.words) {
+            (Some(segments), _) if segments.len() > 1 || self.symbol_is_compound() => {
+                QueryShape::Identifier
+            }
+            (_, n) if n >= 4 => QueryShape::Sentence,
+            _ => QueryShape::Phrase,
+        }
+    }
+
+    /// A one-segment symbol of several parts (`parse_config`, `parseConfig`), not a word.
+    fn symbol_is_compound(&self) -> bool {
+        self.symbol.as_ref().is_some_and(|segments| {
+            segments
+                .iter()
+                .any(|s| s.contains('_') || identifier_parts(s).len() > 1)
+        })
+    }
+}
+
+/// The shape of a query, for the weights of the retrieval legs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum QueryShape {
+    /// One identifier with parts or qualifiers: `parse_config`, `parseConfig`, `fs::read`.
+    Identifier,
+    /// A question or description of four words or more.
+    Sentence,
+    /// Anything else: a word or a few (`retry backoff`).
+    Phrase,
+}
+
+/// The segments of `token` if it is a (possibly qualified) identifier, with a `()` or `$`
+/// allowed around it.
+fn segments(token: &str) -> Option<Vec<String>> {
+    let token = token.trim_end_matches("()").trim_start_matches('$');
+    let mut segments = vec![token.to_owned()];
+    for separator in QUALIFIERS {
+        segments = segments
+            .iter()
+            .flat_map(|s| s.split(separator).map(str::to_owned))
+            .collect();
+    }
+    let identifier = |s: &String| {
+        !s.is_empty()
+            && s.chars().all(|c| c.is_alphanumeric() || c == '_')
+            && s.chars().any(char::is_alphabetic)
+    };
+    segments.iter().all(identifier).then_some(segments)
+}
+
+/// Whether a whitespace-free token is code rather than a word: `parse_config`,
+/// `parseConfig`, `HashMap`, `fs::read`, `foo.bar`, `$a->b`, `run()` (but not `e.g.`, `1.25`
+/// or the end of a sentence).
+pub(crate) fn identifier_like(token: &str) -> bool {
+    let ident = |c: char| c.is_alphanumeric() || c == '_';
+    let chars: Vec<char> = token.chars().collect();
+    let snake = (1..chars.len().saturating_sub(1))
+        .any(|i| chars[i] == '_' && ident(chars[i - 1]) && ident(chars[i + 1]));
+    let camel = chars
+        .windows(2)
+        .any(|pair| pair[0].is_lowercase() && pair[1].is_uppercase());
+    let name = |part: &str| {
+        part.chars().count() > 1
+            && part.starts_with(|c: char| c.is_alphabetic() || c == '_')
+            && part.chars().all(ident)
+    };
+    let parts: Vec<&str> = token.split('.').collect();
+    let dotted = parts.windows(2).any(|pair| name(pair[0]) && name(pair[1]));
+    snake || camel || dotted || ["::", "->", "()"].iter().any(|s| token.contains(s))
+}
+
+/// How a chunk's or a query's name compares: lowercase, without `_`, so `parse_config`,
+/// `parseConfig` and `ParseConfig` are one name.
+pub(crate) fn normalise(name: &str) -> String {
+    name.chars()
+        .filter(|c| *c != '_')
+        .flat_map(char::to_lowercase)
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn symbol(query: &str) -> Option<Vec<String>> {
+        QueryTerms::of(query).symbol().map(<[String]>::to_vec)
+    }
+
+    #[test]
+    fn whole_queries_that_are_identifiers_name_a_symbol() {
+        assert_eq!(symbol("parse_config"), Some(vec!["parse_config".into()]));
+        assert_eq!(
+            symbol("Router::merge"),
+            Some(vec!["Router".into(), "merge".into()])
+        );
+        assert_eq!(
+            symbol("pl.tablex.deepcompare"),
+            Some(vec!["pl".into(), "tablex".into(), "deepcompare".into()])
+        );
+        assert_eq!(
+            symbol("$logger->pushHandler()"),
+            Some(vec!["logger".into(), "pushHandler".into()])
+        );
+        assert_eq!(symbol("deepcompare"), Some(vec!["deepcompare".into()]));
+        assert_eq!(symbol("where"), None);
+        assert_eq!(symbol("parse the config"), None);
+        assert_eq!(symbol("1.25"), None);
+        assert_eq!(symbol("a..b"), None);
+        assert_eq!(symbol(""), None);
+    }
+
+    #[test]
+    fn shapes_follow_the_query() {
+        assert_eq!(
+            QueryTerms::of("parse_config").shape(),
+            QueryShape::Identifier
+        );
+        assert_eq!(
+            QueryTerms::of("parseConfig").shape(),
+            QueryShape::Identifier
+        );
+        assert_eq!(QueryTerms::of("fs::read").shape(), QueryShape::Identifier);
+        assert_eq!(QueryTerms::of("parse").shape(), QueryShape::Phrase);
+        assert_eq!(QueryTerms::of("retry backoff").shape(), QueryShape::Phrase);
+        assert_eq!(
+            QueryTerms::of("where is the configuration file read").shape(),
+            QueryShape::Sentence
+        );
+    }
+
+    #[test]
+    fn identifiers_inside_words_are_found() {
+        let terms =
+            QueryTerms::of("why does read_to_end call fs::read, e.g. run() on a 1.5 GB file?");
+        assert_eq!(terms.identifiers(), ["read_to_end", "fs::read", "run"]);
+        assert!(
+            QueryTerms::of("how are requests retried")
+                .identifiers()
+                .is_empty()
+        );
+    }
+
+    #[test]
+    fn keywords_are_topical_stems() {
+        let terms = QueryTerms::of("How are the request handlers registered?");
+        assert_eq!(terms.keywords(), ["request", "handler", "register"]);
+        assert!(QueryTerms::of("what is it").keywords().is_empty());
+        assert_eq!(normalise("parse_config"), normalise("ParseConfig"));
+    }
+}
