@@ -41,6 +41,7 @@ pub fn run(args: &[String]) -> Result<()> {
     let mut baseline: Option<PathBuf> = None;
     let mut doc_cases = quarry_bench::docs::PER_CORPUS;
     let mut split = Split::All;
+    let mut settings: Vec<(String, String)> = Vec::new();
     let mut peers = true;
     let mut out = suite_dir.join("reports");
     let mut args = args.iter();
@@ -84,6 +85,13 @@ pub fn run(args: &[String]) -> Result<()> {
             }
             "--no-controls" => plan = Plan::Hybrid,
             "--no-peers" => peers = false,
+            "--set" => {
+                let spec = value()?;
+                let (key, value) = spec
+                    .split_once('=')
+                    .with_context(|| format!("--set KEY=VALUE, not {spec:?}"))?;
+                settings.push((key.to_owned(), value.to_owned()));
+            }
             "--split" => {
                 split = match value()?.as_str() {
                     "all" => Split::All,
@@ -135,15 +143,30 @@ pub fn run(args: &[String]) -> Result<()> {
         }
     }
 
-    let hybrid = Arm::hybrid();
+    // `--set` changes every quarry arm of the run, under its own name.
+    let with_settings = |arm: Arm| -> Result<Arm> {
+        if arm.embed_header().is_none() {
+            return Ok(arm); // peers and controls have no settings
+        }
+        settings
+            .iter()
+            .try_fold(arm, |arm, (key, value)| Ok(arm.set(key, value)?))
+    };
+    let hybrid = with_settings(Arm::hybrid())?;
     let (arms, title, slug) = match &plan {
         Plan::Controls if peers && suite == Suite::Full => {
-            let mut arms = Arm::with_controls();
+            let mut arms: Vec<Arm> = Arm::with_controls()
+                .into_iter()
+                .map(with_settings)
+                .collect::<Result<_>>()?;
             arms.extend(Arm::peers());
             (arms, "hybrid, peers and controls".to_owned(), String::new())
         }
         Plan::Controls => (
-            Arm::with_controls(),
+            Arm::with_controls()
+                .into_iter()
+                .map(with_settings)
+                .collect::<Result<_>>()?,
             "hybrid and controls".to_owned(),
             String::new(),
         ),

@@ -26,13 +26,16 @@ Commands:
   bench relevance         NDCG@10/@5, Recall@10, MRR, rubric and latency of the cases in
         [--corpus C]...   bench-suite/cases/ over the pinned corpora of
         [--cases FILE]... bench-suite/corpora.yaml (fetched into the user cache): hybrid
-        [--suite S]       against dense-only, lexical-only, random and oracle controls;
-        [--ab KEY=A,B]    or two settings (diversity-cap=0,3, mode, embed-header, any
-        [--ablate PART]...  [ranking] key); or hybrid without a part (dense, lexical,
-        [--baseline FILE] pagerank, path-penalty, source-boost, threshold, diversity-cap,
-        [--doc-cases N]   chunk-headers, or all). --baseline REPORT.json fails on a drop
-        [--no-controls]   beyond its 95% interval. S: full (default) or smoke. Writes
-        [--out DIR]       bench-suite/reports/relevance[-smoke][-ab-K|-ablate]-<commit>.*
+        [--suite S]       against the semble and ripgrep peers and dense-only, lexical-only,
+        [--split P]       random and oracle controls; or two settings (--ab diversity-cap=0,3,
+        [--ab KEY=A,B]    mode, embed-header, legs.SHAPE, lexical.FIELD, any [ranking] key);
+        [--ablate PART]...  or hybrid without a part (see bench-suite/README.md, or all).
+        [--set KEY=V]...  --set changes every quarry arm; --baseline REPORT.json fails on a
+        [--baseline FILE] drop beyond its 95% interval. S: full (default) or smoke. P: all
+        [--doc-cases N]   (default), tuning (no held-out cases) or held-out. Writes
+        [--no-controls]   bench-suite/reports/relevance[-smoke|-tuning|-held-out]
+        [--no-peers]      [-ab-K|-ablate]-<commit>.*
+        [--out DIR]
   bench mcp --root DIR    warm semantic_search latency p50/p95 through `quarry mcp` (the
         [--calls N]       official Python MCP client over stdio) against the same searches
                           in-process; DIR must be indexed. Default 100 calls; writes

@@ -109,6 +109,15 @@ impl Arm {
     /// field's weight) or any [`RankingConfig`] field (dashes for underscores; a dot reaches
     /// inside, as in `penalties.test`), its value as JSON or a bare string.
     pub fn with_setting(&self, key: &str, value: &str) -> Result<Arm, BenchError> {
+        Ok(Arm {
+            name: format!("{key}={value}"),
+            ..self.set(key, value)?
+        })
+    }
+
+    /// This arm, under its own name, with `key` set to `value` (see [`Arm::with_setting`]):
+    /// how a tuned default is tried on every arm of a run.
+    pub fn set(&self, key: &str, value: &str) -> Result<Arm, BenchError> {
         let invalid = |message: String| BenchError::Setting {
             setting: format!("{key}={value}"),
             message,
@@ -160,7 +169,7 @@ impl Arm {
         let settings: EngineSettings =
             serde_json::from_value(tree).map_err(|e| invalid(e.to_string()))?;
         Ok(Arm {
-            name: format!("{key}={value}"),
+            name: self.name.clone(),
             ranker: settings.into_ranker(),
         })
     }

@@ -1,7 +1,7 @@
 //! Related ("more like this"): a search seeded with a stored chunk's vector.
 
 use quarry_chunk::ChunkId;
-use quarry_rank::{RankingConfig, Summary};
+use quarry_rank::{LayerKind, RankingConfig, Summary};
 use quarry_store::{Filter, StoredChunk};
 
 use crate::index::{LINKS_DATA, decode_file_data};
@@ -99,8 +99,13 @@ impl Engine {
         drop(snapshot);
 
         // The source's text stands for the query: the test and prose penalties then follow
-        // what the source is.
-        let (mut results, summary) = self.rank(&source.text, scored, &options.ranking, false)?;
+        // what the source is. The layers that match a query's words against symbols and
+        // file names would read every identifier of the source as asked for: left out.
+        let mut ranking = options.ranking.clone();
+        ranking
+            .disable
+            .extend([LayerKind::Definition, LayerKind::PathMatch]);
+        let (mut results, summary) = self.rank(&source.text, scored, &ranking, false)?;
         // Results are sorted by score, so this keeps the same as a cut before the top-k.
         results.retain(|r| r.score >= options.min_score);
         Ok(RelatedResponse {

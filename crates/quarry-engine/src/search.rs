@@ -56,8 +56,8 @@ pub struct SearchOptions {
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct LegWeights {
-    /// A bare or qualified identifier (`parse_config`, `fs::read`): 0.3, lexical leaning,
-    /// since the name itself is the best evidence.
+    /// A bare or qualified identifier (`parse_config`, `fs::read`): 0.15, lexical leaning,
+    /// since the name itself is the best evidence and the embedding of a name alone is vague.
     pub identifier: f32,
     /// A question or description of four words or more: 0.7, dense leaning.
     pub sentence: f32,
@@ -68,7 +68,7 @@ pub struct LegWeights {
 impl Default for LegWeights {
     fn default() -> Self {
         Self {
-            identifier: 0.3,
+            identifier: 0.15,
             sentence: 0.7,
             phrase: 0.5,
         }
@@ -321,9 +321,9 @@ mod tests {
                 "{query}"
             );
         };
-        close("parse_config", 0.3);
-        close("parseConfig", 0.3);
-        close("fs::read", 0.3);
+        close("parse_config", 0.15);
+        close("parseConfig", 0.15);
+        close("fs::read", 0.15);
         close("where is the configuration file read", 0.7);
         close("retry backoff", 0.5);
         close("parse", 0.5);

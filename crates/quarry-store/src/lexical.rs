@@ -62,7 +62,9 @@ const LANGUAGE: &str = "language";
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct LexicalWeights {
-    /// The chunk's symbol name (`parse_config`): a match here is a definition.
+    /// The chunk's symbol name (`parse_config`): a match here is a definition. As much as
+    /// the body: the ranking's definition layer raises definitions of the name a query asks
+    /// for, and a heavier name field lifts every function named after a common word.
     pub name: f32,
     /// The symbols enclosing it (`Router` for `Router::merge`).
     pub container: f32,
@@ -79,7 +81,7 @@ pub struct LexicalWeights {
 impl Default for LexicalWeights {
     fn default() -> Self {
         Self {
-            name: 3.0,
+            name: 1.0,
             container: 1.0,
             file: 1.5,
             dirs: 0.5,
@@ -751,13 +753,20 @@ fn tokens(text: &str) -> Vec<Token> {
 /// The distinct tokens a query searches for: its tokens without English function words
 /// (`where`, `the`, `is`), unless that would leave none.
 fn query_tokens(query: &str) -> BTreeSet<String> {
-    let all: BTreeSet<String> = tokens(query).into_iter().map(|t| t.text).collect();
-    let topical: BTreeSet<String> = all
-        .iter()
-        .filter(|t| !quarry_text::is_stopword(t))
-        .cloned()
-        .collect();
-    if topical.is_empty() { all } else { topical }
+    let mut all = Vec::new();
+    let mut topical = Vec::new();
+    for (start, end) in quarry_text::identifiers(query) {
+        let function_word = quarry_text::is_stopword(&query[start..end].to_lowercase());
+        let from = all.len();
+        push_identifier(query, start, end, &mut all);
+        if !function_word {
+            topical.extend(all[from..].iter().map(|t: &Token| t.text.clone()));
+        }
+    }
+    match topical.is_empty() {
+        true => all.into_iter().map(|t| t.text).collect(),
+        false => topical.into_iter().collect(),
+    }
 }
 
 fn push_tokens(text: &str, tokens: &mut Vec<Token>) {
@@ -873,14 +882,14 @@ mod tests {
     fn identifiers_split_into_their_parts() {
         assert_eq!(
             texts("parseHTTPResponse"),
-            ["parsehttpresponse", "parse", "http", "response"]
+            ["parsehttpresponse", "pars", "http", "respons"]
         );
         assert_eq!(
             texts("read_to_string"),
             ["read_to_string", "read", "to", "string"]
         );
         assert_eq!(texts("HttpClient"), ["httpclient", "http", "client"]);
-        assert_eq!(texts("utf8Decode"), ["utf8decode", "utf", "8", "decode"]);
+        assert_eq!(texts("utf8Decode"), ["utf8decode", "utf", "8", "decod"]);
         assert_eq!(texts("sha256"), ["sha256", "sha", "256"]);
         assert_eq!(
             texts("MAX_TOKEN_LEN"),
@@ -891,9 +900,10 @@ mod tests {
     }
 
     #[test]
-    fn single_part_identifiers_give_one_token() {
-        assert_eq!(texts("parse"), ["parse"]);
-        assert_eq!(texts("Parse"), ["parse"]);
+    fn single_part_identifiers_give_one_token_and_their_stem() {
+        assert_eq!(texts("parse"), ["parse", "pars"]);
+        assert_eq!(texts("Parse"), ["parse", "pars"]);
+        assert_eq!(texts("config"), ["config"]);
         assert_eq!(texts("x"), ["x"]);
         assert_eq!(texts("42"), ["42"]);
         // Underscores around one part still make it a part of its own.
@@ -904,12 +914,20 @@ mod tests {
     fn punctuation_separates_identifiers() {
         assert_eq!(
             texts("fn parse(x: &str) -> Config {"),
-            ["fn", "parse", "x", "str", "config"]
+            ["fn", "parse", "pars", "x", "str", "config"]
         );
-        assert_eq!(texts("kebab-case"), ["kebab", "case"]);
+        assert_eq!(texts("kebab-case"), ["kebab", "case", "cas"]);
         assert_eq!(
             texts("src/http_client/retry.rs"),
-            ["src", "http_client", "http", "client", "retry", "rs"]
+            [
+                "src",
+                "http_client",
+                "http",
+                "client",
+                "retry",
+                "retri",
+                "rs"
+            ]
         );
         assert_eq!(texts("_ __ -- !!"), Vec::<String>::new());
         assert_eq!(texts(""), Vec::<String>::new());
@@ -934,10 +952,88 @@ mod tests {
     fn unicode_letters_do_not_panic() {
         assert_eq!(texts("größeÄndern"), ["größeändern", "größe", "ändern"]);
         assert_eq!(texts("日本語テキスト"), ["日本語テキスト"]);
-        assert_eq!(texts("名前Name"), ["名前name", "名前", "name"]);
+        assert_eq!(texts("名前Name"), ["名前name", "名前", "nam"]);
         assert_eq!(texts("ǅemal İstanbul ﬁx"), ["ǆemal", "i̇stanbul", "ﬁx"]);
         assert_eq!(texts("x²"), ["x²", "x", "²"]);
         let _ = texts("🦀crab\u{301}e\u{0}\u{FFFF}ß");
+    }
+
+    #[test]
+    fn inflections_meet_and_exact_identifiers_keep_a_token_of_their_own() {
+        assert_eq!(texts("handlers"), ["handlers", "handler"]);
+        assert_eq!(texts("handler"), ["handler"]);
+        assert_eq!(texts("parseRequests"), ["parserequests", "pars", "request"]);
+        let query = query_tokens("Where are the request handlers registered?");
+        assert_eq!(
+            query.into_iter().collect::<Vec<_>>(),
+            ["handler", "handlers", "register", "registered", "request"]
+        );
+        // A query of function words alone still searches for them.
+        assert_eq!(query_tokens("is it").len(), 2);
+    }
+
+    #[test]
+    fn comments_and_docstrings_are_gathered() {
+        let rust =
+            "/// Parses the file.\n#[inline]\nfn parse() {\n    // the header first\n    x\n}\n";
+        assert_eq!(
+            comments(rust),
+            "/// Parses the file.\n// the header first\n"
+        );
+        let python =
+            "def f():\n    \"\"\"Return the\n    answer.\"\"\"\n    # cached\n    return 42\n";
+        assert_eq!(
+            comments(python),
+            "\"\"\"Return the\nanswer.\"\"\"\n# cached\n"
+        );
+        let c = "#include <stdio.h>\n/* open the stream */\nint x;\n";
+        assert_eq!(comments(c), "/* open the stream */\n");
+    }
+
+    #[test]
+    fn a_definition_outranks_a_mention_and_weights_can_drop_a_field() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut index = LexicalIndex::open_writer(dir.path()).unwrap();
+        let defining = chunk(1, "src/a.rs", "rust", "retry", "fn retry() { loop {} }");
+        let mentioning = chunk(
+            2,
+            "src/b.rs",
+            "rust",
+            "run",
+            "fn run() { retry(); retry(); retry(); }",
+        );
+        index.apply(&[], &[&defining, &mentioning], 1).unwrap();
+        let weights = LexicalWeights::default();
+        assert_eq!(
+            ids(&index.search("retry", 10, &all(), &weights).unwrap()),
+            [1, 2]
+        );
+        let no_name = LexicalWeights {
+            name: 0.0,
+            ..weights
+        };
+        assert_eq!(
+            ids(&index.search("retry", 10, &all(), &no_name).unwrap()),
+            [2, 1]
+        );
+        assert!(
+            LexicalWeights {
+                body: -1.0,
+                ..weights
+            }
+            .validate()
+            .is_err()
+        );
+        let nothing = LexicalWeights {
+            name: 0.0,
+            container: 0.0,
+            file: 0.0,
+            dirs: 0.0,
+            comments: 0.0,
+            body: 0.0,
+        };
+        assert!(nothing.validate().is_err());
+        assert!(weights.validate().is_ok());
     }
 
     #[test]
@@ -948,7 +1044,7 @@ mod tests {
         assert_eq!(texts(&at_limit), [at_limit]);
         // Too long whole, its parts still count.
         let joined = format!("{long}_parse");
-        assert_eq!(texts(&joined), ["parse"]);
+        assert_eq!(texts(&joined), ["pars"]);
     }
 
     #[test]

@@ -31,11 +31,11 @@ pub enum IncludeTests {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct PenaltyFactors {
-    /// Tests (0.6): they repeat the names they test, so they match well and crowd results.
+    /// Tests (0.3): they repeat the names they test, so they match well and crowd results.
     pub test: f32,
     /// Test data (0.5): rarely the code anyone looks for.
     pub fixture: f32,
-    /// Test doubles (0.6), like tests.
+    /// Test doubles (0.6): sometimes the fake is what a query about an interface wants.
     pub mock: f32,
     /// Generated code (0.5): not where a change would be made.
     pub generated: f32,
@@ -52,7 +52,7 @@ pub struct PenaltyFactors {
 impl Default for PenaltyFactors {
     fn default() -> Self {
         Self {
-            test: 0.6,
+            test: 0.3,
             fixture: 0.5,
             mock: 0.6,
             generated: 0.5,
@@ -212,17 +212,17 @@ mod tests {
             [
                 ("src/parse.rs", 1, 0.7),
                 ("README.md", 1, 0.6),
-                ("tests/parse.rs", 1, 0.54),
                 ("vendor/x/parse.go", 1, 0.4),
+                ("tests/parse.rs", 1, 0.27),
             ]
         );
-        let test = &ranking.results[2].explanation;
+        let test = &ranking.results[3].explanation;
         assert_eq!(test.retrieval_score, 0.9);
         assert_eq!(
             test.steps[0].effect,
             Effect::Penalised {
                 classes: vec![PathClass::Test],
-                factor: 0.6
+                factor: 0.3
             }
         );
         assert_eq!(ranking.summary.layers[0].adjusted, 2);
