@@ -207,7 +207,8 @@ impl Arm {
                 None
             }
             "deep-pool" => {
-                settings.ranking.pool = 0;
+                // The fetch before deep pools: three candidates per result.
+                settings.ranking.pool = settings.ranking.limit * 3;
                 None
             }
             "lexical-name" => zero(&mut lexical.name),
@@ -297,8 +298,8 @@ fn zero(weight: &mut f32) -> Option<LayerKind> {
 }
 
 /// Every part `--ablate` can leave out: the retrieval legs, their weights by query shape
-/// (`leg-weights`: even instead), the deep candidate pool (`deep-pool`: `limit ×
-/// max_per_file` only), each lexical field (`lexical-*`: weight 0), each ranking layer that
+/// (`leg-weights`: even instead), the deep candidate pool (`deep-pool`: three candidates
+/// per result, the fetch before it), each lexical field (`lexical-*`: weight 0), each ranking layer that
 /// runs by default, and the chunk header. (The cross-encoder rerank is off by default, so it
 /// has nothing to ablate.)
 pub const ABLATIONS: [&str; 18] = [

@@ -25,12 +25,13 @@ pub struct RankingConfig {
     /// `limit × max_per_file`): deep enough that the per-file cap and the boosts choose among
     /// many files, not the few that fill the first places.
     pub pool: usize,
-    /// At most this many chunks per file; `None` means `max(3, limit / 3)` (3 for 10
-    /// results: a file can show its main function and some context without crowding out
-    /// the rest); 0 disables the cap.
+    /// At most this many chunks per file at full score; `None` means 1; 0 disables the cap.
+    /// With the soft cap (the default) a file's further chunks stay, decayed, so a file that
+    /// holds the answer twice still shows it twice while other files get their turn.
     pub max_per_file: Option<usize>,
-    /// Decay a file's extra chunks instead of dropping them (false: results should show
-    /// several files).
+    /// Decay a file's extra chunks instead of dropping them (true: on the relevance suite it
+    /// ranked better than dropping them and still shows seven files or more in ten results;
+    /// false drops them, spilling back only into slots no other file fills).
     pub soft_cap: bool,
     /// The soft cap's decay per extra chunk, in `(0, 1]` (0.5).
     pub soft_cap_decay: f32,
@@ -67,7 +68,7 @@ impl Default for RankingConfig {
             limit: 10,
             pool: 100,
             max_per_file: None,
-            soft_cap: false,
+            soft_cap: true,
             soft_cap_decay: 0.5,
             include_tests: IncludeTests::Auto,
             penalties: PenaltyFactors::default(),
@@ -83,7 +84,7 @@ impl Default for RankingConfig {
 }
 
 impl RankingConfig {
-    /// The per-file cap: `max_per_file`, or `max(3, limit / 3)` when it is not set.
+    /// The per-file cap: `max_per_file`, or 1 when it is not set.
     pub fn max_per_file(&self) -> usize {
         self.max_per_file.unwrap_or_else(|| self.default_cap())
     }
@@ -117,7 +118,7 @@ impl RankingConfig {
     }
 
     fn default_cap(&self) -> usize {
-        (self.limit / 3).max(3)
+        1
     }
 
     fn enabled(&self, layer: LayerKind) -> bool {
@@ -307,18 +308,18 @@ mod tests {
             max_per_file,
             ..RankingConfig::default()
         };
-        assert_eq!(config(10, None).max_per_file(), 3);
+        assert_eq!(config(10, None).max_per_file(), 1);
         assert_eq!(config(10, None).fetch_count(), 100);
-        assert_eq!(config(30, None).max_per_file(), 10);
-        assert_eq!(config(30, None).fetch_count(), 300);
+        assert_eq!(config(200, None).fetch_count(), 200);
+        assert_eq!(config(30, Some(5)).fetch_count(), 150);
         let shallow = |limit, max_per_file| RankingConfig {
             pool: 0,
             ..config(limit, max_per_file)
         };
-        assert_eq!(shallow(10, None).fetch_count(), 30);
+        assert_eq!(shallow(10, None).fetch_count(), 10);
         assert_eq!(shallow(10, Some(5)).fetch_count(), 50);
         // Disabling the cap keeps the fetch, so an ablation ranks the same candidates.
-        assert_eq!(shallow(10, Some(0)).fetch_count(), 30);
+        assert_eq!(shallow(10, Some(0)).fetch_count(), 10);
     }
 
     #[test]

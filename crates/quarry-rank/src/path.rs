@@ -334,11 +334,35 @@ const CODE_WORDS: &[&str] = &[
 
 /// Whether the query is about code rather than prose: it holds an identifier-like token
 /// (`parse_config`, `parseConfig`, `HashMap`, `fs::read`, `foo.bar`, `run()`) or a code
-/// word (`function`, `method`, `struct`, `impl`, `returns`...). A query in plain words
-/// ("how do I install it") is not, and then prose is not penalised.
-pub(crate) fn about_code(query: &str) -> bool {
+/// word (`function`, `method`, `struct`, `impl`, `returns`...).
+fn about_code(query: &str) -> bool {
     query.split_whitespace().any(crate::query::identifier_like)
         || words(query).any(|word| CODE_WORDS.contains(&word.as_str()))
+}
+
+const DOC_WORDS: &[&str] = &[
+    "readme",
+    "docs",
+    "documentation",
+    "documented",
+    "guide",
+    "tutorial",
+    "manual",
+    "faq",
+    "install",
+    "installation",
+    "installing",
+    "changelog",
+    "license",
+    "licence",
+    "contributing",
+];
+
+/// Whether the query asks for prose: it names documentation (`readme`, `docs`, `guide`,
+/// `install`, `changelog`, `license`...) and nothing about code ([`about_code`]). Questions
+/// about how the code works ("how is the session saved") are not, even in plain words.
+pub(crate) fn about_prose(query: &str) -> bool {
+    !about_code(query) && words(query).any(|word| DOC_WORDS.contains(&word.as_str()))
 }
 
 #[cfg(test)]
@@ -475,6 +499,24 @@ mod tests {
             "attestation",
         ] {
             assert!(!about_tests(query), "{query}");
+        }
+    }
+
+    #[test]
+    fn queries_about_prose() {
+        for query in [
+            "how do I install quarry",
+            "where is the changelog",
+            "readme",
+        ] {
+            assert!(about_prose(query), "{query}");
+        }
+        for query in [
+            "how is the session saved",
+            "install_hooks",
+            "which function installs the handler guide",
+        ] {
+            assert!(!about_prose(query), "{query}");
         }
     }
 

@@ -4,7 +4,7 @@ use serde::{Deserialize, Serialize};
 
 use super::penalty;
 use crate::chain::keep_where;
-use crate::path::{about_code, about_tests, classify};
+use crate::path::{about_prose, about_tests, classify};
 use crate::{
     ConfigError, Effect, LayerKind, LayerReport, PathClass, RankError, Ranked, RankingLayer,
 };
@@ -45,7 +45,7 @@ pub struct PenaltyFactors {
     pub minified: f32,
     /// Examples and demos (0.8): sometimes what a user wants to see.
     pub example: f32,
-    /// Prose (0.8), applied only when the query is about code.
+    /// Prose (0.5), unless the query asks for documentation.
     pub docs: f32,
 }
 
@@ -59,7 +59,7 @@ impl Default for PenaltyFactors {
             vendored: 0.5,
             minified: 0.3,
             example: 0.8,
-            docs: 0.8,
+            docs: 0.5,
         }
     }
 }
@@ -98,9 +98,10 @@ impl PenaltyFactors {
 /// - Test code (tests, fixtures, mocks) follows [`IncludeTests`]. With `Auto` it is
 ///   penalised unless the query is about tests (it names `test`, `spec`, `fixture`,
 ///   `mock`, `stub`, `assert`...) or no candidate is outside test code.
-/// - Prose is penalised only when the query is about code: it holds an identifier-like
-///   token (`parse_config`, `parseConfig`, `fs::read`, `foo.bar`, `run()`) or a code word
-///   (`function`, `method`, `struct`, `returns`...).
+/// - Prose is penalised unless the query asks for documentation: it names `readme`,
+///   `docs`, `guide`, `install`, `changelog`, `license`... and no identifier-like token
+///   (`parse_config`, `fs::read`, `run()`) or code word (`function`, `struct`...). A question
+///   about how the code works wants the code, not the README that describes it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct PathPenalty {
     factors: PenaltyFactors,
@@ -156,14 +157,14 @@ impl RankingLayer for PathPenalty {
                 }
             }
         };
-        let penalise_docs = about_code(query);
+        let penalise_docs = !about_prose(query);
         let has_prose = classes
             .iter()
             .any(|c| c.iter().any(|c| c == PathClass::Docs));
-        if penalise_docs && has_prose && self.factors.docs != 1.0 {
+        if !penalise_docs && has_prose && self.factors.docs != 1.0 {
             report
                 .notes
-                .push("prose penalised: the query is about code".into());
+                .push("prose not penalised: the query asks for documentation".into());
         }
         for (ranked, classes) in list.iter_mut().zip(classes) {
             let applied: Vec<PathClass> = classes
@@ -211,8 +212,8 @@ mod tests {
             outline(&ranking),
             [
                 ("src/parse.rs", 1, 0.7),
-                ("README.md", 1, 0.6),
                 ("vendor/x/parse.go", 1, 0.4),
+                ("README.md", 1, 0.3),
                 ("tests/parse.rs", 1, 0.27),
             ]
         );
@@ -225,7 +226,7 @@ mod tests {
                 factor: 0.3
             }
         );
-        assert_eq!(ranking.summary.layers[0].adjusted, 2);
+        assert_eq!(ranking.summary.layers[0].adjusted, 3);
     }
 
     #[test]
@@ -276,19 +277,21 @@ mod tests {
     }
 
     #[test]
-    fn prose_is_penalised_only_for_queries_about_code() {
+    fn prose_is_penalised_unless_the_query_asks_for_documentation() {
         let input = [("docs/guide.md", 1, 0.8), ("src/config.rs", 1, 0.7)];
-        let prose = run(layer(IncludeTests::Auto), "how do I configure it", &input);
+        let prose = run(layer(IncludeTests::Auto), "how do I install it", &input);
         assert_eq!(prose.results[0].candidate.path, "docs/guide.md");
-        let code = run(layer(IncludeTests::Auto), "load_config", &input);
         assert_eq!(
-            outline(&code),
-            [("src/config.rs", 1, 0.7), ("docs/guide.md", 1, 0.64)]
+            prose.summary.layers[0].notes,
+            ["prose not penalised: the query asks for documentation"]
         );
-        assert_eq!(
-            code.summary.layers[0].notes,
-            ["prose penalised: the query is about code"]
-        );
+        for query in ["load_config", "how is the configuration loaded"] {
+            let code = run(layer(IncludeTests::Auto), query, &input);
+            assert_eq!(
+                outline(&code),
+                [("src/config.rs", 1, 0.7), ("docs/guide.md", 1, 0.4)]
+            );
+        }
     }
 
     #[test]
