@@ -225,7 +225,10 @@ fn the_diversity_cap_shows_several_files_where_one_would_fill_the_results() {
         "no cap: one file fills the results: {uncapped:?}"
     );
 
-    let capped = paths(&ranking(5, Some(2)));
+    // The hard cap: at most two chunks of a file, spilling back only into empty slots.
+    let mut hard = ranking(5, Some(2));
+    hard.ranking.soft_cap = false;
+    let capped = paths(&hard);
     assert_eq!(capped.len(), 5, "spillover fills the results: {capped:?}");
     assert_eq!(shipping(&capped), 2, "{capped:?}");
     assert_eq!(
@@ -236,6 +239,14 @@ fn the_diversity_cap_shows_several_files_where_one_would_fill_the_results() {
     files.sort();
     files.dedup();
     assert!(files.len() >= 3, "{capped:?}");
+
+    // The default, a soft cap of one: the file's further chunks are decayed, not dropped.
+    let soft = paths(&ranking(5, None));
+    assert_eq!(soft[0], "src/shipping.rs", "{soft:?}");
+    let mut files = soft.clone();
+    files.sort();
+    files.dedup();
+    assert!(files.len() >= 3, "other files get their turn: {soft:?}");
 }
 
 #[test]

@@ -2,7 +2,7 @@
 
 use std::fmt;
 
-use super::check;
+use super::boost;
 use crate::path::{classify, under_source_dir};
 use crate::{ConfigError, Effect, LayerKind, LayerReport, RankError, Ranked, RankingLayer};
 
@@ -19,9 +19,7 @@ pub struct SourceBoost {
 impl SourceBoost {
     /// A boost by `factor`, finite and at least 1.
     pub fn new(factor: f32) -> Result<Self, ConfigError> {
-        let factor = check("source_boost", factor, "finite and at least 1", |v| {
-            v.is_finite() && v >= 1.0
-        })?;
+        let factor = boost("source_boost", factor)?;
         Ok(Self { factor })
     }
 }
@@ -77,12 +75,7 @@ impl PageRankBoost {
         strength: f32,
         percentiles: impl Fn(&str) -> Option<f32> + Send + Sync + 'static,
     ) -> Result<Self, ConfigError> {
-        let strength = check(
-            "pagerank_strength",
-            strength,
-            "finite and at least 0",
-            |v| v.is_finite() && v >= 0.0,
-        )?;
+        let strength = super::strength("pagerank_strength", strength)?;
         Ok(Self {
             strength,
             percentiles: Box::new(percentiles),

@@ -2,7 +2,6 @@
 
 use std::collections::HashMap;
 
-use super::check;
 use crate::{ConfigError, Effect, LayerKind, LayerReport, RankError, Ranked, RankingLayer};
 
 /// Raises the best chunk of each file by `1 + strength × share`, where `share` is the sum of
@@ -21,9 +20,7 @@ pub struct FileEvidence {
 impl FileEvidence {
     /// A boost of up to `strength` (finite, at least 0).
     pub fn new(strength: f32) -> Result<Self, ConfigError> {
-        let strength = check("file_evidence", strength, "finite and at least 0", |v| {
-            v.is_finite() && v >= 0.0
-        })?;
+        let strength = super::strength("file_evidence", strength)?;
         Ok(Self { strength })
     }
 }

@@ -36,6 +36,20 @@ fn check(
     }
 }
 
+/// Factors that may only raise a score: finite and at least 1.
+fn boost(setting: &'static str, value: f32) -> Result<f32, ConfigError> {
+    check(setting, value, "finite and at least 1", |v| {
+        v.is_finite() && v >= 1.0
+    })
+}
+
+/// How much a boost may add (`1 + strength × ...`): finite and at least 0.
+fn strength(setting: &'static str, value: f32) -> Result<f32, ConfigError> {
+    check(setting, value, "finite and at least 0", |v| {
+        v.is_finite() && v >= 0.0
+    })
+}
+
 /// Factors that may only lower a score: `(0, 1]`.
 fn penalty(setting: &'static str, value: f32) -> Result<f32, ConfigError> {
     check(setting, value, "in (0, 1]", |v| v > 0.0 && v <= 1.0)

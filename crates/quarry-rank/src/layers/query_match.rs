@@ -3,7 +3,7 @@
 
 use quarry_text::{identifiers, stem, words};
 
-use super::check;
+use super::boost;
 use crate::query::{QueryTerms, normalise};
 use crate::{ConfigError, Effect, LayerKind, LayerReport, RankError, Ranked, RankingLayer};
 
@@ -24,9 +24,7 @@ pub struct Definition {
 impl Definition {
     /// A boost by `factor`, finite and at least 1.
     pub fn new(factor: f32) -> Result<Self, ConfigError> {
-        let factor = check("definition_boost", factor, "finite and at least 1", |v| {
-            v.is_finite() && v >= 1.0
-        })?;
+        let factor = boost("definition_boost", factor)?;
         Ok(Self { factor })
     }
 }
@@ -134,9 +132,7 @@ pub struct PathMatch {
 impl PathMatch {
     /// A boost of up to `strength` (finite, at least 0).
     pub fn new(strength: f32) -> Result<Self, ConfigError> {
-        let strength = check("path_match", strength, "finite and at least 0", |v| {
-            v.is_finite() && v >= 0.0
-        })?;
+        let strength = super::strength("path_match", strength)?;
         Ok(Self { strength })
     }
 }
