@@ -27,6 +27,8 @@ enum Plan {
     Ab { key: String, values: Vec<String> },
     /// Hybrid, then hybrid without each part.
     Ablate(Vec<String>),
+    /// Hybrid, then hybrid with each set of settings (`--arm K=V+K=V`).
+    Variants(Vec<String>),
 }
 
 pub fn run(args: &[String]) -> Result<()> {
@@ -81,6 +83,13 @@ pub fn run(args: &[String]) -> Result<()> {
                 match &mut plan {
                     Plan::Ablate(existing) => existing.extend(parts),
                     _ => plan = Plan::Ablate(parts),
+                }
+            }
+            "--arm" => {
+                let spec = value()?.clone();
+                match &mut plan {
+                    Plan::Variants(existing) => existing.push(spec),
+                    _ => plan = Plan::Variants(vec![spec]),
                 }
             }
             "--no-controls" => plan = Plan::Hybrid,
@@ -193,6 +202,25 @@ pub fn run(args: &[String]) -> Result<()> {
             };
             (arms, format!("ablations of {}", parts.join(", ")), slug)
         }
+        Plan::Variants(specs) => {
+            let mut arms = vec![hybrid.clone()];
+            for spec in specs {
+                let mut arm = hybrid.clone();
+                for setting in spec.split('+') {
+                    let (key, value) = setting
+                        .split_once('=')
+                        .with_context(|| format!("--arm K=V+K=V, not {spec:?}"))?;
+                    arm = arm.set(key, value)?;
+                }
+                arm.name = spec.clone();
+                arms.push(arm);
+            }
+            (
+                arms,
+                format!("hybrid against {}", specs.join(", ")),
+                "-arms".to_owned(),
+            )
+        }
     };
     let suite_slug = match (suite, split) {
         (Suite::Smoke, _) => "-smoke",
@@ -228,7 +256,7 @@ pub fn run(args: &[String]) -> Result<()> {
         semble,
         commit: commit.clone(),
     };
-    let compare = matches!(plan, Plan::Ab { .. } | Plan::Ablate(_));
+    let compare = matches!(plan, Plan::Ab { .. } | Plan::Ablate(_) | Plan::Variants(_));
     let run = quarry_bench::run(&options, &mut show_progress)?;
     eprintln!();
     let report = Report::new(&title, run, compare);

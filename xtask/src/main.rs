@@ -30,7 +30,8 @@ Commands:
         [--split P]       random and oracle controls; or two settings (--ab diversity-cap=0,3,
         [--ab KEY=A,B]    mode, embed-header, legs.SHAPE, lexical.FIELD, any [ranking] key);
         [--ablate PART]...  or hybrid without a part (see bench-suite/README.md, or all).
-        [--set KEY=V]...  --set changes every quarry arm; --baseline REPORT.json fails on a
+        [--set KEY=V]...  --set changes every quarry arm; --arm K=V+K=V adds hybrid with those
+        [--arm K=V+..]... settings, compared with hybrid; --baseline REPORT.json fails on a
         [--baseline FILE] drop beyond its 95% interval. S: full (default) or smoke. P: all
         [--doc-cases N]   (default), tuning (no held-out cases) or held-out. Writes
         [--no-controls]   bench-suite/reports/relevance[-smoke|-tuning|-held-out]
