@@ -744,6 +744,7 @@ impl TokenStream for CodeTokenStream<'_> {
 }
 
 /// The tokens of `text`, as [`CodeTokenizer`] gives them.
+#[cfg(test)]
 fn tokens(text: &str) -> Vec<Token> {
     let mut tokens = Vec::new();
     push_tokens(text, &mut tokens);
