@@ -29,10 +29,10 @@ pub struct RankingConfig {
     /// With the soft cap (the default) a file's further chunks stay, decayed, so a file that
     /// holds the answer twice still shows it twice while other files get their turn.
     pub max_per_file: Option<usize>,
-    /// Decay a file's extra chunks instead of dropping them (true: on the relevance suite it
-    /// ranked better than dropping them on the hand-written cases and shows about eight files
-    /// in ten results on average;
-    /// false drops them, spilling back only into slots no other file fills).
+    /// Decay a file's extra chunks instead of dropping them (true: on the relevance suite's
+    /// hand-written cases it ranked better than dropping them, with about eight files in ten
+    /// results on average; false drops them, spilling back only into slots no other file
+    /// fills).
     pub soft_cap: bool,
     /// The soft cap's decay per extra chunk, in `(0, 1]` (0.5).
     pub soft_cap_decay: f32,
