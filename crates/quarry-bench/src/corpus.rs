@@ -96,21 +96,18 @@ enum Origin<'a> {
 impl Source {
     fn origin(&self) -> Result<Origin<'_>, String> {
         let version = self.version.as_deref();
-        let registries = [
-            self.cargo.as_deref().map(|n| Origin::Cargo(n, "")),
-            self.pip.as_deref().map(|n| Origin::Pip(n, "")),
-            self.npm.as_deref().map(|n| Origin::Npm(n, "")),
-            self.debian.as_deref().map(|n| Origin::Debian(n, "")),
+        type Registry<'a> = fn(&'a str, &'a str) -> Origin<'a>;
+        let registries: [(Option<&String>, Registry<'_>); 4] = [
+            (self.cargo.as_ref(), Origin::Cargo),
+            (self.pip.as_ref(), Origin::Pip),
+            (self.npm.as_ref(), Origin::Npm),
+            (self.debian.as_ref(), Origin::Debian),
         ];
-        let mut named = registries.into_iter().flatten();
+        let mut named = registries
+            .into_iter()
+            .filter_map(|(name, origin)| Some((name?, origin)));
         match (named.next(), named.next(), &self.path, version) {
-            (Some(origin), None, None, Some(v)) => Ok(match origin {
-                Origin::Cargo(name, _) => Origin::Cargo(name, v),
-                Origin::Pip(name, _) => Origin::Pip(name, v),
-                Origin::Npm(name, _) => Origin::Npm(name, v),
-                Origin::Debian(name, _) => Origin::Debian(name, v),
-                Origin::Local(_) => unreachable!("a registry origin"),
-            }),
+            (Some((name, origin)), None, None, Some(v)) => Ok(origin(name, v)),
             (None, None, Some(path), None) => Ok(Origin::Local(path)),
             _ => Err(
                 "a source is one of `cargo`, `pip`, `npm` or `debian` with an exact \

@@ -322,7 +322,7 @@ pub fn run(
                         id: case.id.clone(),
                         category: case.category,
                         query: case.query.clone(),
-                        held_out: case.category != Category::Doc && case.held_out(&corpus.name),
+                        held_out: case.held_out(&corpus.name),
                         scores,
                         top: hits
                             .iter()

@@ -17,6 +17,9 @@ pub enum EngineError {
     /// Ranking failed.
     #[error("ranking: {0}")]
     Rank(#[from] quarry_rank::RankError),
+    /// A leg weight or a lexical field weight is out of range.
+    #[error("search options: {0}")]
+    SearchOptions(String),
     /// The repository root is missing or not a directory.
     #[error("{}: not a directory; give the root of the repository to index", path.display())]
     NotADirectory {

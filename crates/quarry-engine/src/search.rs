@@ -147,6 +147,14 @@ impl Engine {
         if query.len() > MAX_QUERY_BYTES {
             return Err(EngineError::QueryTooLong { bytes: query.len() });
         }
+        options
+            .legs
+            .validate()
+            .map_err(EngineError::SearchOptions)?;
+        options
+            .lexical
+            .validate()
+            .map_err(EngineError::SearchOptions)?;
         let fetch = options.ranking.fetch_count();
         let weights = match options.mode {
             SearchMode::Hybrid => options.legs.for_query(query),

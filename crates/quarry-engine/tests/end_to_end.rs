@@ -8,8 +8,8 @@ use std::path::Path;
 use quarry_chunk::ChunkId;
 use quarry_embed::ModelDir;
 use quarry_engine::{
-    Engine, EngineError, EngineOptions, IndexEvent, MAX_QUERY_BYTES, PAGERANK_DATA, RelatedOptions,
-    SearchMode, SearchOptions,
+    Engine, EngineError, EngineOptions, IndexEvent, LegWeights, MAX_QUERY_BYTES, PAGERANK_DATA,
+    RelatedOptions, SearchMode, SearchOptions,
 };
 use quarry_rank::RankingConfig;
 use quarry_store::{Filter, StoreError};
@@ -128,6 +128,21 @@ fn indexes_a_repository_and_finds_code_by_description_and_by_identifier() {
     let response = engine.search("load_config", &lexical).unwrap();
     assert_eq!(response.weights, (0.0, 1.0));
     assert_eq!(response.results[0].chunk.path, "src/config.rs");
+
+    // Weights out of range are refused with the setting named, not searched with.
+    let bad_leg = SearchOptions {
+        legs: LegWeights {
+            sentence: 1.5,
+            ..LegWeights::default()
+        },
+        ..SearchOptions::default()
+    };
+    let error = engine.search("cart", &bad_leg).unwrap_err().to_string();
+    assert!(error.contains("sentence"), "{error}");
+    let mut bad_field = SearchOptions::default();
+    bad_field.lexical.body = -1.0;
+    let error = engine.search("cart", &bad_field).unwrap_err().to_string();
+    assert!(error.contains("body"), "{error}");
 }
 
 #[test]

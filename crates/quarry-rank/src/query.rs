@@ -123,7 +123,7 @@ pub enum QueryShape {
 
 /// The segments of `token` if it is a (possibly qualified) identifier, with a `()` or `$`
 /// allowed around it.
-fn segments(token: &str) -> Option<Vec<String>> {
+pub(crate) fn segments(token: &str) -> Option<Vec<String>> {
     let token = token.trim_end_matches("()").trim_start_matches('$');
     let mut segments = vec![token.to_owned()];
     for separator in QUALIFIERS {

@@ -1,6 +1,6 @@
 //! [`FileEvidence`]: a file that several candidates come from is likely the answer.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use crate::{ConfigError, Effect, LayerKind, LayerReport, RankError, Ranked, RankingLayer};
 
@@ -46,13 +46,11 @@ impl RankingLayer for FileEvidence {
             return Ok(());
         }
         let shares: Vec<Option<f32>> = {
-            let mut seen: HashMap<&str, ()> = HashMap::new();
+            let mut seen: HashSet<&str> = HashSet::new();
             list.iter()
                 .map(|ranked| {
                     let path = ranked.candidate.path.as_str();
-                    seen.insert(path, ())
-                        .is_none()
-                        .then(|| sums[path] / largest)
+                    seen.insert(path).then(|| sums[path] / largest)
                 })
                 .collect()
         };

@@ -4,7 +4,7 @@
 use quarry_text::{identifiers, stem, words};
 
 use super::boost;
-use crate::query::{QueryTerms, normalise};
+use crate::query::{QueryTerms, normalise, segments};
 use crate::{ConfigError, Effect, LayerKind, LayerReport, RankError, Ranked, RankingLayer};
 
 /// Raises the chunks that define the symbol a query names over those that merely mention it.
@@ -52,7 +52,7 @@ impl Wanted {
     /// The factor for `ranked`, if it defines this symbol.
     fn factor(&self, ranked: &Ranked) -> Option<f32> {
         let candidate = &ranked.candidate;
-        if candidate.symbol.as_deref().map(normalise) != Some(self.name.clone()) {
+        if candidate.symbol.as_deref().map(normalise).as_deref() != Some(self.name.as_str()) {
             return None;
         }
         let Some(qualifier) = &self.qualifier else {
@@ -86,14 +86,7 @@ impl RankingLayer for Definition {
             None => terms
                 .identifiers()
                 .iter()
-                .filter_map(|identifier| {
-                    let segments: Vec<String> = identifier
-                        .split(|c: char| !c.is_alphanumeric() && c != '_')
-                        .filter(|s| !s.is_empty())
-                        .map(str::to_owned)
-                        .collect();
-                    Wanted::of(&segments, self.factor.sqrt())
-                })
+                .filter_map(|identifier| Wanted::of(&segments(identifier)?, self.factor.sqrt()))
                 .collect(),
         };
         if wanted.is_empty() {
