@@ -59,6 +59,7 @@ mod drift;
 mod error;
 mod filter;
 mod lexical;
+mod pending;
 mod records;
 mod search;
 mod store;

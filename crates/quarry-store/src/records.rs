@@ -17,6 +17,13 @@ pub(crate) const CHUNKS: TableDefinition<u128, &[u8]> = TableDefinition::new("ch
 pub(crate) const VECTORS: TableDefinition<u128, &[u8]> = TableDefinition::new("vectors");
 /// Repository-relative path → the [`Drift`] of its last re-index.
 pub(crate) const DRIFT: TableDefinition<&str, &[u8]> = TableDefinition::new("drift");
+/// Chunk id → the text to embed, for a chunk stored before its vector: the work an index
+/// run's second phase has left. A chunk is in exactly one of this table and [`VECTORS`].
+pub(crate) const PENDING: TableDefinition<u128, &str> = TableDefinition::new("pending");
+/// Repository-relative path → its embedded chunks (text and vector, postcard) as they were
+/// before a change whose new chunks still wait for vectors: what the file's [`Drift`] is
+/// measured against once they have them.
+pub(crate) const DRIFT_BASE: TableDefinition<&str, &[u8]> = TableDefinition::new("drift_base");
 /// (path, name) → data another component attaches to a file (for example its PageRank).
 pub(crate) const FILE_DATA: TableDefinition<(&str, &str), &[u8]> =
     TableDefinition::new("file_data");

@@ -35,7 +35,7 @@ impl Store {
             });
         }
         let snapshot = self.snapshot()?;
-        if k == 0 || snapshot.counts()?.chunks < self.exact_scan_below {
+        if k == 0 || snapshot.counts()?.embedded < self.exact_scan_below {
             return snapshot.search_exact(query, k, filter);
         }
         let mut derived = self.derived();
@@ -61,7 +61,7 @@ impl Store {
     /// scanned or no checkpoint has built one yet.
     pub fn vector_index(&self) -> Result<Option<VectorIndexInfo>, StoreError> {
         let snapshot = self.snapshot()?;
-        if snapshot.counts()?.chunks < self.exact_scan_below {
+        if snapshot.counts()?.embedded < self.exact_scan_below {
             return Ok(None);
         }
         let mut derived = self.derived();
@@ -143,7 +143,7 @@ impl Store {
             });
         }
         let snapshot = self.snapshot()?;
-        if snapshot.counts()?.chunks < self.exact_scan_below {
+        if snapshot.counts()?.embedded < self.exact_scan_below {
             return Ok(());
         }
         let mut derived = self.derived();
@@ -175,7 +175,7 @@ impl Store {
             return Ok(());
         }
         let mut chunks = Vec::new();
-        snapshot.for_each_chunk(|chunk, _| chunks.push(chunk))?;
+        snapshot.for_each_chunk(|chunk| chunks.push(chunk))?;
         let count = chunks.len();
         lexical.rebuild(chunks.into_iter(), generation)?;
         if found.is_some() {
@@ -242,7 +242,7 @@ fn current_ann<'d>(
 
 fn build(snapshot: &Snapshot<'_>) -> Result<AnnIndex, StoreError> {
     let mut entries: Vec<(StoredChunk, Vec<f32>)> = Vec::new();
-    snapshot.for_each_chunk(|chunk, vector| entries.push((chunk, vector)))?;
+    snapshot.for_each_embedded(|chunk, vector| entries.push((chunk, vector)))?;
     let new = entries
         .iter_mut()
         .map(|(chunk, vector)| NewVector {
@@ -257,7 +257,7 @@ fn build(snapshot: &Snapshot<'_>) -> Result<AnnIndex, StoreError> {
 
 /// Tombstones what the database no longer holds and inserts what it gained.
 fn catch_up(ann: &mut AnnIndex, snapshot: &Snapshot<'_>) -> Result<(), StoreError> {
-    let stored = snapshot.chunk_ids()?;
+    let stored = snapshot.embedded_ids()?;
     let gone: Vec<u128> = ann.ids().filter(|id| !stored.contains(id)).collect();
     for id in gone {
         ann.remove(id);

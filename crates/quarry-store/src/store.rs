@@ -15,12 +15,13 @@ use redb::{
 use crate::StoreError;
 use crate::ann::{AnnIndex, DenseStrategy, EXACT_SCAN_BELOW, dot};
 use crate::best::Best;
-use crate::drift::{DriftChunk, drift};
 use crate::filter::Filter;
 use crate::lexical::LexicalIndex;
+use crate::pending::{Content, DriftTables, read_chunks};
 use crate::records::{
-    CHUNKS, DRIFT, Drift, FILE_DATA, FILES, FileState, IndexSettings, META, SCHEMA_VERSION,
-    StoredChunk, VECTORS, decode_vector, decode_vector_into, encode, encode_vector, meta_keys,
+    CHUNKS, DRIFT, DRIFT_BASE, Drift, FILE_DATA, FILES, FileState, IndexSettings, META, PENDING,
+    SCHEMA_VERSION, StoredChunk, VECTORS, decode_vector, decode_vector_into, encode, encode_vector,
+    meta_keys,
 };
 
 /// The index directory's name, at the repository root.
@@ -46,8 +47,10 @@ pub struct Hit {
 pub struct Counts {
     /// Files, skipped ones included.
     pub files: u64,
-    /// Chunks, each with its vector.
+    /// Chunks, searchable by their words.
     pub chunks: u64,
+    /// Chunks with their vector, searchable by meaning too; the rest are pending.
+    pub embedded: u64,
 }
 
 /// The on-disk index of one repository.
@@ -282,6 +285,8 @@ impl Store {
             txn.open_table(CHUNKS).map_err(|e| error(e.into()))?;
             txn.open_table(VECTORS).map_err(|e| error(e.into()))?;
             txn.open_table(DRIFT).map_err(|e| error(e.into()))?;
+            txn.open_table(PENDING).map_err(|e| error(e.into()))?;
+            txn.open_table(DRIFT_BASE).map_err(|e| error(e.into()))?;
             txn.open_table(FILE_DATA).map_err(|e| error(e.into()))?;
             let mut meta = txn.open_table(META).map_err(|e| error(e.into()))?;
             let stored = stored_settings(&meta).map_err(|e| error(e.into()))?;
@@ -406,7 +411,7 @@ impl Store {
         self.snapshot()?.read(body)
     }
 
-    fn corrupt(&self, message: String) -> StoreError {
+    pub(crate) fn corrupt(&self, message: String) -> StoreError {
         corrupt(&self.path, message)
     }
 }
@@ -525,32 +530,38 @@ impl Snapshot<'_> {
         })
     }
 
-    /// Every stored chunk id, from the file records (cheaper than scanning the chunks).
-    pub(crate) fn chunk_ids(&self) -> Result<HashSet<u128>, StoreError> {
-        Ok(self
-            .files()?
-            .into_iter()
-            .flat_map(|f| f.chunk_ids)
-            .collect())
+    /// Every chunk, in id order.
+    pub(crate) fn for_each_chunk(
+        &self,
+        mut each: impl FnMut(StoredChunk),
+    ) -> Result<(), StoreError> {
+        self.read(|txn| {
+            let chunks = txn.open_table(CHUNKS)?;
+            for entry in chunks.iter()? {
+                match decode(entry?.1.value()) {
+                    Ok(chunk) => each(chunk),
+                    Err(message) => return Ok(Err(message)),
+                }
+            }
+            Ok(Ok(()))
+        })?
+        .map_err(|message| self.corrupt(message))
     }
 
-    /// Every chunk with its vector, in id order.
-    pub(crate) fn for_each_chunk(
+    /// Every chunk that has its vector, with it, in id order.
+    pub(crate) fn for_each_embedded(
         &self,
         mut each: impl FnMut(StoredChunk, Vec<f32>),
     ) -> Result<(), StoreError> {
         self.read(|txn| {
             let chunks = txn.open_table(CHUNKS)?;
             let vectors = txn.open_table(VECTORS)?;
-            for (chunk, vector) in chunks.iter()?.zip(vectors.iter()?) {
-                let ((id, chunk), (vector_id, vector)) = (chunk?, vector?);
-                if id.value() != vector_id.value() {
-                    return Ok(Err(format!(
-                        "chunk {:032x} and vector {:032x} are out of step",
-                        id.value(),
-                        vector_id.value()
-                    )));
-                }
+            for entry in vectors.iter()? {
+                let (id, vector) = entry?;
+                let Some(chunk) = chunks.get(id.value())? else {
+                    let id = id.value();
+                    return Ok(Err(format!("vector {id:032x} has no chunk")));
+                };
                 match decode(chunk.value()) {
                     Ok(chunk) => each(chunk, decode_vector(vector.value())),
                     Err(message) => return Ok(Err(message)),
@@ -561,12 +572,25 @@ impl Snapshot<'_> {
         .map_err(|message| self.corrupt(message))
     }
 
+    /// The id of every chunk that has its vector.
+    pub(crate) fn embedded_ids(&self) -> Result<HashSet<u128>, StoreError> {
+        self.read(|txn| {
+            let vectors = txn.open_table(VECTORS)?;
+            let mut ids = HashSet::new();
+            for entry in vectors.iter()? {
+                ids.insert(entry?.0.value());
+            }
+            Ok(ids)
+        })
+    }
+
     /// How many files and chunks the index holds.
     pub fn counts(&self) -> Result<Counts, StoreError> {
         self.read(|txn| {
             Ok(Counts {
                 files: txn.open_table(FILES)?.len()?,
                 chunks: txn.open_table(CHUNKS)?.len()?,
+                embedded: txn.open_table(VECTORS)?.len()?,
             })
         })
     }
@@ -608,22 +632,22 @@ impl Snapshot<'_> {
         self.dimensions
     }
 
-    fn read<T>(
+    pub(crate) fn read<T>(
         &self,
         body: impl FnOnce(&redb::ReadTransaction) -> Result<T, redb::Error>,
     ) -> Result<T, StoreError> {
         body(&self.txn).map_err(|e| database_error(self.path, e))
     }
 
-    fn corrupt(&self, message: String) -> StoreError {
+    pub(crate) fn corrupt(&self, message: String) -> StoreError {
         corrupt(self.path, message)
     }
 }
 
 /// A set of changes to the index, all visible at once when committed, none if dropped.
 pub struct Batch<'a> {
-    store: &'a Store,
-    txn: WriteTransaction,
+    pub(crate) store: &'a Store,
+    pub(crate) txn: WriteTransaction,
     /// Chunks removed or replaced, for the lexical index.
     removed: Vec<u128>,
     /// Chunks stored, for the lexical index.
@@ -640,12 +664,41 @@ impl Batch<'_> {
         state: &FileState,
         new_chunks: &[(StoredChunk, &[f32])],
     ) -> Result<(), StoreError> {
+        let contents: Vec<(&StoredChunk, Content<'_>)> = new_chunks
+            .iter()
+            .map(|(chunk, vector)| (chunk, Content::Vector(vector)))
+            .collect();
+        self.store_file(state, &contents)
+    }
+
+    /// [`Batch::put_file`] for chunks whose vectors come later: each is stored with the text
+    /// to embed, searchable by words at once and by meaning once [`Batch::put_vectors`] gives
+    /// its vector ([`Snapshot::pending`] lists what is left). The file's [`Drift`] is
+    /// recorded when the last of its chunks has its vector.
+    pub fn put_file_pending(
+        &mut self,
+        state: &FileState,
+        new_chunks: &[(StoredChunk, &str)],
+    ) -> Result<(), StoreError> {
+        let contents: Vec<(&StoredChunk, Content<'_>)> = new_chunks
+            .iter()
+            .map(|(chunk, text)| (chunk, Content::Pending(text)))
+            .collect();
+        self.store_file(state, &contents)
+    }
+
+    fn store_file(
+        &mut self,
+        state: &FileState,
+        new_chunks: &[(&StoredChunk, Content<'_>)],
+    ) -> Result<(), StoreError> {
         let path = &self.store.path;
         let error = |e: redb::Error| database_error(path, e);
         let dimensions = self.store.settings.dimensions;
         let mut files = self.txn.open_table(FILES).map_err(|e| error(e.into()))?;
         let mut chunks = self.txn.open_table(CHUNKS).map_err(|e| error(e.into()))?;
         let mut vectors = self.txn.open_table(VECTORS).map_err(|e| error(e.into()))?;
+        let mut pending = self.txn.open_table(PENDING).map_err(|e| error(e.into()))?;
 
         let previous: Option<FileState> = files
             .get(state.path.as_str())
@@ -653,8 +706,10 @@ impl Batch<'_> {
             .map(|v| decode(v.value()))
             .transpose()
             .map_err(|message| self.store.corrupt(message))?;
-        for (chunk, vector) in new_chunks {
-            if vector.len() != dimensions {
+        for (chunk, content) in new_chunks {
+            if let Content::Vector(vector) = content
+                && vector.len() != dimensions
+            {
                 return Err(StoreError::Dimensions {
                     chunk: chunk.id,
                     expected: dimensions,
@@ -662,9 +717,12 @@ impl Batch<'_> {
                 });
             }
         }
+        // The file's embedded chunks before the change, unless it is still waiting for its
+        // first vectors (then, as for a new file, there is nothing to drift from).
         let before = match &previous {
             Some(previous) if previous.chunk_ids != state.chunk_ids || !new_chunks.is_empty() => {
-                Some(read_chunks(&chunks, &vectors, &previous.chunk_ids).map_err(error)?)
+                let before = read_chunks(&chunks, &vectors, &previous.chunk_ids).map_err(error)?;
+                (!before.is_empty() || previous.chunk_ids.is_empty()).then_some(before)
             }
             _ => None,
         };
@@ -673,21 +731,33 @@ impl Batch<'_> {
             if !kept.contains(old) {
                 chunks.remove(*old).map_err(|e| error(e.into()))?;
                 vectors.remove(*old).map_err(|e| error(e.into()))?;
+                pending.remove(*old).map_err(|e| error(e.into()))?;
                 self.removed.push(*old);
             }
         }
-        for (chunk, vector) in new_chunks {
+        for (chunk, content) in new_chunks {
             let replaced = chunks
-                .insert(chunk.id, &encode(chunk)[..])
+                .insert(chunk.id, &encode(*chunk)[..])
                 .map_err(|e| error(e.into()))?
                 .is_some();
             if replaced {
                 self.removed.push(chunk.id);
             }
-            vectors
-                .insert(chunk.id, &encode_vector(vector)[..])
-                .map_err(|e| error(e.into()))?;
-            self.added.push(chunk.clone());
+            match content {
+                Content::Vector(vector) => {
+                    vectors
+                        .insert(chunk.id, &encode_vector(vector)[..])
+                        .map_err(|e| error(e.into()))?;
+                    pending.remove(chunk.id).map_err(|e| error(e.into()))?;
+                }
+                Content::Pending(text) => {
+                    vectors.remove(chunk.id).map_err(|e| error(e.into()))?;
+                    pending
+                        .insert(chunk.id, *text)
+                        .map_err(|e| error(e.into()))?;
+                }
+            }
+            self.added.push((*chunk).clone());
         }
         for id in &state.chunk_ids {
             if chunks.get(*id).map_err(|e| error(e.into()))?.is_none() {
@@ -697,17 +767,10 @@ impl Batch<'_> {
                 });
             }
         }
-        if let Some(before) = before {
-            let after = read_chunks(&chunks, &vectors, &state.chunk_ids).map_err(error)?;
-            let drift = drift(&state.path, &drift_view(&before), &drift_view(&after));
-            self.txn
-                .open_table(DRIFT)
-                .and_then(|mut table| {
-                    table.insert(state.path.as_str(), &encode(&drift)[..])?;
-                    Ok(())
-                })
-                .map_err(|e: redb::TableError| error(e.into()))?;
-        }
+        let mut drifts = DriftTables::open(&self.txn).map_err(error)?;
+        drifts
+            .settle(&state.path, &state.chunk_ids, before, &chunks, &vectors)
+            .map_err(error)?;
         files
             .insert(state.path.as_str(), &encode(state)[..])
             .map_err(|e| error(e.into()))?;
@@ -752,13 +815,20 @@ impl Batch<'_> {
             decode(previous.value()).map_err(|message| self.store.corrupt(message))?;
         let mut chunks = self.txn.open_table(CHUNKS).map_err(|e| error(e.into()))?;
         let mut vectors = self.txn.open_table(VECTORS).map_err(|e| error(e.into()))?;
+        let mut pending = self.txn.open_table(PENDING).map_err(|e| error(e.into()))?;
         for id in previous.chunk_ids {
             chunks.remove(id).map_err(|e| error(e.into()))?;
             vectors.remove(id).map_err(|e| error(e.into()))?;
+            pending.remove(id).map_err(|e| error(e.into()))?;
             self.removed.push(id);
         }
         let mut drift = self.txn.open_table(DRIFT).map_err(|e| error(e.into()))?;
         drift.remove(path).map_err(|e| error(e.into()))?;
+        let mut base = self
+            .txn
+            .open_table(DRIFT_BASE)
+            .map_err(|e| error(e.into()))?;
+        base.remove(path).map_err(|e| error(e.into()))?;
         let mut data = self
             .txn
             .open_table(FILE_DATA)
@@ -793,31 +863,6 @@ impl Batch<'_> {
         }
         Ok(())
     }
-}
-
-/// The text and vector of each chunk in `ids`.
-fn read_chunks(
-    chunks: &impl ReadableTable<u128, &'static [u8]>,
-    vectors: &impl ReadableTable<u128, &'static [u8]>,
-    ids: &[u128],
-) -> Result<Vec<(String, Vec<f32>)>, redb::Error> {
-    let mut read = Vec::with_capacity(ids.len());
-    for &id in ids {
-        let (Some(chunk), Some(vector)) = (chunks.get(id)?, vectors.get(id)?) else {
-            continue;
-        };
-        // A chunk that does not decode is reported elsewhere; here it only has no text.
-        let text = decode::<StoredChunk>(chunk.value()).map_or_else(|_| String::new(), |c| c.text);
-        read.push((text, decode_vector(vector.value())));
-    }
-    Ok(read)
-}
-
-fn drift_view(chunks: &[(String, Vec<f32>)]) -> Vec<DriftChunk<'_>> {
-    chunks
-        .iter()
-        .map(|(text, vector)| DriftChunk { text, vector })
-        .collect()
 }
 
 fn create_index_dir(database: &Path) -> Result<(), StoreError> {
@@ -894,7 +939,7 @@ fn corrupt(path: &Path, message: String) -> StoreError {
     }
 }
 
-fn decode<T: serde::de::DeserializeOwned>(bytes: &[u8]) -> Result<T, String> {
+pub(crate) fn decode<T: serde::de::DeserializeOwned>(bytes: &[u8]) -> Result<T, String> {
     postcard::from_bytes(bytes).map_err(|e| format!("unreadable record: {e}"))
 }
 
@@ -913,7 +958,7 @@ fn describe(settings: &IndexSettings) -> String {
     )
 }
 
-fn database_error(path: &Path, error: redb::Error) -> StoreError {
+pub(crate) fn database_error(path: &Path, error: redb::Error) -> StoreError {
     let path = path.to_path_buf();
     match error {
         redb::Error::DatabaseAlreadyOpen => StoreError::Locked { path },
