@@ -46,10 +46,16 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// Search the repository's code; indexes it first when it has changed.
+    /// Search the repository's code; indexes changed files first (their words at once, their
+    /// vectors when few, or with --wait).
     Search {
         /// What you are looking for: a description or an identifier.
         query: String,
+        /// Embed every chunk still waiting for its vector before answering (full quality;
+        /// minutes on a large fresh repository). Without it, a search embeds at most
+        /// 32 waiting chunks and finds the rest by their words.
+        #[arg(long)]
+        wait: bool,
         /// Retrieval legs: hybrid, semantic (embedding only) or lexical (no model run).
         #[arg(long, value_enum)]
         mode: Option<ModeArg>,
@@ -240,6 +246,7 @@ fn run(cli: Cli) -> Result<()> {
         }
         Command::Search {
             query,
+            wait,
             mode,
             rerank,
             results,
@@ -260,7 +267,11 @@ fn run(cli: Cli) -> Result<()> {
                 mode: request.mode(&config),
                 ..SearchOptions::default()
             };
-            let report = index(&engine)?;
+            let mut report = index_files(&engine)?;
+            if wait || report.chunks_pending <= EMBED_BEFORE_SEARCH {
+                report.chunks_embedded = embed_pending(&engine)?;
+                report.chunks_pending = 0;
+            }
             if report.files_read + report.files_removed > 0 {
                 eprintln!("{}", output::report_summary(&report));
             }
@@ -273,6 +284,9 @@ fn run(cli: Cli) -> Result<()> {
                 writeln!(out, "{json}")?;
             } else {
                 output::print_results(&mut out, &response.results, detail, results.explain)?;
+                if let Some(note) = output::coverage_note(response.coverage) {
+                    eprintln!("{note}");
+                }
             }
             Ok(())
         }
@@ -521,25 +535,55 @@ fn progress_bar() -> ProgressBar {
     bar
 }
 
+/// The most chunks waiting for vectors that `quarry search` embeds before it answers
+/// (about a second on two cores): an edit's new chunks, not a fresh repository's.
+const EMBED_BEFORE_SEARCH: usize = 32;
+
+/// Both phases of an index run, with a progress bar.
 fn index(engine: &Engine) -> Result<IndexReport> {
     let bar = progress_bar();
-    let report = engine.index(&mut |event| match event {
+    let report = engine.index(&mut |event| show(&bar, event))?;
+    bar.finish_and_clear();
+    Ok(report)
+}
+
+/// The first phase of an index run (files, words, import graph), with a progress bar.
+fn index_files(engine: &Engine) -> Result<IndexReport> {
+    let bar = progress_bar();
+    let report = engine.index_files(&mut |event| show(&bar, event))?;
+    bar.finish_and_clear();
+    Ok(report)
+}
+
+/// The second phase of an index run (vectors), with a progress bar.
+fn embed_pending(engine: &Engine) -> Result<usize> {
+    let bar = progress_bar();
+    let embedded = engine.embed_pending(&mut |event| show(&bar, event))?;
+    bar.finish_and_clear();
+    Ok(embedded)
+}
+
+fn show(bar: &ProgressBar, event: IndexEvent) {
+    match event {
         IndexEvent::Changes { to_read, .. } => {
-            bar.set_message("chunking");
+            bar.set_message("reading files");
             bar.set_length(to_read as u64);
         }
         IndexEvent::Chunked { files, total } => {
             bar.set_length(total as u64);
             bar.set_position(files as u64);
         }
+        IndexEvent::Graph => bar.set_message("import graph"),
+        IndexEvent::Searchable { pending } => {
+            bar.set_message("embedding");
+            bar.set_length(pending as u64);
+            bar.set_position(0);
+        }
         IndexEvent::Embedded { chunks, total } => {
             bar.set_message("embedding");
             bar.set_length(total as u64);
             bar.set_position(chunks as u64);
         }
-        IndexEvent::Graph => bar.set_message("import graph"),
         IndexEvent::Checkpoint => bar.set_message("saving the vector index"),
-    })?;
-    bar.finish_and_clear();
-    Ok(report)
+    }
 }

@@ -4,14 +4,19 @@
 use std::io::{IsTerminal, Write};
 
 use quarry_embed::{Embedder, ModelDir};
-use quarry_engine::{Detail, IndexReport, SearchResult, Status, json};
+use quarry_engine::{Coverage, Detail, IndexReport, SearchResult, Status, json};
 use serde_json::{Value, json};
 
 pub fn report_summary(report: &IndexReport) -> String {
+    let pending = match report.chunks_pending {
+        0 => String::new(),
+        n => format!(", {n} waiting for vectors"),
+    };
     format!(
-        "indexed in {:.1} s: {} files read, {} removed, {} unchanged; {} chunks embedded, {} \
-         kept; {} skipped{}",
+        "indexed in {:.1} s (searchable after {:.1} s): {} files read, {} removed, {} \
+         unchanged; {} chunks embedded, {} kept{pending}; {} skipped{}",
         report.elapsed.as_secs_f64(),
+        report.searchable_after.as_secs_f64(),
         report.files_read,
         report.files_removed,
         report.files_unchanged,
@@ -22,6 +27,18 @@ pub fn report_summary(report: &IndexReport) -> String {
             .chain(report.warnings.iter().map(|w| format!("\nwarning: {w}")))
             .collect::<String>()
     )
+}
+
+/// The line that says a search's dense leg did not reach every chunk, if it did not.
+pub fn coverage_note(coverage: Coverage) -> Option<String> {
+    let pending = coverage.pending();
+    (pending > 0).then(|| {
+        format!(
+            "note: {pending} of {} chunks wait for their vectors, so they were found by their \
+             words alone; `quarry index` embeds them, or search with --wait",
+            coverage.chunks
+        )
+    })
 }
 
 /// Skipped files shown in the summary; `--json` lists them all.
@@ -118,8 +135,22 @@ pub fn print_status(out: &mut impl Write, status: &Status) -> std::io::Result<()
     writeln!(
         out,
         "{bold}index{reset}       {} files ({} skipped), {} chunks",
-        status.files, status.files_skipped, status.chunks
+        status.files, status.files_skipped, status.coverage.chunks
     )?;
+    let coverage = status.coverage;
+    match coverage.pending() {
+        0 => writeln!(
+            out,
+            "{bold}embedded{reset}    all {} chunks",
+            coverage.embedded
+        )?,
+        pending => writeln!(
+            out,
+            "{bold}embedded{reset}    {} of {} chunks; {pending} wait for vectors (`quarry \
+             index` embeds them)",
+            coverage.embedded, coverage.chunks
+        )?,
+    }
     if let Some(info) = &status.vector_index {
         writeln!(
             out,

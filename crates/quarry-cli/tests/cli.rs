@@ -66,6 +66,14 @@ fn search_indexes_first_then_answers_in_text_and_json() {
         .to_owned();
     assert!(first.starts_with("src/config.rs:"), "{}", text(&out.stdout));
     assert!(repo.path().join(".quarry/index.redb").exists());
+    // The fixture's 36 chunks are more than a search embeds before answering: it answers
+    // from their words and says so.
+    assert!(
+        text(&out.stderr).contains("36 waiting for vectors")
+            && text(&out.stderr).contains("36 of 36 chunks wait for their vectors"),
+        "{}",
+        text(&out.stderr)
+    );
 
     let out = quarry(repo.path(), &["search", "retry_with_backoff", "--json"]);
     assert!(out.status.success(), "{}", text(&out.stderr));
@@ -74,16 +82,52 @@ fn search_indexes_first_then_answers_in_text_and_json() {
         "nothing changed, nothing re-indexed"
     );
     let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        json["coverage"],
+        serde_json::json!({"chunks": 36, "embedded": 0})
+    );
     let best = &json["results"][0];
     assert_eq!(best["path"], "lib/http_client.py");
     assert_eq!(best["chunk_id"].as_str().unwrap().len(), 32);
     let score = best["score"].as_f64().unwrap();
     assert!((0.0..=1.0).contains(&score));
+    let error = failure(
+        repo.path(),
+        &["related", best["chunk_id"].as_str().unwrap()],
+    );
+    assert!(error.contains("has no vector yet"), "{error}");
+
+    // --wait embeds them first: full quality, and no note.
+    let out = quarry(
+        repo.path(),
+        &["search", "retry_with_backoff", "--json", "--wait"],
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(!text(&out.stderr).contains("wait for their vectors"));
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        json["coverage"],
+        serde_json::json!({"chunks": 36, "embedded": 36})
+    );
+    assert_eq!(json["results"][0]["path"], "lib/http_client.py");
 
     let out = quarry(repo.path(), &["index", "--json"]);
     assert!(out.status.success(), "{}", text(&out.stderr));
     let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(report["files_read"], 0);
+    assert_eq!(report["chunks_embedded"], 0);
+
+    // An edit's few new chunks are embedded before the search answers.
+    fs::write(
+        repo.path().join("src/config.rs"),
+        "pub fn load_settings_file() -> String { String::new() }\n",
+    )
+    .unwrap();
+    let out = quarry(repo.path(), &["search", "load settings", "--json"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let coverage = &json["coverage"];
+    assert_eq!(coverage["embedded"], coverage["chunks"], "{json}");
 }
 
 #[test]
@@ -92,7 +136,14 @@ fn related_status_libraries_models_and_config() {
     let dir = repo.path();
     let found = json(
         dir,
-        &["search", "retry_with_backoff", "--json", "--detail", "full"],
+        &[
+            "search",
+            "retry_with_backoff",
+            "--json",
+            "--detail",
+            "full",
+            "--wait",
+        ],
     );
     let best = &found["results"][0];
     assert_eq!(best["symbol"], "retry_with_backoff");
@@ -291,7 +342,15 @@ fn the_mcp_server_answers_a_real_client_as_the_cli_does() {
     let repo = shop();
     let dir = repo.path();
     // The CLI first (the server, a writer too, must not hold the index meanwhile).
-    let search = json(dir, &["search", "--json", "retry with exponential backoff"]);
+    let search = json(
+        dir,
+        &[
+            "search",
+            "--json",
+            "--wait",
+            "retry with exponential backoff",
+        ],
+    );
     let first = search["results"][0]["chunk_id"]
         .as_str()
         .unwrap()
@@ -373,18 +432,39 @@ fn the_mcp_server_answers_a_real_client_as_the_cli_does() {
     }
     assert_eq!(search_schema["required"], serde_json::json!(["query"]));
 
-    // A fresh repository answers at once, from what is indexed so far, and says so.
+    // A fresh repository answers as soon as its files are indexed, while their vectors are
+    // embedded in the background, and says how far the vectors reach.
     let (during, after) = (
         &mcp["fresh"]["during"]["result"],
         &mcp["fresh"]["after"]["result"],
     );
-    assert_eq!(during["partial"], true, "{}", mcp["fresh"]);
-    assert!(during["note"].as_str().unwrap().contains("indexed so far"));
+    let pending = |result: &Value| {
+        let coverage = &result["coverage"];
+        coverage["chunks"].as_u64().unwrap() - coverage["embedded"].as_u64().unwrap()
+    };
+    assert!(
+        !during["results"].as_array().unwrap().is_empty(),
+        "{during}"
+    );
+    assert_eq!(during["coverage"]["chunks"], 36, "{during}");
+    if pending(during) > 0 {
+        assert_eq!(during["partial"], true, "{during}");
+        assert!(
+            during["note"]
+                .as_str()
+                .unwrap()
+                .contains("wait for their vectors")
+        );
+    } else {
+        assert!(during.get("partial").is_none(), "{during}");
+    }
     assert!(after.get("partial").is_none() && !after["results"].as_array().unwrap().is_empty());
+    assert_eq!(pending(after), 0, "{after}");
 
     let status = &mcp["status"]["result"];
     assert_eq!(status["indexing"]["state"], "finished", "{status}");
     assert!(status["chunks"].as_u64().unwrap() > 20);
+    assert_eq!(status["coverage"]["embedded"], status["chunks"], "{status}");
 
     // The same answers as the CLI.
     let result = |key: &str| mcp[key]["result"].clone();

@@ -97,4 +97,15 @@ pub enum EngineError {
         /// The id given.
         id: quarry_chunk::ChunkId,
     },
+    /// The chunk is indexed but waits for its vector (the index run's second phase).
+    #[error(
+        "chunk {id} has no vector yet: {pending} chunks wait for theirs; `quarry index` \
+         embeds them (or `quarry search --wait`), then `related` can start from it"
+    )]
+    NotEmbedded {
+        /// The id given.
+        id: quarry_chunk::ChunkId,
+        /// Chunks without their vector.
+        pending: u64,
+    },
 }

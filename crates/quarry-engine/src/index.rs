@@ -1,11 +1,11 @@
 //! Indexing: bring the store in step with the working tree.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::fs;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use quarry_chunk::Chunk;
+use quarry_chunk::{Chunk, ChunkId};
 use quarry_graph::{GraphBuilder, PageRankConfig};
 use quarry_store::{
     FileState, GitUse, PROJECT_SCOPE, StoredChunk, TreeFile, content_hash, detect_changes, scope_of,
@@ -31,12 +31,18 @@ pub enum IndexEvent {
         /// Files to drop from the index (deleted, or renamed away).
         to_remove: usize,
     },
-    /// Files were chunked; `chunks` of their chunks need vectors.
+    /// Files were chunked and committed: searchable by their words.
     Chunked {
         /// Files chunked so far, of `total`.
         files: usize,
         /// Files to chunk in all.
         total: usize,
+    },
+    /// The first phase is committed: every file is searchable by its words, and
+    /// `pending` chunks wait for their vectors.
+    Searchable {
+        /// Chunks without their vector.
+        pending: usize,
     },
     /// Chunks were embedded and committed.
     Embedded {
@@ -66,8 +72,13 @@ pub struct IndexReport {
     pub skipped: Vec<(String, String)>,
     /// Chunks embedded in this run.
     pub chunks_embedded: usize,
-    /// Chunks of changed files that kept their stored vector.
+    /// Chunks of changed files the index already held (with their vector, or waiting for it).
     pub chunks_reused: usize,
+    /// Chunks still without their vector after the run (only after [`Engine::index_files`]).
+    pub chunks_pending: usize,
+    /// Wall time until the first phase was committed, when every file was searchable by
+    /// its words.
+    pub searchable_after: Duration,
     /// Files and edges of the import graph, if it was rebuilt.
     pub graph: Option<(usize, usize)>,
     /// What git contributed to change detection.
@@ -106,21 +117,43 @@ impl Plan {
     }
 }
 
-/// One file read and chunked, waiting for its vectors.
+/// Files read and chunked in parallel, then stored in one commit.
+const FILES_PER_COMMIT: usize = 256;
+
+/// One file read and chunked.
 struct ChunkedFile {
     state: FileState,
     chunks: Vec<Chunk>,
 }
 
 impl Engine {
-    /// Brings the index in step with the working tree: files that changed since the last run
-    /// (by `git diff`, then mtime and size, then content hash) are chunked again and only
-    /// their new chunks embedded; deleted files are dropped; the import graph and its
-    /// PageRank are recomputed when anything changed; the vector index is saved.
+    /// Brings the index in step with the working tree, in two phases:
+    /// [`Engine::index_files`] (files that changed since the last run are chunked again and
+    /// stored, deleted ones dropped, the import graph recomputed: searchable by words), then
+    /// [`Engine::embed_pending`] (the chunks without vectors are embedded and the vector
+    /// index saved).
     ///
-    /// Each batch of files is committed on its own, so an interrupted run keeps what it
-    /// committed and the next run resumes from there.
+    /// Each phase commits as it goes, so an interrupted run keeps what it committed and the
+    /// next run resumes from there, embedding nothing twice.
     pub fn index(&self, progress: &mut dyn FnMut(IndexEvent)) -> Result<IndexReport, EngineError> {
+        let started = Instant::now();
+        let mut report = self.index_files(progress)?;
+        report.chunks_embedded = self.embed_pending(progress)?;
+        report.chunks_pending = 0;
+        report.elapsed = started.elapsed();
+        Ok(report)
+    }
+
+    /// The first phase of [`Engine::index`]: files that changed since the last run (by `git
+    /// diff`, then mtime and size, then content hash) are read, chunked and stored with
+    /// their new chunks waiting for vectors; deleted files are dropped; the import graph and
+    /// its PageRank are recomputed when anything changed. No model runs. When it returns,
+    /// every file is searchable by its words, and [`Engine::embed_pending`] has
+    /// `chunks_pending` chunks to embed.
+    pub fn index_files(
+        &self,
+        progress: &mut dyn FnMut(IndexEvent),
+    ) -> Result<IndexReport, EngineError> {
         let started = Instant::now();
         let store = &self.store;
         let indexed = store.files()?;
@@ -161,8 +194,7 @@ impl Engine {
             report.files_removed = plan.removed.len();
         }
 
-        let chunked = self.chunk_files(&to_read, &mut report, progress);
-        self.embed_and_store(chunked, &mut report, progress)?;
+        self.chunk_and_store(&to_read, &mut report, progress)?;
 
         let anything_changed = !plan.is_empty();
         let has_scores = match indexed.iter().find(|f| !f.chunk_ids.is_empty()) {
@@ -181,10 +213,51 @@ impl Engine {
             batch.set_indexed_commit(&head)?;
             batch.commit()?;
         }
-        progress(IndexEvent::Checkpoint);
-        store.checkpoint()?;
-        report.elapsed = started.elapsed();
+        let counts = store.counts()?;
+        report.chunks_pending = (counts.chunks - counts.embedded) as usize;
+        progress(IndexEvent::Searchable {
+            pending: report.chunks_pending,
+        });
+        report.searchable_after = started.elapsed();
+        report.elapsed = report.searchable_after;
         Ok(report)
+    }
+
+    /// The second phase of [`Engine::index`]: embeds the chunks stored without vectors,
+    /// shortest first in batches of [`crate::EngineOptions::chunks_per_commit`], committing
+    /// each batch, then saves the vector index. Returns how many it embedded.
+    ///
+    /// A killed run loses at most the batch in flight; the next run embeds what is left.
+    pub fn embed_pending(
+        &self,
+        progress: &mut dyn FnMut(IndexEvent),
+    ) -> Result<usize, EngineError> {
+        let mut pending = self.store.snapshot()?.pending()?;
+        // Texts of like length share a batch and pad little; ids break ties, so the batches
+        // of a run are the same whatever order the store listed them in.
+        pending.sort_by_key(|(id, text)| (text.len(), *id));
+        let total = pending.len();
+        let mut done = 0;
+        for group in pending.chunks(self.options.chunks_per_commit.max(1)) {
+            let texts: Vec<&str> = group.iter().map(|(_, text)| text.as_str()).collect();
+            let vectors = self.embedder.embed(&texts)?;
+            let new: Vec<(ChunkId, &[f32])> = group
+                .iter()
+                .zip(&vectors)
+                .map(|((id, _), embedding)| (*id, embedding.vector.as_slice()))
+                .collect();
+            let mut batch = self.store.write()?;
+            batch.put_vectors(&new)?;
+            batch.commit()?;
+            done += group.len();
+            progress(IndexEvent::Embedded {
+                chunks: done,
+                total,
+            });
+        }
+        progress(IndexEvent::Checkpoint);
+        self.store.checkpoint()?;
+        Ok(total)
     }
 
     /// What differs between `indexed` and the project's and libraries' trees (see
@@ -266,145 +339,84 @@ impl Engine {
         Ok(plan)
     }
 
-    /// Reads and chunks `files` in parallel. A file that cannot be read is a warning (it is
-    /// not recorded, so the next run tries again); one the chunker skips is recorded with
+    /// Reads and chunks `files` in parallel and stores them, their new chunks waiting for
+    /// vectors, one commit per slice of files. A file that cannot be read is a warning (it
+    /// is not recorded, so the next run tries again); one the chunker skips is recorded with
     /// no chunks, so it is not read again until it changes.
-    fn chunk_files(
+    fn chunk_and_store(
         &self,
         files: &[&(PathBuf, TreeFile)],
         report: &mut IndexReport,
         progress: &mut dyn FnMut(IndexEvent),
-    ) -> Vec<ChunkedFile> {
+    ) -> Result<(), EngineError> {
         let total = files.len();
-        let mut chunked = Vec::with_capacity(total);
-        // Parallel within a slice, reported between slices.
-        for slice in files.chunks(256) {
+        // Parallel within a slice, committed and reported between slices.
+        for slice in files.chunks(FILES_PER_COMMIT) {
             let results: Vec<Result<(ChunkedFile, Option<String>), String>> = slice
                 .par_iter()
-                .map(|(path, file)| {
-                    let mut state = FileState {
-                        path: file.path.clone(),
-                        content_hash: 0,
-                        mtime_ns: file.mtime_ns,
-                        size: file.size,
-                        chunk_ids: Vec::new(),
-                    };
-                    if file.size > self.options.max_file_bytes {
-                        let skip = format!(
-                            "{} bytes, over the {}-byte limit (`max_file_bytes`)",
-                            file.size, self.options.max_file_bytes
-                        );
-                        let chunks = Vec::new();
-                        return Ok((ChunkedFile { state, chunks }, Some(skip)));
-                    }
-                    let bytes = fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
-                    let (chunks, skip) = match self.chunker.chunk(&file.path, &bytes) {
-                        Ok(chunks) => (chunks, None),
-                        Err(skip) => (Vec::new(), Some(skip.to_string())),
-                    };
-                    state.content_hash = content_hash(&bytes);
-                    state.chunk_ids = chunks.iter().map(|c| c.id.0).collect();
-                    Ok((ChunkedFile { state, chunks }, skip))
-                })
+                .map(|(path, file)| self.chunk_file(path, file))
                 .collect();
+            let snapshot = self.store.snapshot()?;
+            let mut batch = self.store.write()?;
             for result in results {
-                match result {
-                    Ok((file, skip)) => {
-                        if let Some(skip) = skip {
-                            report.skipped.push((file.state.path.clone(), skip));
-                        }
-                        chunked.push(file);
+                let (file, skip) = match result {
+                    Ok(chunked) => chunked,
+                    Err(warning) => {
+                        report.warnings.push(warning);
+                        continue;
                     }
-                    Err(warning) => report.warnings.push(warning),
+                };
+                if let Some(skip) = skip {
+                    report.skipped.push((file.state.path.clone(), skip));
                 }
+                let mut new = Vec::new();
+                for chunk in &file.chunks {
+                    match snapshot.chunk(chunk.id)? {
+                        Some(_) => report.chunks_reused += 1,
+                        None => new.push((stored_chunk(chunk), chunk.embed_text.as_str())),
+                    }
+                }
+                batch.put_file_pending(&file.state, &new)?;
+                report.files_read += 1;
             }
+            batch.commit()?;
             progress(IndexEvent::Chunked {
-                files: chunked.len(),
+                files: report.files_read,
                 total,
             });
         }
-        report.files_read = chunked.len();
-        chunked
-    }
-
-    /// Embeds the chunks the store does not hold yet and commits the files in batches of
-    /// about [`crate::EngineOptions::chunks_per_commit`] new chunks.
-    fn embed_and_store(
-        &self,
-        files: Vec<ChunkedFile>,
-        report: &mut IndexReport,
-        progress: &mut dyn FnMut(IndexEvent),
-    ) -> Result<(), EngineError> {
-        let snapshot = self.store.snapshot()?;
-        let mut stored = HashSet::new();
-        for file in &files {
-            for chunk in &file.chunks {
-                if snapshot.vector(chunk.id)?.is_some() {
-                    stored.insert(chunk.id.0);
-                }
-            }
-        }
-        drop(snapshot);
-        report.chunks_reused = stored.len();
-        let total: usize = files.iter().map(|f| f.chunks.len()).sum::<usize>() - stored.len();
-        let mut done = 0;
-        let mut pending: Vec<ChunkedFile> = Vec::new();
-        let mut pending_chunks = 0;
-        let mut files = files.into_iter().peekable();
-        while let Some(file) = files.next() {
-            pending_chunks += file
-                .chunks
-                .iter()
-                .filter(|c| !stored.contains(&c.id.0))
-                .count();
-            pending.push(file);
-            if pending_chunks >= self.options.chunks_per_commit || files.peek().is_none() {
-                let group = std::mem::take(&mut pending);
-                done += self.commit_group(group, &stored)?;
-                pending_chunks = 0;
-                progress(IndexEvent::Embedded {
-                    chunks: done,
-                    total,
-                });
-            }
-        }
-        report.chunks_embedded = done;
         Ok(())
     }
 
-    /// Embeds one group's new chunks and commits its files; returns how many it embedded.
-    fn commit_group(
+    /// Reads and chunks one file; `Err` is a warning that it could not be read.
+    fn chunk_file(
         &self,
-        group: Vec<ChunkedFile>,
-        stored: &HashSet<u128>,
-    ) -> Result<usize, EngineError> {
-        let new: Vec<&Chunk> = group
-            .iter()
-            .flat_map(|f| &f.chunks)
-            .filter(|c| !stored.contains(&c.id.0))
-            .collect();
-        let texts: Vec<&str> = new.iter().map(|c| c.embed_text.as_str()).collect();
-        let vectors = if texts.is_empty() {
-            Vec::new()
-        } else {
-            self.embedder.embed(&texts)?
+        path: &Path,
+        file: &TreeFile,
+    ) -> Result<(ChunkedFile, Option<String>), String> {
+        let mut state = FileState {
+            path: file.path.clone(),
+            content_hash: 0,
+            mtime_ns: file.mtime_ns,
+            size: file.size,
+            chunk_ids: Vec::new(),
         };
-        let by_id: HashMap<u128, &[f32]> = new
-            .iter()
-            .zip(&vectors)
-            .map(|(c, e)| (c.id.0, e.vector.as_slice()))
-            .collect();
-        let mut batch = self.store.write()?;
-        for file in &group {
-            let chunks: Vec<(StoredChunk, &[f32])> = file
-                .chunks
-                .iter()
-                .filter_map(|c| by_id.get(&c.id.0).map(|v| (stored_chunk(c), *v)))
-                .collect();
-            batch.put_file(&file.state, &chunks)?;
+        if file.size > self.options.max_file_bytes {
+            let skip = format!(
+                "{} bytes, over the {}-byte limit (`max_file_bytes`)",
+                file.size, self.options.max_file_bytes
+            );
+            let chunks = Vec::new();
+            return Ok((ChunkedFile { state, chunks }, Some(skip)));
         }
-        batch.commit()?;
-        Ok(new.len())
+        let bytes = fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
+        let (chunks, skip) = match self.chunker.chunk(&file.path, &bytes) {
+            Ok(chunks) => (chunks, None),
+            Err(skip) => (Vec::new(), Some(skip.to_string())),
+        };
+        state.content_hash = content_hash(&bytes);
+        state.chunk_ids = chunks.iter().map(|c| c.id.0).collect();
+        Ok((ChunkedFile { state, chunks }, skip))
     }
 
     /// Rebuilds the import graph of the project's indexed files and stores each file's

@@ -15,7 +15,8 @@ use crate::{Detail, IndexReport, RelatedResponse, SearchResponse, SearchResult, 
 pub const SNIPPET_LINES: usize = 3;
 
 /// `{files_read, files_removed, files_touched, files_unchanged, chunks_embedded,
-/// chunks_reused, skipped: [{path, reason}], graph: {files, edges}, warnings, seconds}`.
+/// chunks_reused, chunks_pending, skipped: [{path, reason}], graph: {files, edges}, warnings,
+/// searchable_seconds, seconds}`.
 pub fn index_report(report: &IndexReport) -> Value {
     json!({
         "files_read": report.files_read,
@@ -24,27 +25,34 @@ pub fn index_report(report: &IndexReport) -> Value {
         "files_unchanged": report.files_unchanged,
         "chunks_embedded": report.chunks_embedded,
         "chunks_reused": report.chunks_reused,
+        "chunks_pending": report.chunks_pending,
         "skipped": report.skipped.iter().map(|(path, why)| json!({"path": path, "reason": why})).collect::<Vec<_>>(),
         "graph": report.graph.map(|(files, edges)| json!({"files": files, "edges": edges})),
         "warnings": report.warnings,
+        "searchable_seconds": report.searchable_after.as_secs_f64(),
         "seconds": report.elapsed.as_secs_f64(),
     })
 }
 
-/// `{query, weights: {dense, lexical}, results: [result]}`, best first.
+/// `{query, weights: {dense, lexical}, coverage: {chunks, embedded}, results: [result]}`,
+/// best first. `coverage` says how many chunks the dense leg could reach (`embedded`) of
+/// those indexed: fewer while an index run's second phase is unfinished.
 pub fn search(query: &str, response: &SearchResponse, detail: Detail, explain: bool) -> Value {
     json!({
         "query": query,
         "weights": {"dense": response.weights.0, "lexical": response.weights.1},
+        "coverage": response.coverage,
         "results": results(&response.results, detail, explain),
     })
 }
 
-/// `{source: chunk, linked_files: [path], results: [result]}`, best first.
+/// `{source: chunk, linked_files: [path], coverage: {chunks, embedded}, results: [result]}`,
+/// best first.
 pub fn related(response: &RelatedResponse, detail: Detail, explain: bool) -> Value {
     json!({
         "source": chunk(&response.source, Detail::Compact),
         "linked_files": response.linked_files,
+        "coverage": response.coverage,
         "results": results(&response.results, detail, explain),
     })
 }
@@ -94,7 +102,8 @@ pub fn snippet(text: &str) -> impl Iterator<Item = &str> {
         .take(SNIPPET_LINES)
 }
 
-/// `{root, model, backend, files, files_skipped, chunks, indexed_commit, head_commit,
+/// `{root, model, backend, files, files_skipped, chunks, coverage: {chunks, embedded},
+/// indexed_commit, head_commit,
 /// stale: {added, modified, removed}, drift, vector_index, libraries, warnings}`.
 pub fn status(status: &Status) -> Value {
     json!({
@@ -103,7 +112,8 @@ pub fn status(status: &Status) -> Value {
         "backend": status.backend,
         "files": status.files,
         "files_skipped": status.files_skipped,
-        "chunks": status.chunks,
+        "chunks": status.coverage.chunks,
+        "coverage": status.coverage,
         "indexed_commit": status.indexed_commit,
         "head_commit": status.head_commit,
         "stale": {

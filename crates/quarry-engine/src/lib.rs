@@ -61,14 +61,15 @@ pub use request::ResultRequest;
 pub use search::{
     LegWeights, MAX_QUERY_BYTES, RRF_K, SearchMode, SearchOptions, SearchResponse, SearchResult,
 };
-pub use status::{Stale, Status};
+pub use status::{Coverage, Stale, Status};
 
 /// How an [`Engine`] runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct EngineOptions {
     /// The model's backend and batch size.
     pub embedder: EmbedderOptions,
-    /// New chunks per commit while indexing: what an interrupted run loses at most.
+    /// Chunks embedded per commit in an index run's second phase: what an interrupted run
+    /// loses at most.
     pub chunks_per_commit: usize,
     /// Files larger than this are recorded as skipped without being read: a data dump or
     /// a vendored amalgamation would cost hours of embedding for no useful results.

@@ -5,7 +5,7 @@ use quarry_rank::{LayerKind, RankingConfig, Summary};
 use quarry_store::{Filter, StoredChunk};
 
 use crate::index::{LINKS_DATA, decode_file_data};
-use crate::{Engine, EngineError, SearchResult};
+use crate::{Coverage, Engine, EngineError, SearchResult};
 
 /// What a related search asks for.
 #[derive(Debug, Clone, Default)]
@@ -35,6 +35,8 @@ pub struct RelatedResponse {
     /// Files linked to the source's file in the import graph, when `include_linked` asked
     /// for them.
     pub linked_files: Vec<String>,
+    /// How much of the index the dense search covered.
+    pub coverage: Coverage,
 }
 
 impl Engine {
@@ -48,8 +50,13 @@ impl Engine {
         options: &RelatedOptions,
     ) -> Result<RelatedResponse, EngineError> {
         let snapshot = self.store.snapshot()?;
-        let (Some(source), Some(vector)) = (snapshot.chunk(id)?, snapshot.vector(id)?) else {
+        let coverage = Coverage::of(snapshot.counts()?);
+        let Some(source) = snapshot.chunk(id)? else {
             return Err(EngineError::UnknownChunk { id });
+        };
+        let Some(vector) = snapshot.vector(id)? else {
+            let pending = coverage.pending();
+            return Err(EngineError::NotEmbedded { id, pending });
         };
         let mut filter = options.filter.clone();
         if !options.include_source_file {
@@ -113,6 +120,7 @@ impl Engine {
             results,
             summary,
             linked_files,
+            coverage,
         })
     }
 }

@@ -11,7 +11,7 @@ use quarry_store::{Filter, Hit, LexicalWeights, StoredChunk};
 use serde::{Deserialize, Serialize};
 
 use crate::index::{PAGERANK_DATA, decode_file_data};
-use crate::{Engine, EngineError};
+use crate::{Coverage, Engine, EngineError};
 use quarry_graph::FileScore;
 
 /// Reciprocal rank fusion's constant: a hit at rank r scores `weight / (RRF_K + r)`.
@@ -125,6 +125,8 @@ pub struct SearchResponse {
     pub summary: Summary,
     /// The leg weights used (dense, lexical).
     pub weights: (f32, f32),
+    /// How much of the index the dense leg covered.
+    pub coverage: Coverage,
 }
 
 impl Engine {
@@ -156,6 +158,7 @@ impl Engine {
             .validate()
             .map_err(EngineError::SearchOptions)?;
         let fetch = options.ranking.fetch_count();
+        let coverage = Coverage::of(self.store.counts()?);
         let weights = match options.mode {
             SearchMode::Hybrid => options.legs.for_query(query),
             SearchMode::Semantic => (1.0, 0.0),
@@ -189,6 +192,7 @@ impl Engine {
             results,
             summary,
             weights,
+            coverage,
         })
     }
 

@@ -3,7 +3,8 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-use quarry_store::{Drift, VectorIndexInfo};
+use quarry_store::{Counts, Drift, VectorIndexInfo};
+use serde::Serialize;
 
 use crate::{Engine, EngineError};
 
@@ -20,8 +21,8 @@ pub struct Status {
     pub files: u64,
     /// Files indexed without chunks: skipped by the chunker.
     pub files_skipped: u64,
-    /// Chunks, each with its vector.
-    pub chunks: u64,
+    /// Chunks, and how many of them have their vector.
+    pub coverage: Coverage,
     /// The git commit the project was last indexed at.
     pub indexed_commit: Option<String>,
     /// The work tree's current commit.
@@ -37,6 +38,32 @@ pub struct Status {
     pub libraries: BTreeMap<String, PathBuf>,
     /// Files or libraries that could not be read, and repairs the index made.
     pub warnings: Vec<String>,
+}
+
+/// How far the dense leg reaches: every indexed chunk is searchable by its words, and
+/// those with their vector by meaning too. An index run's first phase stores chunks, its
+/// second embeds them ([`Engine::index`]); until it ends, searches answer from what is there.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Coverage {
+    /// Chunks indexed.
+    pub chunks: u64,
+    /// Those with their vector.
+    pub embedded: u64,
+}
+
+impl Coverage {
+    /// The index's coverage now.
+    pub fn of(counts: Counts) -> Self {
+        Self {
+            chunks: counts.chunks,
+            embedded: counts.embedded,
+        }
+    }
+
+    /// Chunks waiting for their vector.
+    pub fn pending(&self) -> u64 {
+        self.chunks.saturating_sub(self.embedded)
+    }
 }
 
 /// Stored paths of the files that differ from the index.
@@ -80,7 +107,7 @@ impl Engine {
             backend: self.embedder.backend().to_string(),
             files: files.len() as u64,
             files_skipped: files.iter().filter(|f| f.chunk_ids.is_empty()).count() as u64,
-            chunks: files.iter().map(|f| f.chunk_ids.len() as u64).sum(),
+            coverage: Coverage::of(self.store.counts()?),
             indexed_commit: self.store.indexed_commit()?,
             head_commit: quarry_store::head_commit(&self.root),
             stale,

@@ -367,7 +367,7 @@ fn status_reports_stale_files_then_drift_after_an_edit() {
     let indexed = engine.status(0.0).unwrap();
     assert!(indexed.stale.is_empty(), "{:?}", indexed.stale);
     assert_eq!(indexed.files, 9);
-    assert!(indexed.chunks >= 15, "{indexed:?}");
+    assert!(indexed.coverage.chunks >= 15, "{indexed:?}");
     assert!(
         indexed.model.contains("all-MiniLM-L6-v2"),
         "{}",

@@ -1,13 +1,13 @@
 //! The server: tools over a shared engine, a background indexer, and paging under a token
 //! budget.
 
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::{Arc, Condvar, Mutex, RwLock};
 
 use quarry_chunk::ChunkId;
 use quarry_embed::ModelDir;
 use quarry_engine::{
-    Config, Engine, EngineError, EngineOptions, IndexEvent, RelatedOptions, ResultRequest,
-    SearchOptions, json,
+    Config, Coverage, Engine, EngineError, EngineOptions, IndexEvent, RelatedOptions,
+    ResultRequest, SearchOptions, json,
 };
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::model::{
@@ -47,17 +47,35 @@ impl Default for ServerOptions {
 #[derive(Debug, Clone, PartialEq)]
 enum Indexing {
     Idle,
-    Running { embedded: usize, to_embed: usize },
+    /// Reading and chunking changed files (`searchable` false: the index's first phase),
+    /// then embedding the chunks waiting for vectors.
+    Running {
+        searchable: bool,
+        embedded: usize,
+        to_embed: usize,
+    },
     Finished(Value),
     Failed(String),
 }
 
 impl Indexing {
+    const STARTED: Indexing = Indexing::Running {
+        searchable: false,
+        embedded: 0,
+        to_embed: 0,
+    };
+
     fn json(&self) -> Value {
         match self {
             Indexing::Idle => json!({"state": "idle"}),
-            Indexing::Running { embedded, to_embed } => {
-                json!({"state": "running", "chunks_embedded": embedded, "chunks_to_embed": to_embed})
+            Indexing::Running {
+                searchable,
+                embedded,
+                to_embed,
+            } => {
+                let phase = if *searchable { "vectors" } else { "files" };
+                json!({"state": "running", "phase": phase, "chunks_embedded": embedded,
+                    "chunks_to_embed": to_embed})
             }
             Indexing::Finished(report) => json!({"state": "finished", "report": report}),
             Indexing::Failed(error) => json!({"state": "failed", "error": error}),
@@ -72,6 +90,8 @@ struct Shared {
     model: ModelDir,
     options: ServerOptions,
     indexing: Mutex<Indexing>,
+    /// Signalled whenever `indexing` changes.
+    indexing_changed: Condvar,
 }
 
 /// quarry's MCP server for one repository.
@@ -101,6 +121,7 @@ impl Server {
                 model,
                 options,
                 indexing: Mutex::new(Indexing::Idle),
+                indexing_changed: Condvar::new(),
             }),
             tool_router: Self::tool_router(),
         }
@@ -295,6 +316,7 @@ impl Shared {
         }
         let offset = args.page()?;
         let request = args.request(args.mode);
+        self.wait_until_searchable();
         self.with_engine(|engine| {
             let (ranking, page) = paged_ranking(&request, &self.config, offset);
             let options = SearchOptions {
@@ -312,8 +334,9 @@ impl Shared {
             let mut value = json!({
                 "query": args.query,
                 "weights": {"dense": response.weights.0, "lexical": response.weights.1},
+                "coverage": response.coverage,
             });
-            self.page(&mut value, results, offset, page);
+            self.page(&mut value, results, offset, page, response.coverage);
             Ok(value)
         })
     }
@@ -322,6 +345,7 @@ impl Shared {
         let Similar(min_score, include_linked, include_source_file) = similar;
         let offset = args.page()?;
         let request = args.request(None);
+        self.wait_until_searchable();
         self.with_engine(|engine| {
             let (ranking, page) = paged_ranking(&request, &self.config, offset);
             let options = RelatedOptions {
@@ -337,8 +361,9 @@ impl Shared {
             let mut value = json!({
                 "source": json::chunk(&response.source, quarry_engine::Detail::Compact),
                 "linked_files": response.linked_files,
+                "coverage": response.coverage,
             });
-            self.page(&mut value, results, offset, page);
+            self.page(&mut value, results, offset, page, response.coverage);
             Ok(value)
         })
     }
@@ -393,19 +418,57 @@ impl Shared {
             .clone()
     }
 
+    fn set_indexing(&self, state: Indexing) {
+        *self.indexing.lock().unwrap_or_else(|p| p.into_inner()) = state;
+        self.indexing_changed.notify_all();
+    }
+
+    /// Waits while the indexer reads and chunks changed files (the first phase, seconds at
+    /// most on a large repository), so that a search at start-up sees every file; after
+    /// [`SEARCHABLE_WAIT`] it answers from what is committed.
+    fn wait_until_searchable(&self) {
+        let guard = self.indexing.lock().unwrap_or_else(|p| p.into_inner());
+        let reading = |state: &mut Indexing| {
+            matches!(
+                state,
+                Indexing::Running {
+                    searchable: false,
+                    ..
+                }
+            )
+        };
+        let _ = self
+            .indexing_changed
+            .wait_timeout_while(guard, SEARCHABLE_WAIT, reading)
+            .unwrap_or_else(|p| p.into_inner());
+    }
+
     /// Brings the index up to date now, unless the background indexer is at it.
     fn build(&self) -> Outcome {
         if let Indexing::Running { .. } = self.indexing() {
             return Ok(json!({"indexing": self.indexing().json(),
+                "coverage": self.coverage()?,
                 "note": "indexing is already running; poll index status"}));
         }
         run_indexer(self);
-        Ok(json!({"indexing": self.indexing().json()}))
+        Ok(json!({"indexing": self.indexing().json(), "coverage": self.coverage()?}))
+    }
+
+    /// How much of the index has its vectors.
+    fn coverage(&self) -> Result<Coverage, String> {
+        self.with_engine(|engine| Ok(Coverage::of(engine.store().counts().map_err(message)?)))
     }
 
     /// Puts `results` into `value` as one page under the token budget, with `offset`,
-    /// `next_offset` and, while indexing runs, `partial`.
-    fn page(&self, value: &mut Value, results: Vec<Value>, offset: usize, page: usize) {
+    /// `next_offset` and, while indexing runs or chunks wait for vectors, `partial`.
+    fn page(
+        &self,
+        value: &mut Value,
+        results: Vec<Value>,
+        offset: usize,
+        page: usize,
+        coverage: Coverage,
+    ) {
         let budget = self.options.max_tokens.saturating_mul(BYTES_PER_TOKEN);
         // What the page carries besides its results, with room for the paging fields.
         let overhead = value.to_string().len() + 400;
@@ -413,11 +476,22 @@ impl Shared {
         value["offset"] = json!(offset);
         value["next_offset"] = json!(next);
         value["results"] = Value::Array(shown);
-        if let Indexing::Running { embedded, to_embed } = self.indexing() {
+        if let Indexing::Running {
+            searchable: false, ..
+        } = self.indexing()
+        {
+            value["partial"] = json!(true);
+            value["note"] = json!(
+                "the index is being brought up to date: these results cover the files indexed \
+                 so far"
+            );
+        } else if coverage.pending() > 0 {
             value["partial"] = json!(true);
             value["note"] = json!(format!(
-                "the index is being brought up to date ({embedded} of {to_embed} chunks \
-                 embedded): these results cover what is indexed so far"
+                "{} of {} chunks wait for their vectors (index status shows the progress): \
+                 these are found by their words alone until then",
+                coverage.pending(),
+                coverage.chunks
             ));
         }
     }
@@ -460,6 +534,9 @@ fn fit_page(
     (shown, next)
 }
 
+/// How long a search waits for the indexer's first phase before answering anyway.
+const SEARCHABLE_WAIT: std::time::Duration = std::time::Duration::from_secs(60);
+
 /// Four bytes of JSON per token: a cautious estimate for code and English.
 const BYTES_PER_TOKEN: usize = 4;
 
@@ -490,18 +567,12 @@ fn spawn_indexer(shared: Arc<Shared>, force: bool) -> Value {
         if let Indexing::Running { .. } = *state {
             return json!({"indexing": state.json(), "note": "indexing is already running; poll index status"});
         }
-        *state = Indexing::Running {
-            embedded: 0,
-            to_embed: 0,
-        };
+        *state = Indexing::STARTED;
     }
     let thread_shared = Arc::clone(&shared);
     std::thread::spawn(move || {
         if force && let Err(error) = rebuild(&thread_shared) {
-            *thread_shared
-                .indexing
-                .lock()
-                .unwrap_or_else(|p| p.into_inner()) = Indexing::Failed(error);
+            thread_shared.set_indexing(Indexing::Failed(error));
             return;
         }
         run_indexer(&thread_shared);
@@ -522,27 +593,29 @@ fn rebuild(shared: &Shared) -> Result<(), String> {
     Ok(())
 }
 
-/// Brings the index up to date, recording progress in `shared.indexing`.
+/// Brings the index up to date, recording progress in `shared.indexing`: searches wait
+/// for the first phase, then run beside the second.
 fn run_indexer(shared: &Shared) {
-    let set = |state: Indexing| *shared.indexing.lock().unwrap_or_else(|p| p.into_inner()) = state;
-    set(Indexing::Running {
-        embedded: 0,
-        to_embed: 0,
-    });
+    shared.set_indexing(Indexing::STARTED);
     let outcome = shared.with_engine(|engine| {
         engine
-            .index(&mut |event| {
-                if let IndexEvent::Embedded { chunks, total } = event {
-                    set(Indexing::Running {
-                        embedded: chunks,
-                        to_embed: total,
-                    });
-                }
+            .index(&mut |event| match event {
+                IndexEvent::Searchable { pending } => shared.set_indexing(Indexing::Running {
+                    searchable: true,
+                    embedded: 0,
+                    to_embed: pending,
+                }),
+                IndexEvent::Embedded { chunks, total } => shared.set_indexing(Indexing::Running {
+                    searchable: true,
+                    embedded: chunks,
+                    to_embed: total,
+                }),
+                _ => {}
             })
             .map(|report| json::index_report(&report))
             .map_err(message)
     });
-    set(match outcome {
+    shared.set_indexing(match outcome {
         Ok(report) => Indexing::Finished(report),
         Err(error) => Indexing::Failed(error),
     });
