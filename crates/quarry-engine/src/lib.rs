@@ -87,7 +87,7 @@ impl Default for EngineOptions {
     fn default() -> Self {
         Self {
             embedder: EmbedderOptions::default(),
-            chunks_per_commit: 256,
+            chunks_per_commit: 64,
             max_file_bytes: MAX_FILE_BYTES,
             embed_header: true,
         }
