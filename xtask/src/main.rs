@@ -1,6 +1,7 @@
 //! Project chores, run as `cargo xtask <command>` (see `cargo xtask help`).
 
 mod bench_embed;
+mod bench_index;
 mod bench_mcp;
 mod bench_relevance;
 mod bench_store;
@@ -37,6 +38,13 @@ Commands:
         [--no-controls]   bench-suite/reports/relevance[-smoke|-tuning|-held-out]
         [--no-peers]      [-ab-K|-ablate]-<commit>.*
         [--out DIR]
+  bench index             time to a first result: the whole `quarry search` process on a
+        [--runs N]        fresh copy of each corpus of bench-suite/index-corpora.yaml (flask,
+        [--corpus C]...   tokio, quarry's crates), the index's first phase in process (MB/s),
+        [--embed]         ripgrep as the reference in the same run; the second phase
+                          (chunks/s) on flask, or every corpus with --embed. Default 3 runs;
+                          needs the release quarry beside xtask; writes
+                          bench-suite/reports/index-<commit>.*
   bench mcp --root DIR    warm semantic_search latency p50/p95 through `quarry mcp` (the
         [--calls N]       official Python MCP client over stdio) against the same searches
                           in-process; DIR must be indexed. Default 100 calls; writes
@@ -58,7 +66,8 @@ fn main() -> Result<()> {
             Some("store") => bench_store::run(&args[2..]),
             Some("relevance") => bench_relevance::run(&args[2..]),
             Some("mcp") => bench_mcp::run(&args[2..]),
-            _ => bail!("cargo xtask bench embed|store|relevance|mcp [...]\n\n{HELP}"),
+            Some("index") => bench_index::run(&args[2..]),
+            _ => bail!("cargo xtask bench embed|store|relevance|mcp|index [...]\n\n{HELP}"),
         },
         Some("chunks") => chunks::run(&args[1..]),
         Some("fuzz") => fuzz::run(&args[1..]),

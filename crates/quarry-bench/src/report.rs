@@ -264,9 +264,9 @@ impl Report {
         let _ = writeln!(md, "```\n\n## Corpora\n");
         let _ = writeln!(
             md,
-            "| corpus | language | source | files | chunks | index s | semble index s | cases | held out | doc cases |"
+            "| corpus | language | source | files | chunks | phase 1 s | index s | semble index s | cases | held out | doc cases |"
         );
-        let _ = writeln!(md, "|---|---|---|---:|---:|---:|---:|---:|---:|---:|");
+        let _ = writeln!(md, "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|");
         let held_out = |corpus: &str| {
             run.arms.first().map_or(0, |arm| {
                 arm.cases
@@ -277,13 +277,16 @@ impl Report {
         };
         for c in &run.corpora {
             let seconds = c.index_seconds.map_or("-".into(), |s| format!("{s:.0}"));
+            let searchable = c
+                .searchable_seconds
+                .map_or("-".into(), |s| format!("{s:.2}"));
             let semble = c
                 .peer_index_seconds
                 .get("semble")
                 .map_or("-".into(), |s| format!("{s:.2}"));
             let _ = writeln!(
                 md,
-                "| {} | {} | {} | {} | {} | {seconds} | {semble} | {} | {} | {} |",
+                "| {} | {} | {} | {} | {} | {searchable} | {seconds} | {semble} | {} | {} | {} |",
                 c.name,
                 c.language,
                 c.source,

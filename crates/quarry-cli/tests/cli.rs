@@ -2,23 +2,14 @@
 
 use std::fs;
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Command;
 
 use quarry_testkit::copy_dir;
 use serde_json::Value;
 
-fn quarry(dir: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_quarry"))
-        .args(args)
-        .current_dir(dir)
-        .env("NO_COLOR", "1")
-        .output()
-        .unwrap()
-}
+mod support;
 
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
-}
+use support::{quarry, text};
 
 fn shop() -> tempfile::TempDir {
     let repo = tempfile::tempdir().unwrap();

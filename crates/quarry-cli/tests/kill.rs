@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 use std::fs;
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use quarry_chunk::ChunkId;
@@ -12,17 +12,12 @@ use quarry_engine::{Engine, EngineOptions};
 use quarry_testkit::copy_dir;
 use serde_json::Value;
 
+mod support;
+
+use support::{quarry, text};
+
 /// Kills per run of the test: half while files are read, half while chunks are embedded.
 const KILLS: usize = 20;
-
-fn quarry(dir: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_quarry"))
-        .args(args)
-        .current_dir(dir)
-        .env("NO_COLOR", "1")
-        .output()
-        .unwrap()
-}
 
 /// A repository of every language's chunking fixture: a few hundred chunks, so that the
 /// second phase commits several times.
@@ -74,7 +69,7 @@ fn check_search(root: &Path, chunks: u64) {
         root,
         &["search", "parse the input", "--json", "--detail", "full"],
     );
-    let stderr = String::from_utf8_lossy(&out.stderr);
+    let stderr = text(&out.stderr);
     assert!(out.status.success(), "{stderr}");
     let json: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(json["coverage"]["chunks"], chunks, "{stderr}");
@@ -104,11 +99,7 @@ fn an_index_killed_anywhere_resumes_to_a_clean_build() {
     let started = Instant::now();
     let out = quarry(clean.path(), &["index", "--json"]);
     let whole = started.elapsed();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
     let report: Value = serde_json::from_slice(&out.stdout).unwrap();
     let searchable = Duration::from_secs_f64(report["searchable_seconds"].as_f64().unwrap());
     // Before the first phase: the process starting and loading the model.
@@ -123,7 +114,7 @@ fn an_index_killed_anywhere_resumes_to_a_clean_build() {
     );
 
     let repo = repository();
-    let mut rng = Rng(0x5EED_0F_C0FFEE);
+    let mut rng = Rng(0x5EED_0FC0_FFEE);
     let mut while_embedding = 0;
     for kill in 0..KILLS {
         // Even kills fall before the first phase ends, odd ones anywhere in the run.
@@ -155,11 +146,7 @@ fn an_index_killed_anywhere_resumes_to_a_clean_build() {
         "too few kills while embedding: {while_embedding}"
     );
     let out = quarry(repo.path(), &["index", "--json"]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
 
     let (files, vectors) = contents(repo.path());
     assert_eq!(files, clean_files, "the same files with the same chunk ids");

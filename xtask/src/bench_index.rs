@@ -1,0 +1,247 @@
+//! `cargo xtask bench index`: how soon a fresh repository answers. The whole `quarry search`
+//! process on a fresh copy (first result), the first phase alone in process (source MB/s),
+//! and optionally the second (chunks/s), with ripgrep over the same copy as the reference
+//! measured in the same run.
+
+use std::path::Path;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail, ensure};
+use quarry_bench::corpus::CorporaFile;
+use quarry_embed::{DEFAULT_MODEL, EmbedderOptions, ModelDir};
+use quarry_engine::{Engine, EngineOptions};
+use serde_json::json;
+
+use crate::bench_embed::git_commit;
+use crate::model::provisioner;
+
+/// The question each fresh copy is asked; what it finds does not matter here.
+const QUERY: &str = "where is the configuration loaded";
+
+/// One corpus's measurements, medians over the runs.
+struct Measured {
+    name: String,
+    files: usize,
+    chunks: u64,
+    bytes: u64,
+    first_result: Duration,
+    phase_one: Duration,
+    ripgrep: Duration,
+    /// Chunks embedded by the second phase, and how long it took.
+    phase_two: Option<(usize, Duration)>,
+}
+
+pub fn run(args: &[String]) -> Result<()> {
+    let mut runs = 3usize;
+    let mut embed_all = false;
+    let mut only: Vec<String> = Vec::new();
+    let mut args = args.iter();
+    while let Some(arg) = args.next() {
+        let mut value = || args.next().with_context(|| format!("{arg} needs a value"));
+        match arg.as_str() {
+            "--runs" => runs = value()?.parse().context("--runs N")?,
+            "--embed" => embed_all = true,
+            "--corpus" => only.push(value()?.clone()),
+            other => bail!("unknown option {other:?} (see `cargo xtask help`)"),
+        }
+    }
+    ensure!(runs > 0, "--runs must be at least 1");
+    let quarry = std::env::current_exe()?.with_file_name("quarry");
+    ensure!(
+        quarry.is_file(),
+        "{} is missing: build it in the same profile (`cargo build --release -p quarry-cli`)",
+        quarry.display()
+    );
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .context("root")?;
+    let suite_dir = root.join("bench-suite");
+    let file = CorporaFile::load(&suite_dir.join("index-corpora.yaml"))?;
+    let cache = directories::ProjectDirs::from("", "", "quarry")
+        .context("no home directory for the cache")?
+        .cache_dir()
+        .join("bench")
+        .join("corpora");
+    let model = provisioner().resolve(&DEFAULT_MODEL)?;
+    let mut measured = Vec::new();
+    for corpus in &file.corpora {
+        if !only.is_empty() && !only.contains(&corpus.name) {
+            continue;
+        }
+        let source = corpus.fetch(&suite_dir, &cache)?;
+        // The flask-sized corpus is embedded whole by default; the others with --embed.
+        let embed = embed_all || corpus.name == "flask-src";
+        eprintln!("{}: {} runs", corpus.name, runs);
+        measured.push(measure(
+            &corpus.name,
+            &source,
+            &quarry,
+            &model,
+            runs,
+            embed,
+        )?);
+    }
+
+    let commit = git_commit(root);
+    let markdown = markdown(&commit, runs, &measured);
+    let json = json!({
+        "commit": commit,
+        "runs": runs,
+        "query": QUERY,
+        "corpora": measured.iter().map(|m| json!({
+            "name": m.name,
+            "files": m.files,
+            "chunks": m.chunks,
+            "bytes": m.bytes,
+            "first_result_seconds": m.first_result.as_secs_f64(),
+            "phase_one_seconds": m.phase_one.as_secs_f64(),
+            "ripgrep_seconds": m.ripgrep.as_secs_f64(),
+            "phase_two": m.phase_two.map(|(chunks, time)| json!({
+                "chunks": chunks, "seconds": time.as_secs_f64()
+            })),
+        })).collect::<Vec<_>>(),
+    });
+    let dir = suite_dir.join("reports");
+    std::fs::write(dir.join(format!("index-{commit}.md")), &markdown)?;
+    std::fs::write(
+        dir.join(format!("index-{commit}.json")),
+        serde_json::to_string_pretty(&json)?,
+    )?;
+    print!("{markdown}");
+    Ok(())
+}
+
+/// Each run on a fresh copy of `source`: `quarry search` whole, ripgrep whole, the first
+/// phase in process; then, if `embed`, the second phase on the last copy.
+fn measure(
+    name: &str,
+    source: &Path,
+    quarry: &Path,
+    model: &ModelDir,
+    runs: usize,
+    embed: bool,
+) -> Result<Measured> {
+    let mut first_results = Vec::new();
+    let mut phase_ones = Vec::new();
+    let mut ripgreps = Vec::new();
+    let mut last = None;
+    for _ in 0..runs {
+        let copy = fresh_copy(source)?;
+        let started = Instant::now();
+        let out = Command::new(quarry)
+            .args(["search", QUERY])
+            .current_dir(copy.path())
+            .env("NO_COLOR", "1")
+            .output()?;
+        first_results.push(started.elapsed());
+        ensure!(
+            out.status.success() && !out.stdout.is_empty(),
+            "quarry search on {name} failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+
+        let started = Instant::now();
+        let out = Command::new("rg")
+            .args(["--count", "-i", "configuration", "."])
+            .current_dir(copy.path())
+            .output()
+            .context("could not run rg (ripgrep): install it")?;
+        ripgreps.push(started.elapsed());
+        ensure!(out.status.code() == Some(0), "rg found nothing in {name}");
+
+        let copy = fresh_copy(source)?;
+        let engine = Engine::open(copy.path(), model, engine_options()?)?;
+        let started = Instant::now();
+        engine.index_files(&mut |_| {})?;
+        phase_ones.push(started.elapsed());
+        last = Some((copy, engine));
+    }
+    let (_copy, engine) = last.expect("at least one run");
+    let store = engine.store();
+    let files = store.files()?;
+    let bytes = files.iter().map(|f| f.size).sum();
+    let chunks = store.counts()?.chunks;
+    let phase_two = match embed {
+        true => {
+            let started = Instant::now();
+            let embedded = engine.embed_pending(&mut |_| {})?;
+            Some((embedded, started.elapsed()))
+        }
+        false => None,
+    };
+    Ok(Measured {
+        name: name.to_owned(),
+        files: files.iter().filter(|f| !f.chunk_ids.is_empty()).count(),
+        chunks,
+        bytes,
+        first_result: median(first_results),
+        phase_one: median(phase_ones),
+        ripgrep: median(ripgreps),
+        phase_two,
+    })
+}
+
+fn engine_options() -> Result<EngineOptions> {
+    Ok(EngineOptions {
+        embedder: EmbedderOptions::from_env()?,
+        ..EngineOptions::default()
+    })
+}
+
+/// A copy of `source` in a new temporary directory, without any index.
+fn fresh_copy(source: &Path) -> Result<tempfile::TempDir> {
+    let dir = tempfile::tempdir()?;
+    quarry_testkit::copy_dir(source, dir.path());
+    let index = dir.path().join(quarry_store::INDEX_DIR);
+    if index.exists() {
+        std::fs::remove_dir_all(&index)?;
+    }
+    Ok(dir)
+}
+
+fn median(mut times: Vec<Duration>) -> Duration {
+    times.sort();
+    times[times.len() / 2]
+}
+
+fn markdown(commit: &str, runs: usize, measured: &[Measured]) -> String {
+    let mut out = format!(
+        "# Index: time to a first result ({commit})\n\n\
+         Written by `cargo xtask bench index`. Each corpus is copied fresh (no index) {runs} \
+         times; medians. **first result**: the whole `quarry search \"{QUERY}\"` process on the \
+         fresh copy (start, model load, the index's first phase, the search, exit), with the \
+         vectors still to come. **phase 1**: `Engine::index_files` alone in process on another \
+         fresh copy (walk, chunk, store, lexical index, import graph), and the source bytes \
+         it read per second. **rg**: `rg --count -i configuration` over the same copy, the \
+         reference in the same run. **phase 2**: `Engine::embed_pending` after it (the \
+         transformer), where measured.\n\n\
+         | corpus | files | chunks | source MB | first result s | × rg | phase 1 s | MB/s | \
+         rg ms | phase 2 chunks | phase 2 s | chunks/s |\n\
+         |---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n"
+    );
+    for m in measured {
+        let megabytes = m.bytes as f64 / 1e6;
+        let (two_chunks, two_seconds, rate) = match m.phase_two {
+            Some((chunks, time)) => (
+                chunks.to_string(),
+                format!("{:.1}", time.as_secs_f64()),
+                format!("{:.1}", chunks as f64 / time.as_secs_f64()),
+            ),
+            None => ("-".into(), "-".into(), "-".into()),
+        };
+        out.push_str(&format!(
+            "| {} | {} | {} | {megabytes:.2} | {:.2} | {:.0} | {:.2} | {:.1} | {:.1} | {two_chunks} \
+             | {two_seconds} | {rate} |\n",
+            m.name,
+            m.files,
+            m.chunks,
+            m.first_result.as_secs_f64(),
+            m.first_result.as_secs_f64() / m.ripgrep.as_secs_f64(),
+            m.phase_one.as_secs_f64(),
+            megabytes / m.phase_one.as_secs_f64(),
+            m.ripgrep.as_secs_f64() * 1000.0,
+        ));
+    }
+    out
+}
