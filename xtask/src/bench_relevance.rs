@@ -240,24 +240,6 @@ pub fn run(args: &[String]) -> Result<()> {
         .any(|a| a.ranker == quarry_bench::arms::Ranker::Semble)
         .then(|| semble_peer(&cache, &suite_dir))
         .transpose()?;
-    let wants_static = arms.iter().any(|a| {
-        matches!(a.ranker, quarry_bench::arms::Ranker::Engine { static_weight, .. } if static_weight > 0.0)
-    });
-    let static_table = wants_static
-        .then(|| -> Result<_> {
-            let embedder = quarry_embed::Embedder::load(&model, EmbedderOptions::from_env()?)?;
-            let digest = &embedder.fingerprint().digest;
-            let path = cache.join(format!("static-{}.bin", &digest[..16]));
-            let started = std::time::Instant::now();
-            let table = quarry_embed::StaticEmbedder::load_or_distill(&path, &embedder)?;
-            eprintln!(
-                "static table: {:.1} s ({})",
-                started.elapsed().as_secs_f64(),
-                path.display()
-            );
-            Ok(table)
-        })
-        .transpose()?;
     let options = RunOptions {
         suite_dir: suite_dir.clone(),
         corpora,
@@ -272,7 +254,6 @@ pub fn run(args: &[String]) -> Result<()> {
         doc_cases,
         split,
         semble,
-        static_table,
         commit: commit.clone(),
     };
     let compare = matches!(plan, Plan::Ab { .. } | Plan::Ablate(_) | Plan::Variants(_));

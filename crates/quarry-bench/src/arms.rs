@@ -36,9 +36,6 @@ pub enum Ranker {
         /// The lexical leg's field weights.
         #[serde(default)]
         lexical: LexicalWeights,
-        /// The static tier's leg weight (0: off).
-        #[serde(default)]
-        static_weight: f32,
     },
     /// semble 0.7.0 from PyPI, searching with BM25 and its own ranking (dense weight 0: its
     /// model cannot be downloaded here), through `bench-suite/peer_semble.py`: the peer to
@@ -70,7 +67,6 @@ impl Arm {
                 embed_header: true,
                 legs: LegWeights::default(),
                 lexical: LexicalWeights::default(),
-                static_weight: 0.0,
             },
         }
     }
@@ -133,7 +129,7 @@ impl Arm {
             serde_json::from_str(value).unwrap_or_else(|_| Value::String(value.into()));
         let key_path = match key {
             "diversity-cap" => "ranking.max_per_file".to_owned(),
-            "mode" | "embed-header" | "static-weight" => key.replace('-', "_"),
+            "mode" | "embed-header" => key.replace('-', "_"),
             other if other.starts_with("legs.") || other.starts_with("lexical.") => {
                 other.replace('-', "_")
             }
@@ -251,14 +247,12 @@ impl Arm {
                 embed_header,
                 legs,
                 lexical,
-                static_weight,
             } => Some(EngineSettings {
                 mode: *mode,
                 ranking: ranking.clone(),
                 embed_header: *embed_header,
                 legs: *legs,
                 lexical: *lexical,
-                static_weight: *static_weight,
             }),
             Ranker::Semble | Ranker::Ripgrep | Ranker::Random | Ranker::Oracle => None,
         }
@@ -283,7 +277,6 @@ struct EngineSettings {
     embed_header: bool,
     legs: LegWeights,
     lexical: LexicalWeights,
-    static_weight: f32,
 }
 
 impl EngineSettings {
@@ -294,7 +287,6 @@ impl EngineSettings {
             embed_header: self.embed_header,
             legs: self.legs,
             lexical: self.lexical,
-            static_weight: self.static_weight,
         }
     }
 }

@@ -44,8 +44,6 @@ pub struct RunOptions<'a> {
     pub split: Split,
     /// How to run semble, for a [`Ranker::Semble`] arm.
     pub semble: Option<SemblePeer>,
-    /// The static tier's table, for arms with a static leg.
-    pub static_table: Option<quarry_embed::StaticEmbedder>,
     /// The code's version, for the report (a git commit).
     pub commit: String,
 }
@@ -240,10 +238,7 @@ pub fn run(
             } else {
                 sync_worktree(&source, &work)?;
             }
-            let mut engine = open_indexed(options, &work, variant.embed_header, &label, progress)?;
-            if let Some(table) = &options.static_table {
-                engine = engine.with_static_tier(table.clone());
-            }
+            let engine = open_indexed(options, &work, variant.embed_header, &label, progress)?;
             let chunks = all_chunks(&engine)?;
             if variant.name == "default" {
                 report.index_seconds = build_seconds(&work);
@@ -530,7 +525,6 @@ fn answer(
             ranking,
             legs,
             lexical,
-            static_weight,
             ..
         } => {
             let options = SearchOptions {
@@ -539,7 +533,6 @@ fn answer(
                 mode: *mode,
                 legs: *legs,
                 lexical: *lexical,
-                static_weight: *static_weight,
             };
             let started = Instant::now();
             let response = engine.search(&case.query, &options)?;

@@ -165,7 +165,7 @@ impl Embedder {
     }
 
     /// Embeds already tokenized texts, in order.
-    pub(crate) fn embed_tokenized(&self, texts: Vec<Tokenized>) -> Vec<Embedding> {
+    fn embed_tokenized(&self, texts: Vec<Tokenized>) -> Vec<Embedding> {
         let vectors = in_length_order(&texts, self.batch_size, |batch| self.forward(batch));
         texts
             .into_iter()

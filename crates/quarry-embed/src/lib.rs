@@ -96,7 +96,6 @@ mod error;
 mod kernels;
 mod loading;
 pub mod provision;
-mod static_tier;
 pub mod tokenize;
 
 pub use backend::{BackendChoice, BackendInfo};
@@ -108,4 +107,3 @@ pub use loading::ModelFingerprint;
 pub use provision::{
     DEFAULT_MODEL, KnownModel, MS_MARCO_MINILM_L6, ModelDir, ModelRole, ModelSource, Provisioner,
 };
-pub use static_tier::{STATIC_DIMENSIONS, STATIC_RECIPE, StaticEmbedder};

@@ -49,8 +49,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use quarry_chunk::{Chunker, ChunkerConfig};
-use quarry_embed::{CrossEncoder, Embedder, EmbedderOptions, ModelDir, StaticEmbedder};
-use quarry_store::{IndexSettings, Store, StoredChunk};
+use quarry_embed::{CrossEncoder, Embedder, EmbedderOptions, ModelDir};
+use quarry_store::{IndexSettings, Store};
 
 pub use config::{CONFIG_FILE, Config, Detail, IndexDefaults, SearchDefaults};
 pub use error::EngineError;
@@ -104,15 +104,6 @@ pub struct Engine {
     options: EngineOptions,
     /// A cross-encoder that rescores candidates, when one was provisioned and asked for.
     reranker: Option<Arc<CrossEncoder>>,
-    /// The static embedding tier, when attached: a table and every chunk's vector in it.
-    static_tier: Option<StaticTier>,
-}
-
-/// A static embedding table and the vectors of the index's chunks in it, made on first use.
-#[derive(Debug)]
-pub(crate) struct StaticTier {
-    pub table: StaticEmbedder,
-    pub vectors: std::sync::OnceLock<Vec<(StoredChunk, Vec<f32>)>>,
 }
 
 impl Engine {
@@ -164,7 +155,6 @@ impl Engine {
             chunker,
             options,
             reranker: None,
-            static_tier: None,
         })
     }
 
@@ -174,16 +164,6 @@ impl Engine {
     pub fn with_reranker(mut self, model: &ModelDir) -> Result<Self, EngineError> {
         self.reranker = Some(Arc::new(CrossEncoder::load(model, self.options.embedder)?));
         Ok(self)
-    }
-
-    /// Adds a leg that searches the chunks' static vectors (`table`), weighted by
-    /// [`SearchOptions::static_weight`]: an experiment, measured by the relevance benchmark.
-    pub fn with_static_tier(mut self, table: StaticEmbedder) -> Self {
-        self.static_tier = Some(StaticTier {
-            table,
-            vectors: std::sync::OnceLock::new(),
-        });
-        self
     }
 
     /// The repository root.

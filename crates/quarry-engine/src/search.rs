@@ -49,9 +49,6 @@ pub struct SearchOptions {
     pub legs: LegWeights,
     /// How much each field of a chunk weighs in the lexical leg.
     pub lexical: LexicalWeights,
-    /// The weight of the static tier's leg, beside the others' (0: off; only with
-    /// [`Engine::with_static_tier`]).
-    pub static_weight: f32,
 }
 
 /// The dense leg's weight in hybrid search, by the query's [`QueryShape`]; the lexical leg
@@ -180,20 +177,7 @@ impl Engine {
         } else {
             Vec::new()
         };
-        let static_hits = match &self.static_tier {
-            Some(tier) if options.static_weight > 0.0 => {
-                self.search_static(tier, query, fetch, &options.filter)?
-            }
-            _ => Vec::new(),
-        };
-        let fused = fuse(
-            &[
-                (&dense, weights.0),
-                (&lexical, weights.1),
-                (&static_hits, options.static_weight),
-            ],
-            fetch,
-        );
+        let fused = fuse(&[(&dense, weights.0), (&lexical, weights.1)], fetch);
 
         let snapshot = self.store.snapshot()?;
         let mut scored = Vec::with_capacity(fused.len());
@@ -210,57 +194,6 @@ impl Engine {
             weights,
             coverage,
         })
-    }
-
-    /// The `k` chunks whose static vectors are nearest the query's, among those `filter`
-    /// admits (an exact scan; the chunks' vectors are made on first use).
-    fn search_static(
-        &self,
-        tier: &crate::StaticTier,
-        query: &str,
-        k: usize,
-        filter: &Filter,
-    ) -> Result<Vec<Hit>, EngineError> {
-        if tier.vectors.get().is_none() {
-            let mut chunks = Vec::new();
-            let snapshot = self.store.snapshot()?;
-            for file in snapshot.files()? {
-                for id in file.chunk_ids {
-                    chunks.extend(snapshot.chunk(quarry_chunk::ChunkId(id))?);
-                }
-            }
-            let texts: Vec<String> = chunks
-                .iter()
-                .map(|c| {
-                    format!(
-                        "{}\n{}\n{}",
-                        c.path,
-                        c.name.as_deref().unwrap_or(""),
-                        c.text
-                    )
-                })
-                .collect();
-            let texts: Vec<&str> = texts.iter().map(String::as_str).collect();
-            let vectors = tier.table.embed(&self.embedder, &texts)?;
-            let _ = tier.vectors.set(chunks.into_iter().zip(vectors).collect());
-        }
-        let vectors = tier.vectors.get().expect("made above");
-        let query = tier
-            .table
-            .embed(&self.embedder, &[query])?
-            .pop()
-            .expect("one vector");
-        let mut scored: Vec<Hit> = vectors
-            .iter()
-            .filter(|(chunk, _)| filter.admits(chunk))
-            .map(|(chunk, vector)| Hit {
-                id: chunk.chunk_id(),
-                score: vector.iter().zip(&query).map(|(a, b)| a * b).sum(),
-            })
-            .collect();
-        scored.sort_by(|a, b| b.score.total_cmp(&a.score).then(a.id.cmp(&b.id)));
-        scored.truncate(k);
-        Ok(scored)
     }
 
     /// Orders `scored` (chunks with retrieval scores in `[0, 1]`) with the pipeline built
