@@ -64,11 +64,12 @@ impl CrossEncoder {
         let fingerprint = fingerprint(dir, max_tokens)?;
         let tokenizer = TextTokenizer::load(&dir.path.join(files::TOKENIZER), max_tokens)?;
         let (device, backend) = backend::select(options.backend)?;
-        let model = load_weights(
+        let mut model = load_weights(
             BertForSequenceClassification::new(&config, &device),
             &dir.path.join(files::WEIGHTS),
             &CLASSIFIER_WEIGHT_KEY_RENAMES,
         )?;
+        model.bert.pack_for_host();
         Ok(Self {
             model,
             tokenizer,

@@ -85,11 +85,12 @@ impl Embedder {
         let tokenizer =
             TextTokenizer::load(&dir.path.join(files::TOKENIZER), config.max_seq_length)?;
         let (device, backend) = backend::select(options.backend)?;
-        let model = load_weights(
+        let mut model = load_weights(
             BertModel::new(&config.bert, &device),
             &dir.path.join(files::WEIGHTS),
             &WEIGHT_KEY_RENAMES,
         )?;
+        model.pack_for_host();
         Ok(Self {
             model,
             tokenizer,

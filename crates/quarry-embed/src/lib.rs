@@ -93,6 +93,7 @@ pub mod config;
 mod cross_encoder;
 mod embedder;
 mod error;
+pub mod gemm;
 mod kernels;
 mod loading;
 pub mod provision;

@@ -1,0 +1,217 @@
+//! A single-precision GEMM for the model's linear layers on the CPU: `x · Wᵀ + b` with `W`
+//! packed once, when the model loads, into panels of [`NR`] output columns.
+//!
+//! Burn's `flex` multiplies through the `gemm` crate, which reached a third of MKL's speed on
+//! MiniLM's shapes (see the crate docs). Here the weights are constant, so they are packed
+//! ahead of time; each call packs its input rows in blocks of [`MR`] and runs an AVX-512
+//! micro-kernel that keeps an `MR × NR` block of the output in 24 registers, over rayon's
+//! threads by blocks of rows. The SIMD is pulp's safe AVX-512 API ([`V4`]); without AVX-512
+//! (detected at run time) [`PackedLinear::new`] returns `None` and the model keeps Burn's
+//! matmul.
+
+use pulp::x86::V4;
+use pulp::{cast, f32x16};
+use rayon::prelude::*;
+
+/// Rows of the output block a micro-kernel call computes.
+pub const MR: usize = 12;
+/// Columns of a weight panel: two 16-lane vectors.
+pub const NR: usize = 32;
+/// Rows of the input packed at a time by one task: the packed block and a weight panel stay
+/// in the core's L2 cache while every panel passes over them.
+const MC: usize = MR * 8;
+
+/// A linear layer's weights, packed for [`PackedLinear::forward`].
+#[derive(Debug, Clone)]
+pub struct PackedLinear {
+    /// The AVX-512 instructions, detected when packing.
+    simd: V4,
+    /// Input width.
+    k: usize,
+    /// Output width.
+    n: usize,
+    /// `ceil(n / NR)` panels, each `k × NR`, row-major; columns past `n` are zero.
+    panels: Vec<f32>,
+    /// `n` biases, padded with zeros to whole panels.
+    bias: Vec<f32>,
+}
+
+impl PackedLinear {
+    /// Packs `weight` (`k × n`, row-major: input by output, Burn's layout) and `bias` (`n`),
+    /// or `None` where the CPU lacks AVX-512.
+    pub fn new(weight: &[f32], bias: Option<&[f32]>, k: usize, n: usize) -> Option<Self> {
+        let simd = V4::try_new()?;
+        assert_eq!(weight.len(), k * n, "a k × n weight");
+        let panel_count = n.div_ceil(NR);
+        let mut panels = vec![0.0; panel_count * k * NR];
+        for (p, panel) in panels.chunks_mut(k * NR).enumerate() {
+            for (row, out) in panel.chunks_mut(NR).enumerate() {
+                let columns = (p * NR)..((p + 1) * NR).min(n);
+                out[..columns.len()]
+                    .copy_from_slice(&weight[row * n + columns.start..row * n + columns.end]);
+            }
+        }
+        let mut padded_bias = vec![0.0; panel_count * NR];
+        if let Some(bias) = bias {
+            padded_bias[..n].copy_from_slice(bias);
+        }
+        Some(Self {
+            simd,
+            k,
+            n,
+            panels,
+            bias: padded_bias,
+        })
+    }
+
+    /// Input width.
+    pub fn inputs(&self) -> usize {
+        self.k
+    }
+
+    /// Output width.
+    pub fn outputs(&self) -> usize {
+        self.n
+    }
+
+    /// `x · W + b` for `x` of `m × k` (row-major): `m × n`, row-major.
+    pub fn forward(&self, x: &[f32]) -> Vec<f32> {
+        let (k, n) = (self.k, self.n);
+        assert_eq!(x.len() % k, 0, "rows of k inputs");
+        let m = x.len() / k;
+        let mut out = vec![0.0; m * n];
+        out.par_chunks_mut(MC * n)
+            .zip(x.par_chunks(MC * k))
+            .for_each(|(out, x)| self.block(x, out));
+        out
+    }
+
+    /// One task's rows: packs them in `MR`-row slivers, then runs every weight panel over
+    /// every sliver.
+    fn block(&self, x: &[f32], out: &mut [f32]) {
+        let (k, n) = (self.k, self.n);
+        let rows = x.len() / k;
+        let slivers = rows.div_ceil(MR);
+        let mut packed = vec![0.0f32; slivers * k * MR];
+        for (s, sliver) in packed.chunks_mut(k * MR).enumerate() {
+            for r in 0..MR.min(rows - s * MR) {
+                let row = &x[(s * MR + r) * k..(s * MR + r + 1) * k];
+                for (kk, &value) in row.iter().enumerate() {
+                    sliver[kk * MR + r] = value;
+                }
+            }
+        }
+        let panels = self.panels.as_chunks::<NR>().0;
+        let slivers = packed.as_chunks::<MR>().0;
+        let biases = self.bias.as_chunks::<NR>().0;
+        for (p, panel) in panels.chunks(k).enumerate() {
+            let columns = NR.min(n - p * NR);
+            for (s, sliver) in slivers.chunks(k).enumerate() {
+                let valid = MR.min(rows - s * MR);
+                kernel(
+                    self.simd,
+                    sliver,
+                    panel,
+                    &biases[p],
+                    &mut out[s * MR * n + p * NR..],
+                    n,
+                    valid,
+                    columns,
+                );
+            }
+        }
+    }
+}
+
+/// `out[r][c] = bias[c] + Σₖ a[k][r] · b[k][c]` for the `rows × columns` block at the start
+/// of `out` (row stride `ldc`): `a` holds `k` steps of [`MR`] values, `b` `k` steps of [`NR`].
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+fn kernel(
+    simd: V4,
+    a: &[[f32; MR]],
+    b: &[[f32; NR]],
+    bias: &[f32; NR],
+    out: &mut [f32],
+    ldc: usize,
+    rows: usize,
+    columns: usize,
+) {
+    simd.vectorize(
+        #[inline(always)]
+        || {
+            let halves = |lanes: &[f32; NR]| -> (f32x16, f32x16) {
+                let (low, high) = lanes.split_at(16);
+                let low: [f32; 16] = low.try_into().expect("16 lanes");
+                let high: [f32; 16] = high.try_into().expect("16 lanes");
+                (cast(low), cast(high))
+            };
+            let zero = simd.splat_f32x16(0.0);
+            let mut acc = [[zero; 2]; MR];
+            for (a_step, b_step) in a.iter().zip(b) {
+                let (b0, b1) = halves(b_step);
+                for (lanes, &value) in acc.iter_mut().zip(a_step) {
+                    let value = simd.splat_f32x16(value);
+                    lanes[0] = simd.mul_add_f32x16(value, b0, lanes[0]);
+                    lanes[1] = simd.mul_add_f32x16(value, b1, lanes[1]);
+                }
+            }
+            let (bias0, bias1) = halves(bias);
+            for (r, lanes) in acc.iter().enumerate().take(rows) {
+                let low: [f32; 16] = cast(simd.add_f32x16(lanes[0], bias0));
+                let high: [f32; 16] = cast(simd.add_f32x16(lanes[1], bias1));
+                let row = &mut out[r * ldc..r * ldc + columns];
+                let (row_low, row_high) = row.split_at_mut(columns.min(16));
+                row_low.copy_from_slice(&low[..row_low.len()]);
+                row_high.copy_from_slice(&high[..row_high.len()]);
+            }
+        },
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A deterministic matrix of values in [-1, 1).
+    fn matrix(len: usize, seed: u64) -> Vec<f32> {
+        let mut state = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+        (0..len)
+            .map(|_| {
+                state ^= state << 13;
+                state ^= state >> 7;
+                state ^= state << 17;
+                (state >> 40) as f32 / (1u64 << 23) as f32 - 1.0
+            })
+            .collect()
+    }
+
+    #[test]
+    fn matches_a_plain_product_on_ragged_shapes() {
+        if V4::try_new().is_none() {
+            assert!(PackedLinear::new(&[0.0; 4], None, 2, 2).is_none());
+            return;
+        }
+        // Rows past a sliver and a task's block, columns past a panel, odd depths.
+        for (m, k, n) in [(1, 3, 5), (13, 17, 33), (100, 64, 96), (200, 384, 40)] {
+            let x = matrix(m * k, 1);
+            let w = matrix(k * n, 2);
+            let bias = matrix(n, 3);
+            let packed = PackedLinear::new(&w, Some(&bias), k, n).unwrap();
+            let out = packed.forward(&x);
+            for i in 0..m {
+                for j in 0..n {
+                    let expected: f64 = f64::from(bias[j])
+                        + (0..k)
+                            .map(|t| f64::from(x[i * k + t]) * f64::from(w[t * n + j]))
+                            .sum::<f64>();
+                    let found = f64::from(out[i * n + j]);
+                    assert!(
+                        (found - expected).abs() < 1e-4 * (k as f64).sqrt(),
+                        "{m}×{k}×{n} at ({i}, {j}): {found} against {expected}"
+                    );
+                }
+            }
+        }
+    }
+}
