@@ -18,6 +18,7 @@ use burn::tensor::{Bool, Device, Int, Tensor, TensorData};
 
 use std::sync::Arc;
 
+use crate::attention::attention as host_attention;
 use crate::config::{Activation, BertConfig};
 use crate::gemm::PackedLinear;
 use crate::kernels;
@@ -278,14 +279,28 @@ impl BertModel {
                 + embeddings.token_type_embeddings.forward(token_types),
         );
         let heads = self.num_attention_heads;
-        let mask = padding.map(|mask| mask.unsqueeze_dim::<4>(1).expand([batch, heads, seq, seq]));
-        for (i, layer) in self.encoder.layer.iter().enumerate() {
-            hidden = match &self.host_layers {
-                Some(host) => layer.forward_host(&host[i], hidden, mask.clone(), heads, |x| {
-                    self.activate_host(x)
-                }),
-                None => layer.forward(hidden, mask.clone(), heads, |x| self.activate(x)),
+        if let Some(host) = &self.host_layers {
+            // Each text's token count: the keys its first query may attend to.
+            let lengths: Vec<usize> = match padding {
+                Some(mask) => mask
+                    .slice([0..batch, 0..1, 0..seq])
+                    .into_data()
+                    .try_into_vec::<bool>()
+                    .expect("a boolean mask")
+                    .chunks(seq)
+                    .map(|row| row.iter().filter(|padded| !**padded).count())
+                    .collect(),
+                None => vec![seq; batch],
             };
+            for (layer, packed) in self.encoder.layer.iter().zip(host.iter()) {
+                hidden =
+                    layer.forward_host(packed, hidden, &lengths, heads, |x| self.activate_host(x));
+            }
+            return hidden;
+        }
+        let mask = padding.map(|mask| mask.unsqueeze_dim::<4>(1).expand([batch, heads, seq, seq]));
+        for layer in &self.encoder.layer {
+            hidden = layer.forward(hidden, mask.clone(), heads, |x| self.activate(x));
         }
         hidden
     }
@@ -393,12 +408,14 @@ impl BertLayer {
 }
 
 impl BertLayer {
-    /// [`BertLayer::forward`] with the linear layers on the host GEMM.
+    /// [`BertLayer::forward`] on the host kernels: the linear layers on [`PackedLinear`],
+    /// attention by [`host_attention`] over each text's `lengths` tokens; the residuals and
+    /// layer norms stay Burn's.
     fn forward_host(
         &self,
         host: &HostLayer,
         hidden: Tensor<3>,
-        mask: Option<Tensor<4, Bool>>,
+        lengths: &[usize],
         heads: usize,
         activate: impl Fn(&mut Vec<f32>),
     ) -> Tensor<3> {
@@ -407,27 +424,10 @@ impl BertLayer {
         let tensor = |values: Vec<f32>, columns: usize| {
             Tensor::<3>::from_data(TensorData::new(values, [batch, seq, columns]), &device)
         };
-        let split_heads = |states: Tensor<3>| {
-            states
-                .reshape([batch, seq, heads, width / heads])
-                .swap_dims(1, 2)
-        };
-        let projected = tensor(
-            host.query_key_value.forward(&host_values(hidden.clone())),
-            3 * width,
-        );
-        let part = |i: usize| split_heads(projected.clone().narrow(2, i * width, width));
-        let context = attention(
-            part(0),
-            part(1),
-            part(2),
-            mask,
-            None,
-            AttentionModuleOptions::default(),
-        )
-        .swap_dims(1, 2)
-        .reshape([batch, seq, width]);
-        let attention_output = tensor(host.attention_output.forward(&host_values(context)), width);
+        let projected = host.query_key_value.forward(&host_values(hidden.clone()));
+        let context = host_attention(&projected, lengths, seq, heads, width / heads)
+            .expect("packed layers imply AVX-512");
+        let attention_output = tensor(host.attention_output.forward(&context), width);
         let attended = self
             .attention
             .output

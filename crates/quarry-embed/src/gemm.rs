@@ -40,7 +40,11 @@ impl PackedLinear {
     /// Packs `weight` (`k × n`, row-major: input by output, Burn's layout) and `bias` (`n`),
     /// or `None` where the CPU lacks AVX-512.
     pub fn new(weight: &[f32], bias: Option<&[f32]>, k: usize, n: usize) -> Option<Self> {
-        let simd = V4::try_new()?;
+        Some(Self::with_simd(V4::try_new()?, weight, bias, k, n))
+    }
+
+    /// [`PackedLinear::new`] with AVX-512 detected already.
+    pub fn with_simd(simd: V4, weight: &[f32], bias: Option<&[f32]>, k: usize, n: usize) -> Self {
         assert_eq!(weight.len(), k * n, "a k × n weight");
         let panel_count = n.div_ceil(NR);
         let mut panels = vec![0.0; panel_count * k * NR];
@@ -55,13 +59,13 @@ impl PackedLinear {
         if let Some(bias) = bias {
             padded_bias[..n].copy_from_slice(bias);
         }
-        Some(Self {
+        Self {
             simd,
             k,
             n,
             panels,
             bias: padded_bias,
-        })
+        }
     }
 
     /// Input width.
@@ -74,16 +78,28 @@ impl PackedLinear {
         self.n
     }
 
-    /// `x · W + b` for `x` of `m × k` (row-major): `m × n`, row-major.
+    /// `x · W + b` for `x` of `m × k` (row-major): `m × n`, row-major; blocks of rows on
+    /// rayon's threads.
     pub fn forward(&self, x: &[f32]) -> Vec<f32> {
-        let (k, n) = (self.k, self.n);
-        assert_eq!(x.len() % k, 0, "rows of k inputs");
-        let m = x.len() / k;
-        let mut out = vec![0.0; m * n];
-        out.par_chunks_mut(MC * n)
-            .zip(x.par_chunks(MC * k))
+        let mut out = self.output_for(x);
+        out.par_chunks_mut(MC * self.n)
+            .zip(x.par_chunks(MC * self.k))
             .for_each(|(out, x)| self.block(x, out));
         out
+    }
+
+    /// [`PackedLinear::forward`] on the calling thread: for callers that are parallel already.
+    pub fn forward_serial(&self, x: &[f32]) -> Vec<f32> {
+        let mut out = self.output_for(x);
+        out.chunks_mut(MC * self.n)
+            .zip(x.chunks(MC * self.k))
+            .for_each(|(out, x)| self.block(x, out));
+        out
+    }
+
+    fn output_for(&self, x: &[f32]) -> Vec<f32> {
+        assert_eq!(x.len() % self.k, 0, "rows of k inputs");
+        vec![0.0; x.len() / self.k * self.n]
     }
 
     /// One task's rows: packs them in `MR`-row slivers, then runs every weight panel over

@@ -87,6 +87,7 @@
 //! of MKL's speed here, which is what keeps quarry below the PyTorch reference
 //! (`cargo xtask bench embed` measures both).
 
+mod attention;
 pub mod backend;
 pub mod bert;
 pub mod config;

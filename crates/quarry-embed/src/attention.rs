@@ -1,0 +1,184 @@
+//! Scaled dot-product attention on the host, for the CPU path that runs the linear layers on
+//! [`PackedLinear`]: Burn's `flex` attention ran at a tenth of the GEMM's speed and became
+//! the larger half of a forward pass once the linear layers were fast.
+//!
+//! Each (text, head) is one task: `softmax(Q Kᵀ / √d) V` over the text's own tokens only, so a
+//! padded key is never weighed (as the padding mask does) and a padded query row is left zero
+//! (its state is never read: later layers mask it as a key, and pooling skips it).
+
+use pulp::x86::V4;
+use rayon::prelude::*;
+
+use crate::gemm::PackedLinear;
+
+/// The attended values `[texts × seq, heads × head_width]` from the fused query-key-value
+/// projection `[texts × seq, 3 × heads × head_width]` (queries, then keys, then values), for
+/// texts of `lengths[t]` tokens padded to `seq`. `None` without AVX-512.
+pub fn attention(
+    projected: &[f32],
+    lengths: &[usize],
+    seq: usize,
+    heads: usize,
+    head_width: usize,
+) -> Option<Vec<f32>> {
+    let simd = V4::try_new()?;
+    let width = heads * head_width;
+    let scale = 1.0 / (head_width as f32).sqrt();
+    let tasks: Vec<(usize, usize)> = (0..lengths.len())
+        .flat_map(|t| (0..heads).map(move |h| (t, h)))
+        .collect();
+    let attended: Vec<Vec<f32>> = tasks
+        .par_iter()
+        .map(|&(text, head)| {
+            let length = lengths[text].clamp(1, seq);
+            let rows = &projected[text * seq * 3 * width..(text * seq + length) * 3 * width];
+            let column = |part: usize, token: usize| {
+                let start = token * 3 * width + part * width + head * head_width;
+                &rows[start..start + head_width]
+            };
+            let mut queries = Vec::with_capacity(length * head_width);
+            // Kᵀ as weights: head_width inputs by `length` outputs.
+            let mut keys = vec![0.0; head_width * length];
+            let mut values = Vec::with_capacity(length * head_width);
+            for token in 0..length {
+                queries.extend(column(0, token).iter().map(|q| q * scale));
+                for (d, &k) in column(1, token).iter().enumerate() {
+                    keys[d * length + token] = k;
+                }
+                values.extend_from_slice(column(2, token));
+            }
+            let keys = PackedLinear::with_simd(simd, &keys, None, head_width, length);
+            let mut scores = keys.forward_serial(&queries);
+            for row in scores.chunks_mut(length) {
+                softmax_in_place(simd, row);
+            }
+            let values = PackedLinear::with_simd(simd, &values, None, length, head_width);
+            values.forward_serial(&scores)
+        })
+        .collect();
+    let mut out = vec![0.0; lengths.len() * seq * width];
+    for ((text, head), values) in tasks.into_iter().zip(attended) {
+        for (token, row) in values.chunks(head_width).enumerate() {
+            let start = (text * seq + token) * width + head * head_width;
+            out[start..start + head_width].copy_from_slice(row);
+        }
+    }
+    Some(out)
+}
+
+/// `exp(x - max) / Σ exp(x - max)` over `row`, in place.
+fn softmax_in_place(simd: V4, row: &mut [f32]) {
+    simd.vectorize(
+        #[inline(always)]
+        || {
+            let max = row.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+            let mut sum = 0.0;
+            for x in row.iter_mut() {
+                *x = exp(*x - max);
+                sum += *x;
+            }
+            let inverse = 1.0 / sum;
+            row.iter_mut().for_each(|x| *x *= inverse);
+        },
+    )
+}
+
+/// `e^x` for `x <= 0` (a softmax's shifted scores), to about 2 ulp: `2^n · p(r)` with
+/// `x = n ln 2 + r`, `|r| <= ln 2 / 2`, and `p` a degree-6 polynomial; free of branches and
+/// calls, so that it vectorises. Below -87 it is 0.
+#[inline(always)]
+fn exp(x: f32) -> f32 {
+    const LOG2_E: f32 = std::f32::consts::LOG2_E;
+    // ln 2 in two parts, so that `n · LN2_HIGH` is exact.
+    const LN2_HIGH: f32 = 0.693_359_4;
+    const LN2_LOW: f32 = -2.121_944_4e-4;
+    // Adding and subtracting 1.5 · 2²³ rounds to the nearest integer.
+    const ROUND: f32 = 12_582_912.0;
+    let x = x.max(-87.0);
+    let n = (x * LOG2_E + ROUND) - ROUND;
+    let r = x - n * LN2_HIGH - n * LN2_LOW;
+    let mut p = 1.987_569_1e-4_f32;
+    for c in [
+        1.398_199_9e-3,
+        8.333_452e-3,
+        4.166_579_6e-2,
+        1.666_666_5e-1,
+        5e-1,
+    ] {
+        p = p * r + c;
+    }
+    let p = p * r * r + r + 1.0;
+    let scale = f32::from_bits(((n as i32 + 127) as u32) << 23);
+    p * scale
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn exp_is_close_to_the_exact_function() {
+        // Down to -87, where it stops.
+        for i in 0..=197_000 {
+            let x = -(i as f32) * 4.4e-4;
+            let exact = f64::from(x).exp();
+            let found = f64::from(exp(x));
+            assert!(
+                (found - exact).abs() <= 4e-7 * exact,
+                "exp({x}) = {found}, not {exact}"
+            );
+        }
+        assert!(exp(-200.0) <= 1.7e-38, "far below, e^-87 at most");
+    }
+
+    #[test]
+    fn attention_matches_a_plain_computation() {
+        if V4::try_new().is_none() {
+            return;
+        }
+        let (seq, heads, head_width) = (5, 2, 3);
+        let width = heads * head_width;
+        let lengths = [5, 3];
+        let projected: Vec<f32> = (0..lengths.len() * seq * 3 * width)
+            .map(|i| ((i * 37 % 101) as f32 / 50.0) - 1.0)
+            .collect();
+        let out = attention(&projected, &lengths, seq, heads, head_width).unwrap();
+        let at = |text: usize, token: usize, part: usize, head: usize, d: usize| {
+            f64::from(
+                projected[(text * seq + token) * 3 * width + part * width + head * head_width + d],
+            )
+        };
+        for (text, &length) in lengths.iter().enumerate() {
+            for head in 0..heads {
+                for i in 0..seq {
+                    for d in 0..head_width {
+                        let found =
+                            f64::from(out[(text * seq + i) * width + head * head_width + d]);
+                        if i >= length {
+                            assert_eq!(found, 0.0, "a padded query row stays zero");
+                            continue;
+                        }
+                        let scores: Vec<f64> = (0..length)
+                            .map(|j| {
+                                (0..head_width)
+                                    .map(|e| at(text, i, 0, head, e) * at(text, j, 1, head, e))
+                                    .sum::<f64>()
+                                    / (head_width as f64).sqrt()
+                            })
+                            .collect();
+                        let max = scores.iter().copied().fold(f64::MIN, f64::max);
+                        let weights: Vec<f64> = scores.iter().map(|s| (s - max).exp()).collect();
+                        let total: f64 = weights.iter().sum();
+                        let expected: f64 = (0..length)
+                            .map(|j| weights[j] / total * at(text, j, 2, head, d))
+                            .sum();
+                        assert!(
+                            (found - expected).abs() < 1e-5,
+                            "{found} against {expected}"
+                        );
+                    }
+                }
+            }
+        }
+    }
+}
