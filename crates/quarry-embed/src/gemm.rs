@@ -4,7 +4,7 @@
 //! Burn's `flex` multiplies through the `gemm` crate, which reached a third of MKL's speed on
 //! MiniLM's shapes (see the crate docs). Here the weights are constant, so they are packed
 //! ahead of time; each call packs its input rows in blocks of [`MR`] and runs an AVX-512
-//! micro-kernel that keeps an `MR × NR` block of the output in 24 registers, over rayon's
+//! micro-kernel that keeps an `MR × NR` block of the output in 28 registers, over rayon's
 //! threads by blocks of rows. The SIMD is pulp's safe AVX-512 API ([`V4`]); without AVX-512
 //! (detected at run time) [`PackedLinear::new`] returns `None` and the model keeps Burn's
 //! matmul.
@@ -14,7 +14,7 @@ use pulp::{cast, f32x16};
 use rayon::prelude::*;
 
 /// Rows of the output block a micro-kernel call computes.
-pub const MR: usize = 12;
+pub const MR: usize = 14;
 /// Columns of a weight panel: two 16-lane vectors.
 pub const NR: usize = 32;
 /// Rows of the input packed at a time by one task: the packed block and a weight panel stay
