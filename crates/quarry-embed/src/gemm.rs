@@ -82,8 +82,14 @@ impl PackedLinear {
     /// rayon's threads.
     pub fn forward(&self, x: &[f32]) -> Vec<f32> {
         let mut out = self.output_for(x);
-        out.par_chunks_mut(MC * self.n)
-            .zip(x.par_chunks(MC * self.k))
+        let rows = x.len() / self.k;
+        // At most MC rows a task, and at least one task a thread while rows last: a query's
+        // few rows are still shared out evenly.
+        let threads = rayon::current_num_threads().max(1);
+        let tasks = rows.div_ceil(MC).max(threads.min(rows.div_ceil(MR)));
+        let per_task = rows.div_ceil(tasks.max(1)).div_ceil(MR).max(1) * MR;
+        out.par_chunks_mut(per_task * self.n)
+            .zip(x.par_chunks(per_task * self.k))
             .for_each(|(out, x)| self.block(x, out));
         out
     }
