@@ -61,13 +61,28 @@
 //! # Backends
 //!
 //! The CPU backend is Burn's `flex` (with SIMD, rayon threads and the `x86-v4` AVX-512 GEMM
-//! kernels, which the `gemm` crate picks at run time), plus one host kernel: a vectorised GELU
-//! ([`bert`] uses it on `flex`, whose own GELU is scalar). The `wgpu` cargo feature adds Burn's
+//! kernels, which the `gemm` crate picks at run time), plus host kernels where `flex` is slow:
+//! a vectorised GELU (its own is scalar); on a CPU with AVX-512, the encoder's linear layers
+//! on [`gemm::PackedLinear`] (weights packed once at load, query, key and value as one
+//! product) and its attention on the host (each text and head a task over its own tokens,
+//! with a vectorised `exp`). Burn still runs the embeddings, residuals, layer norms and
+//! pooling, and every other backend; the host path is what [`bert::BertModel::pack_for_host`]
+//! turns on, and the parity tests hold with it.
+//!
+//! On the project's current machine (2 cores of an AMD EPYC with AVX-512), in one run
+//! (`bench-suite/reports/embed-19ae337.md`, `cargo bench -p quarry-embed --bench gemm`): the
+//! packed GEMM multiplies MiniLM's shapes at 140-186 GFLOP/s against `flex`'s 59-62, and the
+//! model runs at 0.67-1.08x PyTorch fp32 (17.5 against 24.2 sequences/s at 256 tokens, batch
+//! 32; a 12-token query in 4.2 ms against 9.5). Without the host path, on the same machine
+//! (`embed-70ffcba.md`): 0.63-0.99x, 14.8 sequences/s at 256 tokens and batch 32, a query in
+//! 6.3 ms; one text of 256 tokens alone is slower with it (16.2 against 19.3 sequences/s).
+//! Indexing flask's package embeds 31.0 chunks/s with it against 20.5 without
+//! (`index-*.md`). The `wgpu` cargo feature adds Burn's
 //! WGPU backend, which [`BackendChoice::Auto`] picks when a physical GPU adapter exists (never
 //! a software rasteriser). [`Embedder::backend`] always says which one runs and why.
 //!
-//! Candidates measured on the project's 2-core Sapphire Rapids machine (2 threads each), with
-//! PyTorch 2.15 fp32 (MKL) as the reference in the same session:
+//! Before the host kernels, candidates measured on the project's earlier 2-core Sapphire Rapids
+//! machine (2 threads each), with PyTorch 2.15 fp32 (MKL) as the reference in the same session:
 //!
 //! | | matmul GFLOP/s, 8192×384 by 384×384 / 384×1536 / 1536×384 | MiniLM seq/s, batch 32, 128 / 256 tokens |
 //! |---|---|---|
@@ -83,8 +98,8 @@
 //! head split copies a permuted tensor slowly (135 ms against 5 ms). It also needs a system
 //! BLAS, and OpenBLAS's core type can only be set before the process starts. Burn's CubeCL
 //! `cpu` runtime downloads LLVM at build time and cannot be built offline. `flex` is
-//! therefore the default; its GEMM (the `gemm` crate, two thirds of the time) reaches a third
-//! of MKL's speed here, which is what keeps quarry below the PyTorch reference
+//! therefore the default; its GEMM (the `gemm` crate, two thirds of the time) reached a third
+//! of MKL's speed there, which is what the packed GEMM above replaces
 //! (`cargo xtask bench embed` measures both).
 
 mod attention;
