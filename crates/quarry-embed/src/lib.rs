@@ -76,8 +76,8 @@
 //! 32; a 12-token query in 4.2 ms against 9.5). Without the host path, on the same machine
 //! (`embed-70ffcba.md`): 0.63-0.99x, 14.8 sequences/s at 256 tokens and batch 32, a query in
 //! 6.3 ms; one text of 256 tokens alone is slower with it (16.2 against 19.3 sequences/s).
-//! Indexing flask's package embeds 31.0 chunks/s with it against 20.5 without
-//! (`index-*.md`). The `wgpu` cargo feature adds Burn's
+//! Indexing flask's package embeds 30.3 chunks/s with it (`index-57dcbb6.md`) against 20.5
+//! without (`index-e1eda7e.md`). The `wgpu` cargo feature adds Burn's
 //! WGPU backend, which [`BackendChoice::Auto`] picks when a physical GPU adapter exists (never
 //! a software rasteriser). [`Embedder::backend`] always says which one runs and why.
 //!
