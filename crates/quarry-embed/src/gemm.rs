@@ -21,6 +21,12 @@ pub const NR: usize = 32;
 /// in the core's L2 cache while every panel passes over them.
 const MC: usize = MR * 8;
 
+thread_local! {
+    /// Each thread's packed input rows, kept between calls: a fresh buffer of this size is
+    /// mapped and faulted in by the kernel every time.
+    static PACKED: std::cell::RefCell<Vec<f32>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
 /// A linear layer's weights, packed for [`PackedLinear::forward`].
 #[derive(Debug, Clone)]
 pub struct PackedLinear {
@@ -111,10 +117,16 @@ impl PackedLinear {
     /// One task's rows: packs them in `MR`-row slivers, then runs every weight panel over
     /// every sliver.
     fn block(&self, x: &[f32], out: &mut [f32]) {
+        PACKED.with_borrow_mut(|packed| self.block_with(x, out, packed));
+    }
+
+    fn block_with(&self, x: &[f32], out: &mut [f32], packed: &mut Vec<f32>) {
         let (k, n) = (self.k, self.n);
         let rows = x.len() / k;
         let slivers = rows.div_ceil(MR);
-        let mut packed = vec![0.0f32; slivers * k * MR];
+        // Rows past the last are zero; the rest is overwritten.
+        packed.clear();
+        packed.resize(slivers * k * MR, 0.0);
         for (s, sliver) in packed.chunks_mut(k * MR).enumerate() {
             for r in 0..MR.min(rows - s * MR) {
                 let row = &x[(s * MR + r) * k..(s * MR + r + 1) * k];
