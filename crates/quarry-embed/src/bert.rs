@@ -69,6 +69,8 @@ pub struct BertModel {
     /// packed GEMM is several times faster than Burn's matmul.
     #[module(skip)]
     host_layers: Option<Arc<[HostLayer]>>,
+    #[module(skip)]
+    layer_norm_eps: f64,
 }
 
 /// A layer's linear weights, packed: query, key and value as one product.
@@ -76,8 +78,38 @@ pub struct BertModel {
 struct HostLayer {
     query_key_value: PackedLinear,
     attention_output: PackedLinear,
+    attention_norm: HostNorm,
     intermediate: PackedLinear,
     output: PackedLinear,
+    output_norm: HostNorm,
+}
+
+/// A layer norm's scale and shift on the host.
+#[derive(Debug)]
+struct HostNorm {
+    gamma: Vec<f32>,
+    beta: Vec<f32>,
+    epsilon: f32,
+}
+
+impl HostNorm {
+    fn of(norm: &LayerNorm, epsilon: f64) -> Self {
+        let gamma = host_values(norm.gamma.val());
+        let beta = match &norm.beta {
+            Some(beta) => host_values(beta.val()),
+            None => vec![0.0; gamma.len()],
+        };
+        Self {
+            gamma,
+            beta,
+            epsilon: epsilon as f32,
+        }
+    }
+
+    /// `norm(values + residual)`, in place.
+    fn apply(&self, values: &mut [f32], residual: &[f32]) {
+        kernels::residual_layer_norm(values, residual, &self.gamma, &self.beta, self.epsilon);
+    }
 }
 
 /// `BertEmbeddings`.
@@ -211,6 +243,7 @@ impl BertModel {
             num_attention_heads: config.num_attention_heads,
             host_gelu: *device == Device::flex(),
             host_layers: None,
+            layer_norm_eps: config.layer_norm_eps,
         }
     }
 
@@ -221,6 +254,7 @@ impl BertModel {
         if !self.host_gelu {
             return;
         }
+        let epsilon = self.layer_norm_eps;
         let layers: Option<Vec<HostLayer>> = self
             .encoder
             .layer
@@ -234,8 +268,10 @@ impl BertModel {
                         &projections.value,
                     ])?,
                     attention_output: pack(&[&layer.attention.output.dense])?,
+                    attention_norm: HostNorm::of(&layer.attention.output.layer_norm, epsilon),
                     intermediate: pack(&[&layer.intermediate.dense])?,
                     output: pack(&[&layer.output.dense])?,
+                    output_norm: HostNorm::of(&layer.output.layer_norm, epsilon),
                 })
             })
             .collect();
@@ -292,11 +328,14 @@ impl BertModel {
                     .collect(),
                 None => vec![seq; batch],
             };
-            for (layer, packed) in self.encoder.layer.iter().zip(host.iter()) {
-                hidden =
-                    layer.forward_host(packed, hidden, &lengths, heads, |x| self.activate_host(x));
+            let [_, _, width] = hidden.dims();
+            let mut states = host_values(hidden);
+            for packed in host.iter() {
+                BertLayer::forward_host(packed, &mut states, &lengths, seq, heads, |x| {
+                    self.activate_host(x)
+                });
             }
-            return hidden;
+            return Tensor::from_data(TensorData::new(states, [batch, seq, width]), &device);
         }
         let mask = padding.map(|mask| mask.unsqueeze_dim::<4>(1).expand([batch, heads, seq, seq]));
         for layer in &self.encoder.layer {
@@ -408,36 +447,28 @@ impl BertLayer {
 }
 
 impl BertLayer {
-    /// [`BertLayer::forward`] on the host kernels: the linear layers on [`PackedLinear`],
-    /// attention by [`host_attention`] over each text's `lengths` tokens; the residuals and
-    /// layer norms stay Burn's.
+    /// [`BertLayer::forward`] on the host, `[texts × seq, width]` in place: the linear layers
+    /// on [`PackedLinear`], attention by [`host_attention`] over each text's `lengths` tokens,
+    /// the residuals and layer norms by [`kernels::residual_layer_norm`].
     fn forward_host(
-        &self,
         host: &HostLayer,
-        hidden: Tensor<3>,
+        hidden: &mut Vec<f32>,
         lengths: &[usize],
+        seq: usize,
         heads: usize,
         activate: impl Fn(&mut Vec<f32>),
-    ) -> Tensor<3> {
-        let [batch, seq, width] = hidden.dims();
-        let device = hidden.device();
-        let tensor = |values: Vec<f32>, columns: usize| {
-            Tensor::<3>::from_data(TensorData::new(values, [batch, seq, columns]), &device)
-        };
-        let projected = host.query_key_value.forward(&host_values(hidden.clone()));
+    ) {
+        let width = host.attention_output.outputs();
+        let projected = host.query_key_value.forward(hidden);
         let context = host_attention(&projected, lengths, seq, heads, width / heads)
             .expect("packed layers imply AVX-512");
-        let attention_output = tensor(host.attention_output.forward(&context), width);
-        let attended = self
-            .attention
-            .output
-            .layer_norm
-            .forward(attention_output + hidden);
-
-        let mut expanded = host.intermediate.forward(&host_values(attended.clone()));
+        let mut attended = host.attention_output.forward(&context);
+        host.attention_norm.apply(&mut attended, hidden);
+        let mut expanded = host.intermediate.forward(&attended);
         activate(&mut expanded);
-        let output = tensor(host.output.forward(&expanded), width);
-        self.output.layer_norm.forward(output + attended)
+        let mut output = host.output.forward(&expanded);
+        host.output_norm.apply(&mut output, &attended);
+        *hidden = output;
     }
 }
 
