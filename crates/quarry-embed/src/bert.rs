@@ -330,10 +330,17 @@ impl BertModel {
             };
             let [_, _, width] = hidden.dims();
             let mut states = host_values(hidden);
+            let mut buffers = HostBuffers::default();
             for packed in host.iter() {
-                BertLayer::forward_host(packed, &mut states, &lengths, seq, heads, |x| {
-                    self.activate_host(x)
-                });
+                BertLayer::forward_host(
+                    packed,
+                    &mut states,
+                    &mut buffers,
+                    &lengths,
+                    seq,
+                    heads,
+                    |x| self.activate_host(x),
+                );
             }
             return Tensor::from_data(TensorData::new(states, [batch, seq, width]), &device);
         }
@@ -449,27 +456,44 @@ impl BertLayer {
 impl BertLayer {
     /// [`BertLayer::forward`] on the host, `[texts × seq, width]` in place: the linear layers
     /// on [`PackedLinear`], attention by [`host_attention`] over each text's `lengths` tokens,
-    /// the residuals and layer norms by [`kernels::residual_layer_norm`].
+    /// the residuals and layer norms by [`kernels::residual_layer_norm`]. `buffers` carry
+    /// over from layer to layer.
     fn forward_host(
         host: &HostLayer,
         hidden: &mut Vec<f32>,
+        buffers: &mut HostBuffers,
         lengths: &[usize],
         seq: usize,
         heads: usize,
         activate: impl Fn(&mut Vec<f32>),
     ) {
         let width = host.attention_output.outputs();
-        let projected = host.query_key_value.forward(hidden);
-        let context = host_attention(&projected, lengths, seq, heads, width / heads)
+        let HostBuffers {
+            projected,
+            attended,
+            expanded,
+        } = buffers;
+        host.query_key_value.forward_into(hidden, projected);
+        let context = host_attention(projected, lengths, seq, heads, width / heads)
             .expect("packed layers imply AVX-512");
-        let mut attended = host.attention_output.forward(&context);
-        host.attention_norm.apply(&mut attended, hidden);
-        let mut expanded = host.intermediate.forward(&attended);
-        activate(&mut expanded);
-        let mut output = host.output.forward(&expanded);
-        host.output_norm.apply(&mut output, &attended);
-        *hidden = output;
+        host.attention_output.forward_into(&context, attended);
+        host.attention_norm.apply(attended, hidden);
+        host.intermediate.forward_into(attended, expanded);
+        activate(expanded);
+        host.output.forward_into(expanded, hidden);
+        host.output_norm.apply(hidden, attended);
     }
+}
+
+/// The intermediate states of a layer on the host, reused by the next.
+#[derive(Default)]
+struct HostBuffers {
+    /// Queries, keys and values side by side.
+    projected: Vec<f32>,
+    /// The attention block's output, after its residual and norm.
+    attended: Vec<f32>,
+    /// The feed-forward block's expansion, activated.
+    expanded: Vec<f32>,
 }
 
 /// A tensor's values on the host, row-major.

@@ -87,8 +87,17 @@ impl PackedLinear {
     /// `x · W + b` for `x` of `m × k` (row-major): `m × n`, row-major; blocks of rows on
     /// rayon's threads.
     pub fn forward(&self, x: &[f32]) -> Vec<f32> {
-        let mut out = self.output_for(x);
+        let mut out = Vec::new();
+        self.forward_into(x, &mut out);
+        out
+    }
+
+    /// [`PackedLinear::forward`] into `out`, resized to fit: a buffer reused from call to
+    /// call is neither zeroed nor mapped again.
+    pub fn forward_into(&self, x: &[f32], out: &mut Vec<f32>) {
+        assert_eq!(x.len() % self.k, 0, "rows of k inputs");
         let rows = x.len() / self.k;
+        out.resize(rows * self.n, 0.0);
         // At most MC rows a task, and at least one task a thread while rows last: a query's
         // few rows are still shared out evenly.
         let threads = rayon::current_num_threads().max(1);
@@ -97,7 +106,6 @@ impl PackedLinear {
         out.par_chunks_mut(per_task * self.n)
             .zip(x.par_chunks(per_task * self.k))
             .for_each(|(out, x)| self.block(x, out));
-        out
     }
 
     /// [`PackedLinear::forward`] on the calling thread: for callers that are parallel already.
