@@ -62,24 +62,25 @@
 //!
 //! The CPU backend is Burn's `flex` (with SIMD, rayon threads and the `x86-v4` AVX-512 GEMM
 //! kernels, which the `gemm` crate picks at run time), plus host kernels where `flex` is slow:
-//! a vectorised GELU (its own is scalar); on a CPU with AVX-512, the encoder's linear layers
-//! on [`gemm::PackedLinear`] (weights packed once at load, query, key and value as one
-//! product) and its attention on the host (each text and head a task over its own tokens,
-//! with a vectorised `exp`). Burn still runs the embeddings, residuals, layer norms and
-//! pooling, and every other backend; the host path is what [`bert::BertModel::pack_for_host`]
-//! turns on, and the parity tests hold with it.
+//! a vectorised GELU (its own is scalar), and, on a CPU with AVX-512, the whole encoder layer
+//! on the host ([`bert::BertModel::pack_for_host`]): the linear layers on
+//! [`gemm::PackedLinear`] (weights packed once at load; query, key and value as one product),
+//! attention per text and head over the text's own tokens (a vectorised `exp` in the
+//! softmax), the residuals and layer norms. Burn runs the embeddings and the pooling, and
+//! every layer on any other CPU or backend; the parity tests hold on both paths.
 //!
-//! On the project's current machine (2 cores of an AMD EPYC with AVX-512), in one run
-//! (`bench-suite/reports/embed-19ae337.md`, `cargo bench -p quarry-embed --bench gemm`): the
-//! packed GEMM multiplies MiniLM's shapes at 140-186 GFLOP/s against `flex`'s 59-62, and the
-//! model runs at 0.67-1.08x PyTorch fp32 (17.5 against 24.2 sequences/s at 256 tokens, batch
-//! 32; a 12-token query in 4.2 ms against 9.5). Without the host path, on the same machine
-//! (`embed-70ffcba.md`): 0.63-0.99x, 14.8 sequences/s at 256 tokens and batch 32, a query in
-//! 6.3 ms; one text of 256 tokens alone is slower with it (16.2 against 19.3 sequences/s).
-//! Indexing flask's package embeds 30.3 chunks/s with it (`index-57dcbb6.md`) against 20.5
-//! without (`index-e1eda7e.md`). The `wgpu` cargo feature adds Burn's
-//! WGPU backend, which [`BackendChoice::Auto`] picks when a physical GPU adapter exists (never
-//! a software rasteriser). [`Embedder::backend`] always says which one runs and why.
+//! On the project's current machine (2 cores of an AMD EPYC with AVX-512), against PyTorch
+//! 2.15 fp32 in the same run (`bench-suite/reports/embed-848c3d5-dirty.md`): 23.3 against
+//! 22.6 sequences/s at 256 tokens and batch 32 (1.03x), 50.7 against 42.9 at 128 tokens
+//! (1.18x), 0.89-1.30x over every length and batch (a lone text of 256 tokens is the slowest
+//! case); a 12-token query in 4.5 ms against 9.7; lowest cosine to PyTorch's vectors 0.999999.
+//! The reference moves by about a tenth from run to run (`embed-5ed889a.md`: 0.91-1.28x).
+//! Without the host path on the same machine (`embed-70ffcba.md`): 14.8 and 37.1 sequences/s
+//! (0.63-0.99x), a query in 6.3 ms. The packed GEMM multiplies MiniLM's shapes at 140-195
+//! GFLOP/s against `flex`'s 59-62 (`cargo bench -p quarry-embed --bench gemm`); the
+//! cross-encoder scores 23.2 pairs of 195 tokens a second against 8.6 without it; an index
+//! run's second phase embeds tokio's sources at 35.0 chunks/s against 22.9
+//! (`index-9a2d335-dirty.md`, `index-70ffcba.md`).
 //!
 //! Before the host kernels, candidates measured on the project's earlier 2-core Sapphire Rapids
 //! machine (2 threads each), with PyTorch 2.15 fp32 (MKL) as the reference in the same session:
