@@ -9,14 +9,14 @@
 //! Linear weights are stored `[out, in]` by PyTorch and `[in, out]` by Burn; Burn's PyTorch
 //! adapter transposes them, and maps a layer norm's `weight`/`bias` to `gamma`/`beta`.
 
+use std::sync::Arc;
+
 use burn::module::Module;
 use burn::nn::{Embedding, EmbeddingConfig, LayerNorm, LayerNormConfig, Linear, LinearConfig};
 use burn::tensor::activation::{gelu, gelu_approximate, relu};
 use burn::tensor::module::attention;
 use burn::tensor::ops::AttentionModuleOptions;
 use burn::tensor::{Bool, Device, Int, Tensor, TensorData};
-
-use std::sync::Arc;
 
 use crate::attention::attention as host_attention;
 use crate::config::{Activation, BertConfig};
@@ -60,20 +60,21 @@ pub struct BertModel {
     activation: Activation,
     #[module(skip)]
     num_attention_heads: usize,
-    /// GELU by [`kernels::gelu_in_place`] on the host instead of Burn's operation: on the
-    /// `flex` CPU backend, where Burn's is scalar.
+    /// The model runs on the `flex` CPU backend: GELU by [`kernels::gelu_in_place`] on the
+    /// host (Burn's is scalar there), and the layers on the host once packed.
     #[module(skip)]
-    host_gelu: bool,
-    /// Each layer's linear weights packed for [`PackedLinear`], once loaded
-    /// ([`BertModel::pack_for_host`]): on the `flex` CPU backend with AVX-512, where the
-    /// packed GEMM is several times faster than Burn's matmul.
+    on_flex: bool,
+    /// Each layer's weights on the host, once loaded ([`BertModel::pack_for_host`]): on
+    /// `flex` with AVX-512, where the host kernels are several times faster than Burn's.
     #[module(skip)]
     host_layers: Option<Arc<[HostLayer]>>,
+    /// The layer norms' epsilon, for the host layers.
     #[module(skip)]
     layer_norm_eps: f64,
 }
 
-/// A layer's linear weights, packed: query, key and value as one product.
+/// A layer's weights on the host: the linear layers packed (query, key and value as one
+/// product), the layer norms' scales and shifts.
 #[derive(Debug)]
 struct HostLayer {
     query_key_value: PackedLinear,
@@ -241,7 +242,7 @@ impl BertModel {
             pooler: None,
             activation: config.hidden_act,
             num_attention_heads: config.num_attention_heads,
-            host_gelu: *device == Device::flex(),
+            on_flex: *device == Device::flex(),
             host_layers: None,
             layer_norm_eps: config.layer_norm_eps,
         }
@@ -251,7 +252,7 @@ impl BertModel {
     /// and the CPU has AVX-512; otherwise changes nothing. Call it once the weights are
     /// loaded.
     pub fn pack_for_host(&mut self) {
-        if !self.host_gelu {
+        if !self.on_flex {
             return;
         }
         let epsilon = self.layer_norm_eps;
@@ -369,7 +370,7 @@ impl BertModel {
 
     fn activate(&self, states: Tensor<3>) -> Tensor<3> {
         match self.activation {
-            Activation::Gelu if self.host_gelu => {
+            Activation::Gelu if self.on_flex => {
                 let (shape, device) = (states.shape(), states.device());
                 let mut values = host_values(states);
                 kernels::gelu_in_place(&mut values);
