@@ -256,7 +256,7 @@ fn run(cli: Cli) -> Result<()> {
                 return Err(EngineError::EmptyQuery.into());
             }
             let (root, config) = root_and_config(results.root.clone())?;
-            let mut engine = open_engine(&root, &config)?;
+            let (mut engine, writer) = open_for_reading(&root, &config)?;
             if rerank {
                 engine = engine.with_reranker(&provision(&MS_MARCO_MINILM_L6)?)?;
             }
@@ -267,13 +267,15 @@ fn run(cli: Cli) -> Result<()> {
                 mode: request.mode(&config),
                 ..SearchOptions::default()
             };
-            let mut report = index_files(&engine)?;
-            if wait || report.chunks_pending <= EMBED_BEFORE_SEARCH {
-                report.chunks_embedded = embed_pending(&engine)?;
-                report.chunks_pending = 0;
-            }
-            if report.files_read + report.files_removed > 0 {
-                eprintln!("{}", output::report_summary(&report));
+            if writer {
+                let mut report = index_files(&engine)?;
+                if wait || report.chunks_pending <= EMBED_BEFORE_SEARCH {
+                    report.chunks_embedded = embed_pending(&engine)?;
+                    report.chunks_pending = 0;
+                }
+                if report.files_read + report.files_removed > 0 {
+                    eprintln!("{}", output::report_summary(&report));
+                }
             }
             ensure_not_empty(&engine)?;
             let response = engine.search(&query, &options)?;
@@ -304,7 +306,7 @@ fn run(cli: Cli) -> Result<()> {
                 )
             })?;
             let (root, config) = root_and_config(results.root.clone())?;
-            let engine = open_engine(&root, &config)?;
+            let (engine, _) = open_for_reading(&root, &config)?;
             let request = results.request(None);
             let options = RelatedOptions {
                 ranking: request.ranking(&config),
@@ -338,7 +340,7 @@ fn run(cli: Cli) -> Result<()> {
             json,
         } => {
             let (root, config) = root_and_config(root)?;
-            let engine = open_engine(&root, &config)?;
+            let (engine, _) = open_for_reading(&root, &config)?;
             let status = engine.status(threshold.unwrap_or(config.search.drift_threshold))?;
             let mut out = std::io::stdout().lock();
             if json {
@@ -498,6 +500,25 @@ fn engine_options(config: &Config) -> Result<EngineOptions> {
 fn open_engine(root: &Path, config: &Config) -> Result<Engine> {
     let model = provision(&DEFAULT_MODEL)?;
     Ok(Engine::open(root, &model, engine_options(config)?)?)
+}
+
+/// The engine for a command that reads (search, related, status), and whether it may write.
+/// When another process writes the index (`quarry mcp`, a `quarry index`), it reads the
+/// last commit beside it instead of failing, and says so: a reader never waits on a writer.
+fn open_for_reading(root: &Path, config: &Config) -> Result<(Engine, bool)> {
+    let model = provision(&DEFAULT_MODEL)?;
+    let options = engine_options(config)?;
+    match Engine::open(root, &model, options) {
+        Ok(engine) => Ok((engine, true)),
+        Err(EngineError::Store(quarry_store::StoreError::Locked { .. })) => {
+            eprintln!(
+                "note: another quarry process is writing this index; answering from its last \
+                 commit (files changed since are not searched yet)"
+            );
+            Ok((Engine::open_read_only(root, &model, options)?, false))
+        }
+        Err(error) => Err(error.into()),
+    }
 }
 
 /// `model`, downloaded into the user cache on first use, with a progress bar.

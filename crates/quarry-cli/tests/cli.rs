@@ -540,3 +540,58 @@ fn the_mcp_server_answers_a_real_client_as_the_cli_does() {
         1
     );
 }
+
+#[test]
+fn readers_answer_beside_a_running_mcp_server() {
+    let repo = shop();
+    let dir = repo.path();
+    let out = quarry(dir, &["index"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let before = json(dir, &["search", "--json", "retry with exponential backoff"]);
+
+    // The server holds the index for writing as long as it runs (stdin stays open).
+    let mut server = Command::new(env!("CARGO_BIN_EXE_quarry"))
+        .args(["mcp", "--no-index"])
+        .current_dir(dir)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let held = "another quarry process is writing this index";
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    let status = loop {
+        let out = quarry(dir, &["status", "--json"]);
+        if text(&out.stderr).contains(held) || std::time::Instant::now() > deadline {
+            break out;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    };
+    assert!(status.status.success(), "{}", text(&status.stderr));
+    assert!(
+        text(&status.stderr).contains(held),
+        "{}",
+        text(&status.stderr)
+    );
+    let status: Value = serde_json::from_slice(&status.stdout).unwrap();
+    assert_eq!(status["files"], 9);
+
+    let out = quarry(dir, &["search", "--json", "retry with exponential backoff"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(text(&out.stderr).contains(held));
+    let during: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        during["results"], before["results"],
+        "the same answer from the last commit"
+    );
+    let id = during["results"][0]["chunk_id"].as_str().unwrap();
+    let out = quarry(dir, &["related", id, "--json"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+
+    // Writers exclude each other, with a message that says why.
+    let error = failure(dir, &["index"]);
+    assert!(error.contains(held), "{error}");
+
+    server.kill().unwrap();
+    server.wait().unwrap();
+}

@@ -117,6 +117,17 @@ impl Engine {
         Self::open_with(root, model, options, Store::open)
     }
 
+    /// Loads the model and opens the existing index at `root` to read, beside the process
+    /// that writes it: searches answer from its last commit; indexing is refused
+    /// ([`quarry_store::StoreError::ReadOnly`]).
+    pub fn open_read_only(
+        root: &Path,
+        model: &ModelDir,
+        options: EngineOptions,
+    ) -> Result<Self, EngineError> {
+        Self::open_with(root, model, options, Store::open_read_only)
+    }
+
     /// As [`Engine::open`], but replaces an existing index (another model, a damaged file).
     pub fn rebuild(
         root: &Path,
