@@ -116,15 +116,7 @@ pub fn run(args: &[String]) -> Result<()> {
     let markdown = report.markdown();
     print!("{markdown}");
     let name = format!("embed-{}", git_commit(root));
-    let dir = root.join("bench-suite/reports");
-    std::fs::create_dir_all(&dir)?;
-    std::fs::write(dir.join(format!("{name}.md")), &markdown)?;
-    std::fs::write(
-        dir.join(format!("{name}.json")),
-        serde_json::to_string_pretty(&report.json())?,
-    )?;
-    eprintln!("wrote bench-suite/reports/{name}.md and .json");
-    Ok(())
+    write_report(root, &name, &markdown, &report.json())
 }
 
 /// Up to `count` chunks of real code (this repository's crates and part of Python's standard
@@ -295,6 +287,19 @@ fn peak_rss_mb() -> Result<f64> {
         .context("no VmHWM in /proc/self/status")?;
     let kib: f64 = line.split_whitespace().nth(1).context("VmHWM")?.parse()?;
     Ok(kib / 1024.0)
+}
+
+/// Writes a benchmark's report as `bench-suite/reports/<name>.md` and `.json` under `root`.
+pub(crate) fn write_report(root: &Path, name: &str, markdown: &str, json: &Value) -> Result<()> {
+    let dir = root.join("bench-suite/reports");
+    std::fs::create_dir_all(&dir)?;
+    std::fs::write(dir.join(format!("{name}.md")), markdown)?;
+    std::fs::write(
+        dir.join(format!("{name}.json")),
+        serde_json::to_string_pretty(json)?,
+    )?;
+    eprintln!("wrote bench-suite/reports/{name}.md and .json");
+    Ok(())
 }
 
 pub(crate) fn git_commit(root: &Path) -> String {

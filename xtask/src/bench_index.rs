@@ -13,7 +13,7 @@ use quarry_embed::{DEFAULT_MODEL, EmbedderOptions, ModelDir};
 use quarry_engine::{Engine, EngineOptions};
 use serde_json::json;
 
-use crate::bench_embed::git_commit;
+use crate::bench_embed::{git_commit, write_report};
 use crate::model::provisioner;
 
 /// The question each fresh copy is asked; what it finds does not matter here.
@@ -102,12 +102,7 @@ pub fn run(args: &[String]) -> Result<()> {
             })),
         })).collect::<Vec<_>>(),
     });
-    let dir = suite_dir.join("reports");
-    std::fs::write(dir.join(format!("index-{commit}.md")), &markdown)?;
-    std::fs::write(
-        dir.join(format!("index-{commit}.json")),
-        serde_json::to_string_pretty(&json)?,
-    )?;
+    write_report(root, &format!("index-{commit}"), &markdown, &json)?;
     print!("{markdown}");
     Ok(())
 }

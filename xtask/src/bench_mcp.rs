@@ -11,7 +11,7 @@ use quarry_embed::{DEFAULT_MODEL, EmbedderOptions};
 use quarry_engine::{Engine, EngineOptions, SearchOptions};
 use serde_json::{Value, json};
 
-use crate::bench_embed::git_commit;
+use crate::bench_embed::{git_commit, write_report};
 use crate::model::provisioner;
 
 /// Questions an agent working on an async runtime might ask (tokio's sources are the
@@ -78,11 +78,10 @@ pub fn run(args: &[String]) -> Result<()> {
     };
     let (mcp_p50, mcp_p95) = summary(&through_mcp);
     let (direct_p50, direct_p95) = summary(&in_process.1);
-    let commit = git_commit(
-        Path::new(env!("CARGO_MANIFEST_DIR"))
-            .parent()
-            .context("root")?,
-    );
+    let project = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .context("root")?;
+    let commit = git_commit(project);
     let report = json!({
         "commit": commit,
         "root": root,
@@ -106,12 +105,7 @@ pub fn run(args: &[String]) -> Result<()> {
         QUERIES.len(),
         mcp_p50 / direct_p50,
     );
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../bench-suite/reports");
-    std::fs::write(dir.join(format!("mcp-{commit}.md")), &markdown)?;
-    std::fs::write(
-        dir.join(format!("mcp-{commit}.json")),
-        serde_json::to_string_pretty(&report)?,
-    )?;
+    write_report(project, &format!("mcp-{commit}"), &markdown, &report)?;
     print!("{markdown}");
     Ok(())
 }

@@ -19,7 +19,7 @@ use quarry_store::{
 };
 use serde_json::{Value, json};
 
-use crate::bench_embed::{git_commit, percentile, reference_python};
+use crate::bench_embed::{git_commit, percentile, reference_python, write_report};
 
 const DIMENSIONS: usize = 384;
 const K: usize = 10;
@@ -154,17 +154,8 @@ pub fn run(args: &[String]) -> Result<()> {
     let markdown = markdown(&report);
     print!("{markdown}");
     let name = format!("store-{}", report["commit"].as_str().unwrap_or("unknown"));
-    let dir = root.join("bench-suite/reports");
-    std::fs::create_dir_all(&dir)?;
-    std::fs::write(dir.join(format!("{name}.md")), &markdown)?;
-    std::fs::write(
-        dir.join(format!("{name}.json")),
-        serde_json::to_string_pretty(&report)?,
-    )?;
-    eprintln!(
-        "wrote bench-suite/reports/{name}.md and .json ({:.0} s in all)",
-        started.elapsed().as_secs_f64()
-    );
+    write_report(root, &name, &markdown, &report)?;
+    eprintln!("{:.0} s in all", started.elapsed().as_secs_f64());
     Ok(())
 }
 
