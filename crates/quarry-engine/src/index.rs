@@ -373,7 +373,7 @@ impl Engine {
                 for chunk in &file.chunks {
                     match snapshot.chunk(chunk.id)? {
                         Some(_) => report.chunks_reused += 1,
-                        None => new.push((stored_chunk(chunk), chunk.embed_text.as_str())),
+                        None => new.push((StoredChunk::from(chunk), chunk.embed_text.as_str())),
                     }
                 }
                 batch.put_file_pending(&file.state, &new)?;
@@ -472,18 +472,4 @@ pub(crate) fn decode_file_data<T: serde::de::DeserializeOwned>(
         data,
         message: e.to_string(),
     })
-}
-
-fn stored_chunk(chunk: &Chunk) -> StoredChunk {
-    StoredChunk {
-        id: chunk.id.0,
-        path: chunk.path.clone(),
-        language: chunk.language.name().to_owned(),
-        kind: chunk.kind.name().to_owned(),
-        name: chunk.name.clone(),
-        container: chunk.container.clone(),
-        start_line: chunk.start_line,
-        end_line: chunk.end_line,
-        text: chunk.text.clone(),
-    }
 }
