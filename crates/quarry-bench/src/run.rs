@@ -247,10 +247,15 @@ pub fn run(
                 report.chunks = chunks.len();
                 doc_cases = docs::doc_cases(&chunks, options.doc_cases);
                 report.doc_cases = doc_cases.len();
+                let backend = engine
+                    .model()
+                    .backend()
+                    .map_err(quarry_engine::EngineError::from)?
+                    .to_string();
                 config.get_or_insert_with(|| RunConfig {
                     commit: options.commit.clone(),
                     model: engine.store().settings().model.clone(),
-                    backend: engine.embedder().backend().to_string(),
+                    backend,
                     chunker: engine.store().settings().chunker.clone(),
                     doc_cases_per_corpus: options.doc_cases,
                     arms: options.arms.clone(),

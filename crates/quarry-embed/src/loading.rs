@@ -11,7 +11,8 @@ use burn::tensor::{Bool, Device, Int, Tensor, TensorData};
 
 use crate::EmbedError;
 use crate::config::files;
-use crate::provision::{ModelDir, check_digest, hex, sha256_file};
+use crate::digests::DigestCache;
+use crate::provision::{ModelDir, check_digest, hex};
 use crate::tokenize::Tokenized;
 
 /// Identifies a model's outputs: an index built with one fingerprint is invalid under another.
@@ -76,7 +77,8 @@ pub(crate) fn load_weights<M: Module>(
 
 /// The fingerprint of the model in `dir`, checking each file against its published digest
 /// where `dir` has them. `max_seq_length` is part of it: truncating sooner changes the outputs
-/// of long texts.
+/// of long texts. Digests come from the directory's [`DigestCache`] where the files did not
+/// change since they were hashed.
 pub(crate) fn fingerprint(
     dir: &ModelDir,
     max_seq_length: usize,
@@ -90,13 +92,14 @@ pub(crate) fn fingerprint(
         files::POOLING,
         files::SENTENCE_BERT,
     ];
+    let mut cache = DigestCache::read(&dir.path);
     let mut combined = Sha256::new();
     for file in all_files {
         let path = dir.path.join(file);
         if !path.is_file() {
             continue;
         }
-        let digest = sha256_file(&path)?;
+        let digest = cache.digest(&path, file)?;
         let expected = dir
             .expected_digests
             .and_then(|digests| digests.iter().find(|(name, _)| *name == file));
@@ -107,6 +110,7 @@ pub(crate) fn fingerprint(
         combined.update(digest.as_bytes());
     }
     combined.update(format!("max_seq_length={max_seq_length}").as_bytes());
+    cache.save();
     Ok(ModelFingerprint {
         name: dir.name.clone(),
         revision: dir.revision.clone(),

@@ -240,7 +240,7 @@ impl Engine {
         let mut done = 0;
         for group in pending.chunks(self.options.chunks_per_commit.max(1)) {
             let texts: Vec<&str> = group.iter().map(|(_, text)| text.as_str()).collect();
-            let vectors = self.embedder.embed(&texts)?;
+            let vectors = self.embedder.get()?.embed(&texts)?;
             let new: Vec<(ChunkId, &[f32])> = group
                 .iter()
                 .zip(&vectors)

@@ -49,7 +49,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use quarry_chunk::{Chunker, ChunkerConfig};
-use quarry_embed::{CrossEncoder, Embedder, EmbedderOptions, ModelDir};
+use quarry_embed::{CrossEncoder, EmbedderOptions, LazyEmbedder, ModelDir};
 use quarry_store::{IndexSettings, Store};
 
 pub use config::{CONFIG_FILE, Config, Detail, IndexDefaults, SearchDefaults};
@@ -99,7 +99,8 @@ impl Default for EngineOptions {
 pub struct Engine {
     root: PathBuf,
     store: Store,
-    embedder: Embedder,
+    /// Loaded on the first query or chunk to embed: lexical work never reads the weights.
+    embedder: LazyEmbedder,
     chunker: Chunker,
     options: EngineOptions,
     /// A cross-encoder that rescores candidates, when one was provisioned and asked for.
@@ -107,8 +108,8 @@ pub struct Engine {
 }
 
 impl Engine {
-    /// Loads the model in `model` and opens or creates the index of the repository at
-    /// `root`, as the single writer.
+    /// Opens or creates the index of the repository at `root`, as the single writer, for
+    /// the model in `model` (whose weights are loaded when first needed).
     pub fn open(
         root: &Path,
         model: &ModelDir,
@@ -117,7 +118,7 @@ impl Engine {
         Self::open_with(root, model, options, Store::open)
     }
 
-    /// Loads the model and opens the existing index at `root` to read, beside the process
+    /// Opens the existing index at `root` to read, beside the process
     /// that writes it: searches answer from its last commit; indexing is refused
     /// ([`quarry_store::StoreError::ReadOnly`]).
     pub fn open_read_only(
@@ -148,7 +149,7 @@ impl Engine {
                 path: root.to_path_buf(),
             });
         }
-        let embedder = Embedder::load(model, options.embedder)?;
+        let embedder = LazyEmbedder::new(model, options.embedder)?;
         let chunker = Chunker::new(ChunkerConfig {
             embed_header: options.embed_header,
             ..ChunkerConfig::for_max_tokens(embedder.max_tokens())
@@ -187,8 +188,8 @@ impl Engine {
         &self.store
     }
 
-    /// The model.
-    pub fn embedder(&self) -> &Embedder {
+    /// The model, whose weights are loaded on the first query or chunk to embed.
+    pub fn model(&self) -> &LazyEmbedder {
         &self.embedder
     }
 }

@@ -165,7 +165,7 @@ impl Engine {
             SearchMode::Lexical => (0.0, 1.0),
         };
         let dense = if weights.0 > 0.0 {
-            let embedded = self.embedder.embed_one(query)?;
+            let embedded = self.embedder.get()?.embed_one(query)?;
             self.store
                 .search_dense(&embedded.vector, fetch, &options.filter)?
         } else {

@@ -104,7 +104,7 @@ impl Engine {
         Ok(Status {
             root: self.root.clone(),
             model: self.embedder.fingerprint().to_string(),
-            backend: self.embedder.backend().to_string(),
+            backend: self.embedder.backend()?.to_string(),
             files: files.len() as u64,
             files_skipped: files.iter().filter(|f| f.chunk_ids.is_empty()).count() as u64,
             coverage: Coverage::of(self.store.counts()?),

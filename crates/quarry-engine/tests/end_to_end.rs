@@ -146,6 +146,25 @@ fn indexes_a_repository_and_finds_code_by_description_and_by_identifier() {
 }
 
 #[test]
+fn lexical_work_never_loads_the_model() {
+    let repo = shop();
+    let engine = open(repo.path());
+    engine.index_files(&mut |_| {}).unwrap();
+    let lexical = SearchOptions {
+        mode: SearchMode::Lexical,
+        ..SearchOptions::default()
+    };
+    let response = engine.search("load_config", &lexical).unwrap();
+    assert_eq!(response.results[0].chunk.path, "src/config.rs");
+    engine.status(0.5).unwrap();
+    assert!(!engine.model().is_loaded());
+
+    // The first vector loads it.
+    engine.embed_pending(&mut |_| {}).unwrap();
+    assert!(engine.model().is_loaded());
+}
+
+#[test]
 fn re_indexing_reads_only_what_changed_and_forgets_deleted_files() {
     let repo = shop();
     let engine = open(repo.path());
