@@ -298,6 +298,20 @@ impl FromStr for Language {
     }
 }
 
+/// A language is stored by its [`Language::name`].
+impl serde::Serialize for Language {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.name())
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for Language {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let name = String::deserialize(deserializer)?;
+        name.parse().map_err(serde::de::Error::custom)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -306,6 +320,9 @@ mod tests {
     fn names_round_trip() {
         for &language in ALL_LANGUAGES {
             assert_eq!(language.name().parse::<Language>(), Ok(language));
+            let json = serde_json::to_string(&language).unwrap();
+            assert_eq!(json, format!("\"{}\"", language.name()));
+            assert_eq!(serde_json::from_str::<Language>(&json).unwrap(), language);
         }
     }
 

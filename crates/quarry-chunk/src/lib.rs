@@ -48,6 +48,7 @@ mod detect;
 mod language;
 mod lines;
 mod markdown;
+mod parse;
 mod piece;
 mod rules;
 mod syntax;
@@ -56,6 +57,7 @@ pub use check::{InvariantViolation, check_chunks};
 pub use chunk::{Chunk, ChunkId, ChunkKind, InvalidChunkId};
 pub use detect::Skip;
 pub use language::{ALL_LANGUAGES, Language, UnknownLanguage};
+pub use parse::SyntaxTree;
 
 use lines::Lines;
 use piece::Piece;
@@ -115,7 +117,7 @@ impl Chunker {
         &self.config
     }
 
-    /// Chunks one file. `path` is repository-relative (`\` is turned into `/`); it is
+    /// Chunks one file. `path` is repository-relative (`\\` is turned into `/`); it is
     /// stored in the chunks, feeds their ids and, with the first line, decides the
     /// language. An empty or blank file gives no chunks.
     ///
@@ -123,23 +125,48 @@ impl Chunker {
     ///
     /// A [`Skip`] if the file is binary, not UTF-8, minified or generated.
     pub fn chunk(&self, path: &str, bytes: &[u8]) -> Result<Vec<Chunk>, Skip> {
+        Ok(self.chunk_file(path, bytes)?.chunks)
+    }
+
+    /// [`Chunker::chunk`], handing back the file's syntax tree as well, for other readers
+    /// of the tree (the import graph) that would otherwise parse the file again.
+    pub fn chunk_file<'b>(&self, path: &str, bytes: &'b [u8]) -> Result<ChunkedFile<'b>, Skip> {
         let path = path.replace('\\', "/");
         let text = detect::decode(bytes)?;
         if let Some(skip) = detect::machine_written(&path, text) {
             return Err(skip);
         }
         let language = Language::detect(&path, text);
-        Ok(self.chunk_text(&path, text, language))
+        let syntax = rules::rules(language).and_then(|_| SyntaxTree::parse(text, language));
+        let chunks = self.chunk_parsed(&path, text, language, syntax.as_ref());
+        Ok(ChunkedFile {
+            text,
+            language,
+            syntax,
+            chunks,
+        })
     }
 
     /// Chunks decoded text as `language`, without the binary, minified and generated
     /// checks of [`Chunker::chunk`].
     pub fn chunk_text(&self, path: &str, text: &str, language: Language) -> Vec<Chunk> {
+        let syntax = rules::rules(language).and_then(|_| SyntaxTree::parse(text, language));
+        self.chunk_parsed(path, text, language, syntax.as_ref())
+    }
+
+    /// Chunks `text` along `syntax`, its tree where it has one (a parse abandoned, or a
+    /// language without a grammar, falls back to line windows).
+    fn chunk_parsed(
+        &self,
+        path: &str,
+        text: &str,
+        language: Language,
+        syntax: Option<&SyntaxTree>,
+    ) -> Vec<Chunk> {
         let lines = Lines::new(text);
-        let pieces = match (language, language.grammar(), rules::rules(language)) {
-            (_, Some(grammar), Some(rules)) => {
-                syntax::SyntaxChunker::new(text, &lines, language, rules, self.config.budget)
-                    .pieces(&grammar)
+        let pieces = match (language, syntax, rules::rules(language)) {
+            (_, Some(syntax), Some(rules)) => {
+                Some(syntax::SyntaxChunker::new(syntax, &lines, rules, self.config.budget).pieces())
             }
             (Language::Markdown, _, _) => Some(markdown::pieces(&lines)),
             _ => None,
@@ -155,4 +182,18 @@ impl Chunker {
         });
         piece::into_chunks(path, language, &lines, pieces, &self.config)
     }
+}
+
+/// A chunked file: its decoded text, language, syntax tree (where it has a grammar and
+/// the parse was not abandoned) and chunks.
+#[derive(Debug)]
+pub struct ChunkedFile<'b> {
+    /// The file's text.
+    pub text: &'b str,
+    /// Its language.
+    pub language: Language,
+    /// Its syntax tree.
+    pub syntax: Option<SyntaxTree<'b>>,
+    /// Its chunks, in order.
+    pub chunks: Vec<Chunk>,
 }

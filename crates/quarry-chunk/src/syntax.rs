@@ -1,28 +1,20 @@
 //! Chunking along the syntax tree: items, containers split into members, and
 //! merged blocks of module-level code.
 
-use std::borrow::Cow;
-use std::ops::{ControlFlow, Range};
+use std::ops::Range;
 
-use tree_sitter::{Node, ParseOptions, ParseState, Parser};
+use tree_sitter::{Node, Tree};
 
 use crate::lines::Lines;
 use crate::piece::Piece;
 use crate::rules::{Rules, lookup};
-use crate::{ChunkKind, Language};
+use crate::{ChunkKind, Language, SyntaxTree};
 
 /// Containers and transparent scopes nested deeper than this are not opened (it
 /// bounds recursion on pathological input).
 const MAX_DEPTH: usize = 16;
 /// Signatures in the embedding header are cut to this many characters.
 const MAX_SIGNATURE: usize = 160;
-/// The parser reports progress every 100 of its operations. Real code needs at most
-/// ~30 reports per KiB (measured on tokio, the Python standard library and every
-/// fixture); some malformed inputs make error recovery explode (a 1.2 KB Kotlin file
-/// took minutes and gigabytes). Parses needing more than this many reports per KiB
-/// are abandoned, deterministically, and the file falls back to line windows.
-const MAX_PARSE_REPORTS_PER_KIB: usize = 200;
-
 /// A declaration that becomes a chunk of its own.
 struct Item<'tree> {
     kind: ChunkKind,
@@ -50,9 +42,9 @@ struct Entry<'tree> {
 
 /// Splits parsed source into pieces; see the crate docs for the rules.
 pub(crate) struct SyntaxChunker<'a> {
-    /// The text the parser sees: the file's text, or a copy that ends with a newline
-    /// and, where `Rules::ascii_only`, has ASCII only. Offsets and lines are the same.
-    text: Cow<'a, str>,
+    /// The text the parser saw ([`SyntaxTree::text`]): offsets and lines are the file's.
+    text: &'a str,
+    tree: &'a Tree,
     lines: &'a Lines<'a>,
     language: Language,
     rules: &'static Rules,
@@ -61,60 +53,28 @@ pub(crate) struct SyntaxChunker<'a> {
 
 impl<'a> SyntaxChunker<'a> {
     pub(crate) fn new(
-        text: &'a str,
+        syntax: &'a SyntaxTree<'a>,
         lines: &'a Lines<'a>,
-        language: Language,
         rules: &'static Rules,
         budget: usize,
     ) -> Self {
-        let mut copy = (rules.ascii_only && !text.is_ascii()).then(|| {
-            text.bytes()
-                .map(|b| if b.is_ascii() { b as char } else { '_' })
-                .collect::<String>()
-        });
-        // tree-sitter-kotlin-ng 1.1.0's scanner loops forever on an annotation that ends
-        // the file (`val x: Int\n@Foo`): it skips to the next whitespace without checking
-        // for the end. A final newline is harmless for every grammar.
-        if !text.ends_with('\n') {
-            copy.get_or_insert_with(|| text.to_owned()).push('\n');
-        }
-        let text = copy.map_or(Cow::Borrowed(text), Cow::Owned);
         SyntaxChunker {
-            text,
+            text: syntax.text(),
+            tree: syntax.tree(),
             lines,
-            language,
+            language: syntax.language(),
             rules,
             budget,
         }
     }
 
-    /// The pieces of the whole file, in order; `None` if the grammar cannot be loaded
-    /// or the parse is abandoned (the caller falls back to line windows).
-    pub(crate) fn pieces(&self, grammar: &tree_sitter::Language) -> Option<Vec<Piece>> {
-        let mut parser = Parser::new();
-        parser.set_language(grammar).ok()?;
-        let bytes = self.text.as_bytes();
-        let max_reports =
-            2 * MAX_PARSE_REPORTS_PER_KIB + bytes.len() * MAX_PARSE_REPORTS_PER_KIB / 1024;
-        let mut reports = 0;
-        let mut give_up = |_: &ParseState| {
-            reports += 1;
-            if reports > max_reports {
-                ControlFlow::Break(())
-            } else {
-                ControlFlow::Continue(())
-            }
-        };
-        let tree = parser.parse_with_options(
-            &mut |offset, _| bytes.get(offset..).unwrap_or_default(),
-            None,
-            Some(ParseOptions::new().progress_callback(&mut give_up)),
-        )?;
-        let root = tree.root_node();
+    /// The pieces of the whole file, in order.
+    pub(crate) fn pieces(&self) -> Vec<Piece> {
+        let root = self.tree.root_node();
         let mut pieces = Vec::new();
         let entries = self.entries(named_children(root));
         self.emit(entries, 0..self.lines.count(), &[], None, 0, &mut pieces);
-        Some(pieces)
+        pieces
     }
 
     /// Classifies the nodes of a scope into entries of whole lines.

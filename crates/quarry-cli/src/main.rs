@@ -5,7 +5,7 @@ mod output;
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 use clap::{Args, Parser, Subcommand, ValueEnum};
@@ -358,7 +358,7 @@ fn run(cli: Cli) -> Result<()> {
             let (root, config) = root_and_config(root)?;
             let model = provision(&DEFAULT_MODEL)?;
             let engine_options = engine_options(&config)?;
-            let engine = Engine::open(&root, &model, engine_options)?;
+            let engine = open_for_serving(&root, &model, engine_options)?;
             let options = ServerOptions {
                 max_tokens,
                 index_on_start: !no_index,
@@ -518,6 +518,34 @@ fn open_for_reading(root: &Path, config: &Config) -> Result<(Engine, bool)> {
             Ok((Engine::open_read_only(root, &model, options)?, false))
         }
         Err(error) => Err(error.into()),
+    }
+}
+
+/// How long `quarry mcp` waits at start for another process to stop writing the index.
+const SERVER_LOCK_WAIT: Duration = Duration::from_secs(30);
+
+/// The engine for the long-lived server, as the writer. A CLI search or status holds the
+/// index for writing while it indexes what changed (well under a second when little did),
+/// so the server waits for it rather than failing; after [`SERVER_LOCK_WAIT`] (a long
+/// `quarry index`) it fails with the lock's message.
+fn open_for_serving(root: &Path, model: &ModelDir, options: EngineOptions) -> Result<Engine> {
+    let deadline = Instant::now() + SERVER_LOCK_WAIT;
+    let mut told = false;
+    loop {
+        match Engine::open(root, model, options) {
+            Err(EngineError::Store(quarry_store::StoreError::Locked { .. }))
+                if Instant::now() < deadline =>
+            {
+                if !told {
+                    eprintln!(
+                        "note: waiting for another quarry process to finish writing the index"
+                    );
+                    told = true;
+                }
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            result => return Ok(result?),
+        }
     }
 }
 

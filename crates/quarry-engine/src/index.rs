@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use quarry_chunk::{Chunk, ChunkId};
-use quarry_graph::{GraphBuilder, PageRankConfig};
+use quarry_graph::{FileImports, FileKey, GraphBuilder, PageRankConfig};
 use quarry_store::{
     FileState, GitUse, PROJECT_SCOPE, StoredChunk, TreeFile, content_hash, detect_changes, scope_of,
 };
@@ -20,6 +20,11 @@ pub const PAGERANK_DATA: &str = "pagerank";
 /// The per-file data name under which the files a file imports or is imported by are
 /// stored, as a JSON list of paths.
 pub const LINKS_DATA: &str = "links";
+
+/// The per-file data name under which a project file's [`FileImports`] are stored, taken
+/// from the syntax tree the chunker parsed: the import graph is rebuilt from them without
+/// reading or parsing a file again.
+pub const IMPORTS_DATA: &str = "imports";
 
 /// What an indexing run is doing, for progress bars.
 #[derive(Debug, Clone, PartialEq)]
@@ -121,9 +126,11 @@ impl Plan {
 const FILES_PER_COMMIT: usize = 256;
 
 /// One file read and chunked.
-struct ChunkedFile {
+struct ReadFile {
     state: FileState,
     chunks: Vec<Chunk>,
+    /// What it imports, for a project file the chunker parsed.
+    imports: Option<FileImports>,
 }
 
 impl Engine {
@@ -352,7 +359,7 @@ impl Engine {
         let total = files.len();
         // Parallel within a slice, committed and reported between slices.
         for slice in files.chunks(FILES_PER_COMMIT) {
-            let results: Vec<Result<(ChunkedFile, Option<String>), String>> = slice
+            let results: Vec<Result<(ReadFile, Option<String>), String>> = slice
                 .par_iter()
                 .map(|(path, file)| self.chunk_file(path, file))
                 .collect();
@@ -377,6 +384,10 @@ impl Engine {
                     }
                 }
                 batch.put_file_pending(&file.state, &new)?;
+                if let Some(imports) = &file.imports {
+                    let bytes = serde_json::to_vec(imports).expect("imports serialise");
+                    batch.set_file_data(&file.state.path, IMPORTS_DATA, &bytes)?;
+                }
                 report.files_read += 1;
             }
             batch.commit()?;
@@ -388,59 +399,102 @@ impl Engine {
         Ok(())
     }
 
-    /// Reads and chunks one file; `Err` is a warning that it could not be read.
+    /// Reads and chunks one file, and takes a project file's imports from the same parse;
+    /// `Err` is a warning that it could not be read.
     fn chunk_file(
         &self,
         path: &Path,
         file: &TreeFile,
-    ) -> Result<(ChunkedFile, Option<String>), String> {
-        let mut state = FileState {
-            path: file.path.clone(),
-            content_hash: 0,
-            mtime_ns: file.mtime_ns,
-            size: file.size,
-            chunk_ids: Vec::new(),
+    ) -> Result<(ReadFile, Option<String>), String> {
+        let mut read = ReadFile {
+            state: FileState {
+                path: file.path.clone(),
+                content_hash: 0,
+                mtime_ns: file.mtime_ns,
+                size: file.size,
+                chunk_ids: Vec::new(),
+            },
+            chunks: Vec::new(),
+            imports: None,
         };
         if file.size > self.options.max_file_bytes {
             let skip = format!(
                 "{} bytes, over the {}-byte limit (`max_file_bytes`)",
                 file.size, self.options.max_file_bytes
             );
-            let chunks = Vec::new();
-            return Ok((ChunkedFile { state, chunks }, Some(skip)));
+            return Ok((read, Some(skip)));
         }
         let bytes = fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
-        let (chunks, skip) = match self.chunker.chunk(&file.path, &bytes) {
-            Ok(chunks) => (chunks, None),
-            Err(skip) => (Vec::new(), Some(skip.to_string())),
+        read.state.content_hash = content_hash(&bytes);
+        let chunked = match self.chunker.chunk_file(&file.path, &bytes) {
+            Ok(chunked) => chunked,
+            Err(skip) => return Ok((read, Some(skip.to_string()))),
         };
-        state.content_hash = content_hash(&bytes);
-        state.chunk_ids = chunks.iter().map(|c| c.id.0).collect();
-        Ok((ChunkedFile { state, chunks }, skip))
+        read.imports = self.graph_key(&file.path).map(|key| {
+            FileImports::from_parsed(
+                &key,
+                chunked.text,
+                chunked.language,
+                chunked.syntax.as_ref(),
+            )
+        });
+        read.state.chunk_ids = chunked.chunks.iter().map(|c| c.id.0).collect();
+        read.chunks = chunked.chunks;
+        Ok((read, None))
+    }
+
+    /// The import graph's key of the stored file `path`; `None` for a library's file (the
+    /// graph is the project's).
+    fn graph_key(&self, path: &str) -> Option<FileKey> {
+        (scope_of(path) == PROJECT_SCOPE)
+            .then(|| quarry_graph::graph_key(&self.root, path).ok())
+            .flatten()
     }
 
     /// Rebuilds the import graph of the project's indexed files and stores each file's
     /// PageRank [`quarry_graph::FileScore`] as its [`PAGERANK_DATA`] and its neighbours as its
     /// [`LINKS_DATA`]. Returns the graph's files and edges.
+    /// The imports come from the index ([`IMPORTS_DATA`]); only a file indexed before they
+    /// were stored is read and parsed again, and its imports stored with the scores.
     fn rank_files(&self) -> Result<(usize, usize), EngineError> {
-        let files = self.store.files()?;
-        let imports: Vec<_> = files
-            .par_iter()
-            .filter(|f| !f.chunk_ids.is_empty() && scope_of(&f.path) == PROJECT_SCOPE)
-            .filter_map(|f| {
-                let bytes = fs::read(self.root.join(&f.path)).ok()?;
-                let key = quarry_graph::graph_key(&self.root, &f.path).ok()?;
-                let imports = quarry_graph::FileImports::extract(&key, &bytes);
+        let snapshot = self.store.snapshot()?;
+        let mut stored = Vec::new();
+        let mut missing = Vec::new();
+        for file in snapshot.files()? {
+            let Some(key) = self
+                .graph_key(&file.path)
+                .filter(|_| !file.chunk_ids.is_empty())
+            else {
+                continue;
+            };
+            match snapshot.file_data(&file.path, IMPORTS_DATA)? {
+                Some(bytes) => stored.push((
+                    key,
+                    decode_file_data::<FileImports>(&file.path, IMPORTS_DATA, &bytes)?,
+                )),
+                None => missing.push(key),
+            }
+        }
+        drop(snapshot);
+        let extracted: Vec<(FileKey, FileImports)> = missing
+            .into_par_iter()
+            .filter_map(|key| {
+                let bytes = fs::read(self.root.join(key.as_str())).ok()?;
+                let imports = FileImports::extract(&key, &bytes);
                 Some((key, imports))
             })
             .collect();
+        let mut batch = self.store.write()?;
+        for (key, imports) in &extracted {
+            let bytes = serde_json::to_vec(imports).expect("imports serialise");
+            batch.set_file_data(key.as_str(), IMPORTS_DATA, &bytes)?;
+        }
         let mut builder = GraphBuilder::new(&self.root);
-        for (key, imports) in imports {
+        for (key, imports) in stored.into_iter().chain(extracted) {
             builder.add(key, imports);
         }
         let graph = builder.build();
         let ranking = graph.rank(&PageRankConfig::default());
-        let mut batch = self.store.write()?;
         for (key, score) in ranking.iter() {
             let bytes = serde_json::to_vec(&score).expect("a FileScore serialises");
             batch.set_file_data(key.as_str(), PAGERANK_DATA, &bytes)?;

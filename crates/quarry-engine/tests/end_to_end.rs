@@ -8,8 +8,8 @@ use std::path::Path;
 use quarry_chunk::ChunkId;
 use quarry_embed::ModelDir;
 use quarry_engine::{
-    Engine, EngineError, EngineOptions, IndexEvent, LegWeights, MAX_QUERY_BYTES, PAGERANK_DATA,
-    RelatedOptions, SearchMode, SearchOptions,
+    Engine, EngineError, EngineOptions, IndexEvent, LINKS_DATA, LegWeights, MAX_QUERY_BYTES,
+    PAGERANK_DATA, RelatedOptions, SearchMode, SearchOptions,
 };
 use quarry_rank::RankingConfig;
 use quarry_store::{Filter, StoreError};
@@ -162,6 +162,44 @@ fn lexical_work_never_loads_the_model() {
     // The first vector loads it.
     engine.embed_pending(&mut |_| {}).unwrap();
     assert!(engine.model().is_loaded());
+}
+
+#[test]
+fn the_import_graph_is_rebuilt_from_stored_imports_without_reading_unchanged_files() {
+    let repo = tempfile::tempdir().unwrap();
+    let root = repo.path();
+    let write = |name: &str, text: &str| fs::write(root.join(name), text).unwrap();
+    write("a.js", "const b = require('./b.js');\nb();\n");
+    write("b.js", "module.exports = function b() { return 1; };\n");
+    write("c.js", "module.exports = function c() { return 2; };\n");
+    let engine = open(root);
+    engine.index_files(&mut |_| {}).unwrap();
+    let links = |engine: &Engine, path: &str| -> Vec<String> {
+        let bytes = engine
+            .store()
+            .snapshot()
+            .unwrap()
+            .file_data(path, LINKS_DATA);
+        serde_json::from_slice(&bytes.unwrap().unwrap()).unwrap()
+    };
+    assert_eq!(links(&engine, "a.js"), ["b.js"]);
+
+    // a.js now requires c.js, but keeps its size and time: change detection calls it
+    // unchanged, so only a graph that parsed it again would see the new import.
+    let before = fs::metadata(root.join("a.js")).unwrap();
+    write("a.js", "const c = require('./c.js');\nc();\n");
+    fs::File::options()
+        .write(true)
+        .open(root.join("a.js"))
+        .unwrap()
+        .set_modified(before.modified().unwrap())
+        .unwrap();
+    assert_eq!(fs::metadata(root.join("a.js")).unwrap().len(), before.len());
+    write("b.js", "module.exports = function b() { return 10; };\n");
+    let report = engine.index_files(&mut |_| {}).unwrap();
+    assert_eq!(report.files_read, 1);
+    assert!(report.graph.is_some(), "an edit rebuilds the graph");
+    assert_eq!(links(&engine, "a.js"), ["b.js"]);
 }
 
 #[test]

@@ -1,20 +1,21 @@
 //! What one file imports and declares, read from its text alone.
 
-use std::cell::RefCell;
-
-use quarry_chunk::Language;
-use tree_sitter::{Parser, QueryCursor, StreamingIterator};
+use quarry_chunk::{Language, SyntaxTree};
+use serde::{Deserialize, Serialize};
+use tree_sitter::{QueryCursor, StreamingIterator};
 
 use crate::FileKey;
 use crate::lang::{self, Found, Sink};
-use crate::parse;
 
 /// The imports and declarations of one file, before they are resolved against the
 /// rest of the repository by [`crate::GraphBuilder::build`].
 ///
 /// [`FileImports::extract`] needs nothing but the file, so callers may run it on many
-/// threads and hand the results to [`crate::GraphBuilder::add`].
-#[derive(Debug, Clone, Default)]
+/// threads and hand the results to [`crate::GraphBuilder::add`]. A chunker that parsed
+/// the file already hands its tree to [`FileImports::from_parsed`] instead; the result
+/// serialises, so that an index keeps it per file and rebuilds the graph without reading
+/// a file again.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FileImports {
     pub(crate) language: Option<Language>,
     pub(crate) imports: Vec<Import>,
@@ -22,7 +23,7 @@ pub struct FileImports {
 }
 
 /// One import as written: what a statement names, not yet a file.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) enum Import {
     /// Rust `mod name;`, inside the inline modules `inline`, maybe with `#[path]`.
     RustMod {
@@ -57,14 +58,14 @@ pub(crate) enum Import {
     Path {
         path: String,
         bases: Bases,
-        suffixes: &'static [&'static str],
+        suffixes: Suffixes,
     },
     /// A Swift module.
     Swift(String),
 }
 
 /// Where an [`Import::Path`] is looked for, in order.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) enum Bases {
     /// The importing file's directory.
     FileDir,
@@ -83,8 +84,29 @@ pub(crate) enum Bases {
     LuaPath,
 }
 
+/// What an [`Import::Path`] may have appended to find its file, tried in order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) enum Suffixes {
+    /// The path as written.
+    Exact,
+    /// Ruby's `require`: `.rb`, then the path as written.
+    Ruby,
+    /// Lua's `require`: `.lua`, then `/init.lua`.
+    Lua,
+}
+
+impl Suffixes {
+    pub(crate) fn list(self) -> &'static [&'static str] {
+        match self {
+            Suffixes::Exact => &[""],
+            Suffixes::Ruby => &[".rb", ""],
+            Suffixes::Lua => &[".lua", "/init.lua"],
+        }
+    }
+}
+
 /// Languages that share one namespace of dotted names.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub(crate) enum Family {
     /// Java, Kotlin and Scala: packages and top-level types.
     Jvm,
@@ -99,7 +121,7 @@ pub(crate) enum Family {
 }
 
 /// Something a file declares that other files' imports resolve to.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) enum Declared {
     /// A dotted name (a type, an Elixir or Haskell module).
     Name(Family, String),
@@ -111,10 +133,6 @@ pub(crate) enum Declared {
     GoModule(String),
 }
 
-thread_local! {
-    static PARSER: RefCell<Parser> = RefCell::new(Parser::new());
-}
-
 impl FileImports {
     /// Reads what the file at `key` imports and declares. The language comes from
     /// quarry-chunk's [`Language::detect`]; `Cargo.toml` and `go.mod` are read for
@@ -124,37 +142,42 @@ impl FileImports {
     /// Bytes that are not UTF-8 are read as U+FFFD, which matches no import.
     pub fn extract(key: &FileKey, bytes: &[u8]) -> FileImports {
         let text = String::from_utf8_lossy(bytes);
+        let language = Language::detect(key.as_str(), &text);
+        let syntax = lang::query(language).and_then(|_| SyntaxTree::parse(&text, language));
+        Self::from_parsed(key, &text, language, syntax.as_ref())
+    }
+
+    /// [`FileImports::extract`] for a file already read as `language` and parsed
+    /// (`syntax`, `None` where it has no grammar or the parse was abandoned): the chunker
+    /// hands over its tree, and the file is parsed once.
+    pub fn from_parsed(
+        key: &FileKey,
+        text: &str,
+        language: Language,
+        syntax: Option<&SyntaxTree>,
+    ) -> FileImports {
         match key.file_name() {
-            "Cargo.toml" => return manifest(lang::rust::crate_name(&text).map(Declared::Crate)),
-            "go.mod" => return manifest(lang::go::module_path(&text).map(Declared::GoModule)),
+            "Cargo.toml" => return manifest(lang::rust::crate_name(text).map(Declared::Crate)),
+            "go.mod" => return manifest(lang::go::module_path(text).map(Declared::GoModule)),
             _ => {}
         }
-        let language = Language::detect(key.as_str(), &text);
         let mut found = FileImports {
             language: Some(language),
             ..FileImports::default()
         };
-        let (Some(grammar), Some((query, collect))) = (language.grammar(), lang::query(language))
-        else {
+        let (Some((query, collect)), Some(syntax)) = (lang::query(language), syntax) else {
             return found;
         };
-        let text = parse::parser_text(language, &text);
-        let tree = PARSER.with_borrow_mut(|parser| {
-            parser.set_language(&grammar).ok()?;
-            parse::parse(parser, &text)
-        });
-        let Some(tree) = tree else {
-            return found;
-        };
+        let text = syntax.text();
         let mut sink = Sink::default();
         let mut cursor = QueryCursor::new();
-        let mut matches = cursor.matches(query, tree.root_node(), text.as_bytes());
+        let mut matches = cursor.matches(query, syntax.tree().root_node(), text.as_bytes());
         while let Some(m) = matches.next() {
             collect(
                 &Found {
                     query,
                     captures: m.captures(),
-                    text: &text,
+                    text,
                 },
                 &mut sink,
             );

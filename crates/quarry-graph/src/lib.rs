@@ -73,7 +73,6 @@ mod graph;
 mod imports;
 mod key;
 mod lang;
-mod parse;
 mod rank;
 mod repo;
 

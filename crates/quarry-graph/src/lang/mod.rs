@@ -135,7 +135,7 @@ pub(crate) fn resolve(repo: &Repo<'_>, from: u32, import: &Import) -> Vec<u32> {
             path,
             bases,
             suffixes,
-        } => paths::resolve(repo, from, path, *bases, suffixes),
+        } => paths::resolve(repo, from, path, *bases, *suffixes),
         Import::Swift(module) => repo.swift_module(module),
     }
 }

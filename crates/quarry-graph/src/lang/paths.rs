@@ -3,7 +3,7 @@
 //! module imports.
 
 use super::{Found, Sink, literal};
-use crate::imports::{Bases, Import};
+use crate::imports::{Bases, Import, Suffixes};
 use crate::repo::{Repo, join};
 
 pub(crate) const C: &str = r#"
@@ -21,7 +21,7 @@ pub(crate) fn collect_c(found: &Found<'_, '_, '_>, sink: &mut Sink) {
             Bases::System,
         )
     };
-    push(sink, path, bases, &[""]);
+    push(sink, path, bases, Suffixes::Exact);
 }
 
 pub(crate) const RUBY: &str = r#"
@@ -48,7 +48,7 @@ pub(crate) fn collect_ruby(found: &Found<'_, '_, '_>, sink: &mut Sink) {
         "require_relative" => Bases::FileDir,
         _ => Bases::RubyLoadPath,
     };
-    push(sink, path, bases, &[".rb", ""]);
+    push(sink, path, bases, Suffixes::Ruby);
 }
 
 pub(crate) const LUA: &str = r#"
@@ -67,14 +67,9 @@ pub(crate) fn collect_lua(found: &Found<'_, '_, '_>, sink: &mut Sink) {
     };
     if found.text_of("function") == "require" {
         // `require "a.b"` is the module `a/b.lua` or `a/b/init.lua` on the path.
-        push(
-            sink,
-            &path.replace('.', "/"),
-            Bases::LuaPath,
-            &[".lua", "/init.lua"],
-        );
+        push(sink, &path.replace('.', "/"), Bases::LuaPath, Suffixes::Lua);
     } else {
-        push(sink, path, Bases::FileDirThenRoot, &[""]);
+        push(sink, path, Bases::FileDirThenRoot, Suffixes::Exact);
     }
 }
 
@@ -91,7 +86,7 @@ pub(crate) fn collect_zig(found: &Found<'_, '_, '_>, sink: &mut Sink) {
         .get("path")
         .and_then(|s| literal(found, s, "string_content"))
     {
-        push(sink, path, Bases::FileDir, &[""]);
+        push(sink, path, Bases::FileDir, Suffixes::Exact);
     }
 }
 
@@ -114,7 +109,7 @@ pub(crate) fn collect_bash(found: &Found<'_, '_, '_>, sink: &mut Sink) {
         _ => literal(found, argument, "string_content"),
     };
     if let Some(path) = path {
-        push(sink, path, Bases::FileDirThenRoot, &[""]);
+        push(sink, path, Bases::FileDirThenRoot, Suffixes::Exact);
     }
 }
 
@@ -129,7 +124,7 @@ pub(crate) fn collect_swift(found: &Found<'_, '_, '_>, sink: &mut Sink) {
     sink.imports.push(Import::Swift(module.to_owned()));
 }
 
-fn push(sink: &mut Sink, path: &str, bases: Bases, suffixes: &'static [&'static str]) {
+fn push(sink: &mut Sink, path: &str, bases: Bases, suffixes: Suffixes) {
     if !path.is_empty() {
         sink.imports.push(Import::Path {
             path: path.to_owned(),
@@ -146,7 +141,7 @@ pub(crate) fn resolve(
     file: u32,
     path: &str,
     bases: Bases,
-    suffixes: &[&str],
+    suffixes: Suffixes,
 ) -> Vec<u32> {
     if path.starts_with('/') {
         return Vec::new();
@@ -183,6 +178,7 @@ pub(crate) fn resolve(
         .filter_map(|dir| join(dir, path))
         .find_map(|base| {
             suffixes
+                .list()
                 .iter()
                 .find_map(|suffix| repo.file(&format!("{base}{suffix}")))
         })

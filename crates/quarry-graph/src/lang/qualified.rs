@@ -5,7 +5,7 @@
 use tree_sitter::Node;
 
 use super::{Found, Sink, literal};
-use crate::imports::{Bases, Declared, Family, Import};
+use crate::imports::{Bases, Declared, Family, Import, Suffixes};
 
 pub(crate) const JAVA: &str = r#"
 (package_declaration [(scoped_identifier) (identifier)] @package)
@@ -312,7 +312,7 @@ fn php_include(found: &Found<'_, '_, '_>, sink: &mut Sink, expression: Node<'_>)
     sink.imports.push(Import::Path {
         path: path.to_owned(),
         bases,
-        suffixes: &[""],
+        suffixes: Suffixes::Exact,
     });
 }
 
@@ -369,7 +369,7 @@ pub(crate) fn collect_elixir(found: &Found<'_, '_, '_>, sink: &mut Sink) {
             } else {
                 Bases::Root
             },
-            suffixes: &[""],
+            suffixes: Suffixes::Exact,
         });
     }
 }
