@@ -1,5 +1,6 @@
 //! Project chores, run as `cargo xtask <command>` (see `cargo xtask help`).
 
+mod bench_cli;
 mod bench_embed;
 mod bench_index;
 mod bench_mcp;
@@ -45,6 +46,12 @@ Commands:
                           (chunks/s) on flask, or every corpus with --embed. Default 3 runs;
                           needs the release quarry beside xtask; writes
                           bench-suite/reports/index-<commit>.*
+  bench cli               a search as a whole `quarry search` process on an indexed copy of
+        [--runs N]        each corpus of bench-suite/index-corpora.yaml: lexical, hybrid
+        [--corpus C]...   (flask, or every corpus with --embed) and each right after an
+        [--embed]         edit, p50/p95 against ripgrep over the same copy in the same run.
+                          Default 20 runs; needs the release quarry beside xtask; writes
+                          bench-suite/reports/cli-<commit>.*
   bench mcp --root DIR    warm semantic_search latency p50/p95 through `quarry mcp` (the
         [--calls N]       official Python MCP client over stdio) against the same searches
                           in-process; DIR must be indexed. Default 100 calls; writes
@@ -67,7 +74,8 @@ fn main() -> Result<()> {
             Some("relevance") => bench_relevance::run(&args[2..]),
             Some("mcp") => bench_mcp::run(&args[2..]),
             Some("index") => bench_index::run(&args[2..]),
-            _ => bail!("cargo xtask bench embed|store|relevance|mcp|index [...]\n\n{HELP}"),
+            Some("cli") => bench_cli::run(&args[2..]),
+            _ => bail!("cargo xtask bench embed|store|relevance|mcp|index|cli [...]\n\n{HELP}"),
         },
         Some("chunks") => chunks::run(&args[1..]),
         Some("fuzz") => fuzz::run(&args[1..]),

@@ -1,0 +1,283 @@
+//! `cargo xtask bench cli`: what a search costs as a whole `quarry search` process on an
+//! indexed repository (lexical, hybrid, and right after an edit), against ripgrep over the
+//! same copy in the same run.
+
+use std::fs;
+use std::path::Path;
+use std::process::Command;
+use std::time::Instant;
+
+use anyhow::{Context, Result, bail, ensure};
+use quarry_bench::corpus::CorporaFile;
+use serde_json::{Value, json};
+
+use crate::bench_embed::{git_commit, percentile, write_report};
+
+/// The question every search asks; what it finds does not matter here.
+const QUERY: &str = "where is the configuration loaded";
+
+/// One timed command: its name and its whole-process times in milliseconds, sorted.
+struct Timed {
+    what: &'static str,
+    millis: Vec<f64>,
+}
+
+impl Timed {
+    fn p50(&self) -> f64 {
+        percentile(&self.millis, 0.5)
+    }
+
+    fn p95(&self) -> f64 {
+        percentile(&self.millis, 0.95)
+    }
+}
+
+/// One corpus's measurements.
+struct Measured {
+    name: String,
+    chunks: u64,
+    embedded: bool,
+    timed: Vec<Timed>,
+}
+
+pub fn run(args: &[String]) -> Result<()> {
+    let mut runs = 20usize;
+    let mut embed_all = false;
+    let mut only: Vec<String> = Vec::new();
+    let mut args = args.iter();
+    while let Some(arg) = args.next() {
+        let mut value = || args.next().with_context(|| format!("{arg} needs a value"));
+        match arg.as_str() {
+            "--runs" => runs = value()?.parse().context("--runs N")?,
+            "--embed" => embed_all = true,
+            "--corpus" => only.push(value()?.clone()),
+            other => bail!("unknown option {other:?} (see `cargo xtask help`)"),
+        }
+    }
+    ensure!(runs > 0, "--runs must be at least 1");
+    let quarry = std::env::current_exe()?.with_file_name("quarry");
+    ensure!(
+        quarry.is_file(),
+        "{} is missing: build it in the same profile (`cargo build --release -p quarry-cli`)",
+        quarry.display()
+    );
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .context("root")?;
+    let suite_dir = root.join("bench-suite");
+    let file = CorporaFile::load(&suite_dir.join("index-corpora.yaml"))?;
+    let cache = directories::ProjectDirs::from("", "", "quarry")
+        .context("no home directory for the cache")?
+        .cache_dir()
+        .join("bench")
+        .join("corpora");
+    let mut measured = Vec::new();
+    for corpus in &file.corpora {
+        if !only.is_empty() && !only.contains(&corpus.name) {
+            continue;
+        }
+        let source = corpus.fetch(&suite_dir, &cache)?;
+        // Embedding tokio takes minutes on a laptop CPU: the flask-sized corpus is embedded
+        // (and searched hybrid) by default, the others with --embed.
+        let embed = embed_all || corpus.name == "flask-src";
+        eprintln!("{}: {runs} runs", corpus.name);
+        measured.push(measure(&corpus.name, &source, &quarry, runs, embed)?);
+    }
+
+    let commit = git_commit(root);
+    let markdown = markdown(&commit, runs, &measured);
+    let json = json!({
+        "commit": commit,
+        "runs": runs,
+        "query": QUERY,
+        "corpora": measured.iter().map(|m| json!({
+            "name": m.name,
+            "chunks": m.chunks,
+            "embedded": m.embedded,
+            "millis": m.timed.iter().map(|t| (t.what.to_owned(), json!({
+                "p50": t.p50(), "p95": t.p95(), "all": t.millis,
+            }))).collect::<serde_json::Map<String, Value>>(),
+        })).collect::<Vec<_>>(),
+    });
+    write_report(root, &format!("cli-{commit}"), &markdown, &json)?;
+    print!("{markdown}");
+    Ok(())
+}
+
+/// Indexes a fresh copy of `source` (both phases if `embed`, else the first), then times
+/// each command `runs` times, interleaved so that a slow moment of the machine falls on all.
+fn measure(name: &str, source: &Path, quarry: &Path, runs: usize, embed: bool) -> Result<Measured> {
+    let copy = tempfile::tempdir()?;
+    quarry_testkit::copy_dir(source, copy.path());
+    let index = copy.path().join(quarry_store::INDEX_DIR);
+    if index.exists() {
+        fs::remove_dir_all(&index)?;
+    }
+    let dir = copy.path();
+    let prepare: &[&str] = match embed {
+        true => &["index"],
+        false => &["search", "--mode", "lexical", QUERY],
+    };
+    run_checked(Command::new(quarry).args(prepare).current_dir(dir), name)?;
+    let status: Value = serde_json::from_slice(
+        &run_checked(
+            Command::new(quarry)
+                .args(["status", "--json"])
+                .current_dir(dir),
+            name,
+        )?
+        .stdout,
+    )?;
+    let chunks = status["coverage"]["chunks"].as_u64().unwrap_or_default();
+    let edited = largest_source_file(dir)?;
+    let comment = match edited.extension().and_then(|e| e.to_str()) {
+        Some("py" | "rb" | "sh") => "#",
+        _ => "//",
+    };
+
+    let mut timed = vec![
+        Timed {
+            what: "ripgrep",
+            millis: Vec::new(),
+        },
+        Timed {
+            what: "lexical",
+            millis: Vec::new(),
+        },
+        Timed {
+            what: "lexical after an edit",
+            millis: Vec::new(),
+        },
+    ];
+    if embed {
+        timed.push(Timed {
+            what: "hybrid",
+            millis: Vec::new(),
+        });
+        timed.push(Timed {
+            what: "hybrid after an edit",
+            millis: Vec::new(),
+        });
+    }
+    for run in 0..runs {
+        for t in &mut timed {
+            if t.what.ends_with("after an edit") {
+                let mut text = fs::read_to_string(&edited)?;
+                text.push_str(&format!("\n{comment} edit {run} {}\n", t.what.len()));
+                fs::write(&edited, text)?;
+            }
+            let mut command = match t.what {
+                "ripgrep" => {
+                    let mut rg = Command::new("rg");
+                    rg.args(["--count", "-i", "configuration", "."]);
+                    rg
+                }
+                "lexical" | "lexical after an edit" => {
+                    let mut search = Command::new(quarry);
+                    search.args(["search", "--mode", "lexical", QUERY]);
+                    search
+                }
+                _ => {
+                    let mut search = Command::new(quarry);
+                    search.args(["search", QUERY]);
+                    search
+                }
+            };
+            command.current_dir(dir).env("NO_COLOR", "1");
+            let started = Instant::now();
+            let out = command
+                .output()
+                .with_context(|| format!("running {command:?}"))?;
+            t.millis.push(started.elapsed().as_secs_f64() * 1e3);
+            ensure!(
+                out.status.success() && !out.stdout.is_empty(),
+                "{command:?} on {name} failed: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+    }
+    for t in &mut timed {
+        t.millis.sort_by(f64::total_cmp);
+    }
+    Ok(Measured {
+        name: name.to_owned(),
+        chunks,
+        embedded: embed,
+        timed,
+    })
+}
+
+fn run_checked(command: &mut Command, name: &str) -> Result<std::process::Output> {
+    let out = command
+        .output()
+        .with_context(|| format!("running {command:?}"))?;
+    ensure!(
+        out.status.success(),
+        "{command:?} on {name} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    Ok(out)
+}
+
+/// The file an edit goes to: the largest `.py` or `.rs` file (its chunks and imports are
+/// the most to redo), the same in every run.
+fn largest_source_file(dir: &Path) -> Result<std::path::PathBuf> {
+    let mut largest: Option<(u64, std::path::PathBuf)> = None;
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(current) = stack.pop() {
+        for entry in fs::read_dir(&current)? {
+            let entry = entry?;
+            let path = entry.path();
+            if entry.file_type()?.is_dir() {
+                if entry.file_name() != quarry_store::INDEX_DIR {
+                    stack.push(path);
+                }
+            } else if matches!(path.extension().and_then(|e| e.to_str()), Some("py" | "rs")) {
+                let size = entry.metadata()?.len();
+                if largest
+                    .as_ref()
+                    .is_none_or(|(s, p)| (size, &path) > (*s, p))
+                {
+                    largest = Some((size, path));
+                }
+            }
+        }
+    }
+    largest
+        .map(|(_, path)| path)
+        .context("no .py or .rs file to edit")
+}
+
+fn markdown(commit: &str, runs: usize, measured: &[Measured]) -> String {
+    let mut out = format!(
+        "# CLI search, whole process ({commit})\n\n\
+         `cargo xtask bench cli --runs {runs}`: each command {runs} times on an indexed fresh \
+         copy, interleaved; milliseconds from spawn to exit. The reference is ripgrep \
+         (`rg --count -i configuration .`) over the same copy in the same run. An edit \
+         appends a comment to the corpus's largest source file before the search, which \
+         then re-indexes that file (and, hybrid, embeds its chunks). Query: \"{QUERY}\".\n\n\
+         | corpus | chunks | command | p50 ms | p95 ms | p50 / ripgrep |\n\
+         |---|---:|---|---:|---:|---:|\n"
+    );
+    for m in measured {
+        let reference = m.timed[0].p50();
+        for t in &m.timed {
+            out.push_str(&format!(
+                "| {} | {} | {} | {:.1} | {:.1} | {:.1}x |\n",
+                m.name,
+                m.chunks,
+                t.what,
+                t.p50(),
+                t.p95(),
+                t.p50() / reference
+            ));
+        }
+        if !m.embedded {
+            out.push_str(&format!(
+                "| {} | | hybrid | not measured: not embedded (run with --embed) | | |\n",
+                m.name
+            ));
+        }
+    }
+    out
+}
