@@ -267,9 +267,11 @@ fn run(cli: Cli) -> Result<()> {
                 mode: request.mode(&config),
                 ..SearchOptions::default()
             };
+            // A lexical search needs no vectors: it never waits for the model.
+            let dense = options.mode != SearchMode::Lexical;
             if writer {
                 let mut report = index_files(&engine)?;
-                if wait || report.chunks_pending <= EMBED_BEFORE_SEARCH {
+                if wait || (dense && report.chunks_pending <= EMBED_BEFORE_SEARCH) {
                     report.chunks_embedded = embed_pending(&engine)?;
                     report.chunks_pending = 0;
                 }
@@ -286,7 +288,7 @@ fn run(cli: Cli) -> Result<()> {
                 writeln!(out, "{json}")?;
             } else {
                 output::print_results(&mut out, &response.results, detail, results.explain)?;
-                if let Some(note) = output::coverage_note(response.coverage) {
+                if let Some(note) = output::coverage_note(response.coverage).filter(|_| dense) {
                     eprintln!("{note}");
                 }
             }

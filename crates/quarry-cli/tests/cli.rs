@@ -542,6 +542,44 @@ fn the_mcp_server_answers_a_real_client_as_the_cli_does() {
 }
 
 #[test]
+fn a_lexical_search_after_an_edit_answers_without_the_model() {
+    let repo = shop();
+    let dir = repo.path();
+    let out = quarry(dir, &["index"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let path = dir.join("src/shipping.rs");
+    let mut source = fs::read_to_string(&path).unwrap();
+    source.push_str("\n/// Rounds a parcel weight up to whole kilograms.\npub fn round_parcel_weight(grams: u64) -> u64 {\n    grams.div_ceil(1000)\n}\n");
+    fs::write(&path, source).unwrap();
+
+    // The edit is searchable by its words at once; its vectors wait, and no note says so
+    // (a lexical search never uses them).
+    let out = quarry(
+        dir,
+        &[
+            "search",
+            "--mode",
+            "lexical",
+            "round_parcel_weight",
+            "--json",
+        ],
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(!text(&out.stderr).contains("wait for their vectors"));
+    let lexical: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(lexical["results"][0]["symbol"], "round_parcel_weight");
+    let coverage = &lexical["coverage"];
+    assert!(
+        coverage["embedded"].as_u64() < coverage["chunks"].as_u64(),
+        "{coverage}"
+    );
+
+    // A hybrid search embeds the few waiting chunks before it answers.
+    let hybrid = json(dir, &["search", "round a parcel weight", "--json"]);
+    assert_eq!(hybrid["coverage"]["embedded"], hybrid["coverage"]["chunks"]);
+}
+
+#[test]
 fn readers_answer_beside_a_running_mcp_server() {
     let repo = shop();
     let dir = repo.path();
