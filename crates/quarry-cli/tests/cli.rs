@@ -580,6 +580,50 @@ fn a_lexical_search_after_an_edit_answers_without_the_model() {
 }
 
 #[test]
+fn two_index_runs_racing_leave_one_whole_index() {
+    let repo = shop();
+    let dir = repo.path();
+    let spawn = || {
+        Command::new(env!("CARGO_BIN_EXE_quarry"))
+            .arg("index")
+            .current_dir(dir)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    let (first, second) = (spawn(), spawn());
+    let outputs = [
+        first.wait_with_output().unwrap(),
+        second.wait_with_output().unwrap(),
+    ];
+    // Each run indexes or is refused because the other writes; none fails otherwise.
+    for out in &outputs {
+        assert!(
+            out.status.success()
+                || text(&out.stderr).contains("another quarry process is writing this index"),
+            "{}",
+            text(&out.stderr)
+        );
+    }
+    assert!(outputs.iter().any(|out| out.status.success()));
+
+    let status = json(dir, &["status", "--json"]);
+    assert_eq!(status["files"], 9);
+    assert_eq!(
+        status["coverage"],
+        serde_json::json!({"chunks": 36, "embedded": 36})
+    );
+    let again = quarry(dir, &["index"]);
+    assert!(again.status.success(), "{}", text(&again.stderr));
+    assert!(
+        text(&again.stderr).contains("0 files read"),
+        "{}",
+        text(&again.stderr)
+    );
+}
+
+#[test]
 fn readers_answer_beside_a_running_mcp_server() {
     let repo = shop();
     let dir = repo.path();
