@@ -7,11 +7,11 @@ use std::path::Path;
 use std::process::Command;
 use std::time::Instant;
 
-use anyhow::{Context, Result, bail, ensure};
-use quarry_bench::corpus::CorporaFile;
+use anyhow::{Context, Result, ensure};
 use serde_json::{Value, json};
 
 use crate::bench_embed::{git_commit, percentile, write_report};
+use crate::bench_index::{CorpusArgs, release_quarry, repository_root};
 
 /// The question every search asks; what it finds does not matter here.
 const QUERY: &str = "where is the configuration loaded";
@@ -41,48 +41,16 @@ struct Measured {
 }
 
 pub fn run(args: &[String]) -> Result<()> {
-    let mut runs = 20usize;
-    let mut embed_all = false;
-    let mut only: Vec<String> = Vec::new();
-    let mut args = args.iter();
-    while let Some(arg) = args.next() {
-        let mut value = || args.next().with_context(|| format!("{arg} needs a value"));
-        match arg.as_str() {
-            "--runs" => runs = value()?.parse().context("--runs N")?,
-            "--embed" => embed_all = true,
-            "--corpus" => only.push(value()?.clone()),
-            other => bail!("unknown option {other:?} (see `cargo xtask help`)"),
-        }
-    }
-    ensure!(runs > 0, "--runs must be at least 1");
-    let quarry = std::env::current_exe()?.with_file_name("quarry");
-    ensure!(
-        quarry.is_file(),
-        "{} is missing: build it in the same profile (`cargo build --release -p quarry-cli`)",
-        quarry.display()
-    );
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .context("root")?;
-    let suite_dir = root.join("bench-suite");
-    let file = CorporaFile::load(&suite_dir.join("index-corpora.yaml"))?;
-    let cache = directories::ProjectDirs::from("", "", "quarry")
-        .context("no home directory for the cache")?
-        .cache_dir()
-        .join("bench")
-        .join("corpora");
+    let args = CorpusArgs::parse(args, 20)?;
+    let quarry = release_quarry()?;
+    let root = repository_root()?;
     let mut measured = Vec::new();
-    for corpus in &file.corpora {
-        if !only.is_empty() && !only.contains(&corpus.name) {
-            continue;
-        }
-        let source = corpus.fetch(&suite_dir, &cache)?;
-        // Embedding tokio takes minutes on a laptop CPU: the flask-sized corpus is embedded
-        // (and searched hybrid) by default, the others with --embed.
-        let embed = embed_all || corpus.name == "flask-src";
-        eprintln!("{}: {runs} runs", corpus.name);
-        measured.push(measure(&corpus.name, &source, &quarry, runs, embed)?);
+    for (corpus, source) in args.corpora(root)? {
+        let embed = args.embeds(&corpus);
+        eprintln!("{}: {} runs", corpus.name, args.runs);
+        measured.push(measure(&corpus.name, &source, &quarry, args.runs, embed)?);
     }
+    let runs = args.runs;
 
     let commit = git_commit(root);
     let markdown = markdown(&commit, runs, &measured);

@@ -3,12 +3,12 @@
 //! and optionally the second (chunks/s), with ripgrep over the same copy as the reference
 //! measured in the same run.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail, ensure};
-use quarry_bench::corpus::CorporaFile;
+use quarry_bench::corpus::{CorporaFile, Corpus};
 use quarry_embed::{DEFAULT_MODEL, EmbedderOptions, ModelDir};
 use quarry_engine::{Engine, EngineOptions};
 use serde_json::json;
@@ -33,55 +33,24 @@ struct Measured {
 }
 
 pub fn run(args: &[String]) -> Result<()> {
-    let mut runs = 3usize;
-    let mut embed_all = false;
-    let mut only: Vec<String> = Vec::new();
-    let mut args = args.iter();
-    while let Some(arg) = args.next() {
-        let mut value = || args.next().with_context(|| format!("{arg} needs a value"));
-        match arg.as_str() {
-            "--runs" => runs = value()?.parse().context("--runs N")?,
-            "--embed" => embed_all = true,
-            "--corpus" => only.push(value()?.clone()),
-            other => bail!("unknown option {other:?} (see `cargo xtask help`)"),
-        }
-    }
-    ensure!(runs > 0, "--runs must be at least 1");
-    let quarry = std::env::current_exe()?.with_file_name("quarry");
-    ensure!(
-        quarry.is_file(),
-        "{} is missing: build it in the same profile (`cargo build --release -p quarry-cli`)",
-        quarry.display()
-    );
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .context("root")?;
-    let suite_dir = root.join("bench-suite");
-    let file = CorporaFile::load(&suite_dir.join("index-corpora.yaml"))?;
-    let cache = directories::ProjectDirs::from("", "", "quarry")
-        .context("no home directory for the cache")?
-        .cache_dir()
-        .join("bench")
-        .join("corpora");
+    let args = CorpusArgs::parse(args, 3)?;
+    let quarry = release_quarry()?;
+    let root = repository_root()?;
     let model = provisioner().resolve(&DEFAULT_MODEL)?;
     let mut measured = Vec::new();
-    for corpus in &file.corpora {
-        if !only.is_empty() && !only.contains(&corpus.name) {
-            continue;
-        }
-        let source = corpus.fetch(&suite_dir, &cache)?;
-        // The flask-sized corpus is embedded whole by default; the others with --embed.
-        let embed = embed_all || corpus.name == "flask-src";
-        eprintln!("{}: {} runs", corpus.name, runs);
+    for (corpus, source) in args.corpora(root)? {
+        let embed = args.embeds(&corpus);
+        eprintln!("{}: {} runs", corpus.name, args.runs);
         measured.push(measure(
             &corpus.name,
             &source,
             &quarry,
             &model,
-            runs,
+            args.runs,
             embed,
         )?);
     }
+    let runs = args.runs;
 
     let commit = git_commit(root);
     let markdown = markdown(&commit, runs, &measured);
@@ -175,6 +144,79 @@ fn measure(
         ripgrep: median(ripgreps),
         phase_two,
     })
+}
+
+/// The options of the benchmarks over bench-suite/index-corpora.yaml (`bench index`,
+/// `bench cli`): `--runs N`, `--embed` (every corpus, not only flask's) and `--corpus C`.
+pub(crate) struct CorpusArgs {
+    pub runs: usize,
+    embed_all: bool,
+    only: Vec<String>,
+}
+
+impl CorpusArgs {
+    pub(crate) fn parse(args: &[String], default_runs: usize) -> Result<Self> {
+        let mut parsed = Self {
+            runs: default_runs,
+            embed_all: false,
+            only: Vec::new(),
+        };
+        let mut args = args.iter();
+        while let Some(arg) = args.next() {
+            let mut value = || args.next().with_context(|| format!("{arg} needs a value"));
+            match arg.as_str() {
+                "--runs" => parsed.runs = value()?.parse().context("--runs N")?,
+                "--embed" => parsed.embed_all = true,
+                "--corpus" => parsed.only.push(value()?.clone()),
+                other => bail!("unknown option {other:?} (see `cargo xtask help`)"),
+            }
+        }
+        ensure!(parsed.runs > 0, "--runs must be at least 1");
+        Ok(parsed)
+    }
+
+    /// Whether `corpus` gets its vectors: the flask-sized one by default (tokio's take
+    /// minutes on a laptop CPU), every one with --embed.
+    pub(crate) fn embeds(&self, corpus: &Corpus) -> bool {
+        self.embed_all || corpus.name == "flask-src"
+    }
+
+    /// The selected corpora of index-corpora.yaml, each fetched into the user cache.
+    pub(crate) fn corpora(&self, root: &Path) -> Result<Vec<(Corpus, PathBuf)>> {
+        let suite_dir = root.join("bench-suite");
+        let file = CorporaFile::load(&suite_dir.join("index-corpora.yaml"))?;
+        let cache = directories::ProjectDirs::from("", "", "quarry")
+            .context("no home directory for the cache")?
+            .cache_dir()
+            .join("bench")
+            .join("corpora");
+        file.corpora
+            .into_iter()
+            .filter(|corpus| self.only.is_empty() || self.only.contains(&corpus.name))
+            .map(|corpus| {
+                let source = corpus.fetch(&suite_dir, &cache)?;
+                Ok((corpus, source))
+            })
+            .collect()
+    }
+}
+
+/// The release `quarry` beside this xtask binary.
+pub(crate) fn release_quarry() -> Result<PathBuf> {
+    let quarry = std::env::current_exe()?.with_file_name("quarry");
+    ensure!(
+        quarry.is_file(),
+        "{} is missing: build it in the same profile (`cargo build --release -p quarry-cli`)",
+        quarry.display()
+    );
+    Ok(quarry)
+}
+
+/// The repository's root.
+pub(crate) fn repository_root() -> Result<&'static Path> {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .context("root")
 }
 
 fn engine_options() -> Result<EngineOptions> {
