@@ -117,7 +117,7 @@ impl Chunker {
         &self.config
     }
 
-    /// Chunks one file. `path` is repository-relative (`\\` is turned into `/`); it is
+    /// Chunks one file. `path` is repository-relative (`\` is turned into `/`); it is
     /// stored in the chunks, feeds their ids and, with the first line, decides the
     /// language. An empty or blank file gives no chunks.
     ///
@@ -137,7 +137,7 @@ impl Chunker {
             return Err(skip);
         }
         let language = Language::detect(&path, text);
-        let syntax = rules::rules(language).and_then(|_| SyntaxTree::parse(text, language));
+        let syntax = SyntaxTree::parse(text, language);
         let chunks = self.chunk_parsed(&path, text, language, syntax.as_ref());
         Ok(ChunkedFile {
             text,
@@ -150,8 +150,12 @@ impl Chunker {
     /// Chunks decoded text as `language`, without the binary, minified and generated
     /// checks of [`Chunker::chunk`].
     pub fn chunk_text(&self, path: &str, text: &str, language: Language) -> Vec<Chunk> {
-        let syntax = rules::rules(language).and_then(|_| SyntaxTree::parse(text, language));
-        self.chunk_parsed(path, text, language, syntax.as_ref())
+        self.chunk_parsed(
+            path,
+            text,
+            language,
+            SyntaxTree::parse(text, language).as_ref(),
+        )
     }
 
     /// Chunks `text` along `syntax`, its tree where it has one (a parse abandoned, or a
