@@ -8,7 +8,8 @@ use std::time::{Duration, Instant};
 use quarry_chunk::{Chunk, ChunkId};
 use quarry_graph::{FileImports, FileKey, GraphBuilder, PageRankConfig};
 use quarry_store::{
-    FileState, GitUse, PROJECT_SCOPE, StoredChunk, TreeFile, content_hash, detect_changes, scope_of,
+    Batch, FileState, GitUse, PROJECT_SCOPE, StoredChunk, TreeFile, content_hash, detect_changes,
+    scope_of,
 };
 use rayon::prelude::*;
 
@@ -385,8 +386,7 @@ impl Engine {
                 }
                 batch.put_file_pending(&file.state, &new)?;
                 if let Some(imports) = &file.imports {
-                    let bytes = serde_json::to_vec(imports).expect("imports serialise");
-                    batch.set_file_data(&file.state.path, IMPORTS_DATA, &bytes)?;
+                    set_file_data(&mut batch, &file.state.path, IMPORTS_DATA, imports)?;
                 }
                 report.files_read += 1;
             }
@@ -486,8 +486,7 @@ impl Engine {
             .collect();
         let mut batch = self.store.write()?;
         for (key, imports) in &extracted {
-            let bytes = serde_json::to_vec(imports).expect("imports serialise");
-            batch.set_file_data(key.as_str(), IMPORTS_DATA, &bytes)?;
+            set_file_data(&mut batch, key.as_str(), IMPORTS_DATA, imports)?;
         }
         let mut builder = GraphBuilder::new(&self.root);
         for (key, imports) in stored.into_iter().chain(extracted) {
@@ -496,8 +495,7 @@ impl Engine {
         let graph = builder.build();
         let ranking = graph.rank(&PageRankConfig::default());
         for (key, score) in ranking.iter() {
-            let bytes = serde_json::to_vec(&score).expect("a FileScore serialises");
-            batch.set_file_data(key.as_str(), PAGERANK_DATA, &bytes)?;
+            set_file_data(&mut batch, key.as_str(), PAGERANK_DATA, &score)?;
             let mut links: Vec<&str> = graph
                 .imports_of(key)
                 .into_iter()
@@ -507,12 +505,22 @@ impl Engine {
                 .collect();
             links.sort_unstable();
             links.dedup();
-            let bytes = serde_json::to_vec(&links).expect("paths serialise");
-            batch.set_file_data(key.as_str(), LINKS_DATA, &bytes)?;
+            set_file_data(&mut batch, key.as_str(), LINKS_DATA, &links)?;
         }
         batch.commit()?;
         Ok((graph.file_count(), graph.edge_count()))
     }
+}
+
+/// Stores `value` as JSON under the file data name `data` of the file at `path`.
+fn set_file_data<T: serde::Serialize + ?Sized>(
+    batch: &mut Batch<'_>,
+    path: &str,
+    data: &'static str,
+    value: &T,
+) -> Result<(), EngineError> {
+    let bytes = serde_json::to_vec(value).expect("file data serialises to JSON");
+    Ok(batch.set_file_data(path, data, &bytes)?)
 }
 
 /// The file data `data` stored for the file at `path`.
