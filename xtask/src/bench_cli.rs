@@ -16,9 +16,48 @@ use crate::bench_index::{CorpusArgs, release_quarry, repository_root};
 /// The question every search asks; what it finds does not matter here.
 const QUERY: &str = "where is the configuration loaded";
 
-/// One timed command: its name and its whole-process times in milliseconds, sorted.
+/// A command the benchmark times.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Probe {
+    Ripgrep,
+    Lexical,
+    LexicalAfterEdit,
+    Hybrid,
+    HybridAfterEdit,
+}
+
+impl Probe {
+    fn label(self) -> &'static str {
+        match self {
+            Probe::Ripgrep => "ripgrep",
+            Probe::Lexical => "lexical",
+            Probe::LexicalAfterEdit => "lexical after an edit",
+            Probe::Hybrid => "hybrid",
+            Probe::HybridAfterEdit => "hybrid after an edit",
+        }
+    }
+
+    fn edits_first(self) -> bool {
+        matches!(self, Probe::LexicalAfterEdit | Probe::HybridAfterEdit)
+    }
+
+    fn command(self, quarry: &Path) -> Command {
+        let (program, args): (&Path, &[&str]) = match self {
+            Probe::Ripgrep => (Path::new("rg"), &["--count", "-i", "configuration", "."]),
+            Probe::Lexical | Probe::LexicalAfterEdit => {
+                (quarry, &["search", "--mode", "lexical", QUERY])
+            }
+            Probe::Hybrid | Probe::HybridAfterEdit => (quarry, &["search", QUERY]),
+        };
+        let mut command = Command::new(program);
+        command.args(args);
+        command
+    }
+}
+
+/// One probe's whole-process times in milliseconds, sorted.
 struct Timed {
-    what: &'static str,
+    probe: Probe,
     millis: Vec<f64>,
 }
 
@@ -62,7 +101,7 @@ pub fn run(args: &[String]) -> Result<()> {
             "name": m.name,
             "chunks": m.chunks,
             "embedded": m.embedded,
-            "millis": m.timed.iter().map(|t| (t.what.to_owned(), json!({
+            "millis": m.timed.iter().map(|t| (t.probe.label().to_owned(), json!({
                 "p50": t.p50(), "p95": t.p95(), "all": t.millis,
             }))).collect::<serde_json::Map<String, Value>>(),
         })).collect::<Vec<_>>(),
@@ -103,64 +142,38 @@ fn measure(name: &str, source: &Path, quarry: &Path, runs: usize, embed: bool) -
         _ => "//",
     };
 
-    let mut timed = vec![
-        Timed {
-            what: "ripgrep",
+    let probes: &[Probe] = match embed {
+        true => &[
+            Probe::Ripgrep,
+            Probe::Lexical,
+            Probe::LexicalAfterEdit,
+            Probe::Hybrid,
+            Probe::HybridAfterEdit,
+        ],
+        false => &[Probe::Ripgrep, Probe::Lexical, Probe::LexicalAfterEdit],
+    };
+    let mut timed: Vec<Timed> = probes
+        .iter()
+        .map(|&probe| Timed {
+            probe,
             millis: Vec::new(),
-        },
-        Timed {
-            what: "lexical",
-            millis: Vec::new(),
-        },
-        Timed {
-            what: "lexical after an edit",
-            millis: Vec::new(),
-        },
-    ];
-    if embed {
-        timed.push(Timed {
-            what: "hybrid",
-            millis: Vec::new(),
-        });
-        timed.push(Timed {
-            what: "hybrid after an edit",
-            millis: Vec::new(),
-        });
-    }
+        })
+        .collect();
     for run in 0..runs {
         for t in &mut timed {
-            if t.what.ends_with("after an edit") {
+            if t.probe.edits_first() {
                 let mut text = fs::read_to_string(&edited)?;
-                text.push_str(&format!("\n{comment} edit {run} {}\n", t.what.len()));
+                text.push_str(&format!("\n{comment} edit {run} {:?}\n", t.probe));
                 fs::write(&edited, text)?;
             }
-            let mut command = match t.what {
-                "ripgrep" => {
-                    let mut rg = Command::new("rg");
-                    rg.args(["--count", "-i", "configuration", "."]);
-                    rg
-                }
-                "lexical" | "lexical after an edit" => {
-                    let mut search = Command::new(quarry);
-                    search.args(["search", "--mode", "lexical", QUERY]);
-                    search
-                }
-                _ => {
-                    let mut search = Command::new(quarry);
-                    search.args(["search", QUERY]);
-                    search
-                }
-            };
-            command.current_dir(dir).env("NO_COLOR", "1");
+            let mut command = t.probe.command(quarry);
+            command.env("NO_COLOR", "1");
             let started = Instant::now();
-            let out = command
-                .output()
-                .with_context(|| format!("running {command:?}"))?;
+            let out = run_checked(command.current_dir(dir), name)?;
             t.millis.push(started.elapsed().as_secs_f64() * 1e3);
             ensure!(
-                out.status.success() && !out.stdout.is_empty(),
-                "{command:?} on {name} failed: {}",
-                String::from_utf8_lossy(&out.stderr)
+                !out.stdout.is_empty(),
+                "{command:?} on {name} printed nothing"
             );
         }
     }
@@ -228,13 +241,17 @@ fn markdown(commit: &str, runs: usize, measured: &[Measured]) -> String {
          |---|---:|---|---:|---:|---:|\n"
     );
     for m in measured {
-        let reference = m.timed[0].p50();
+        let reference = m
+            .timed
+            .iter()
+            .find(|t| t.probe == Probe::Ripgrep)
+            .map_or(f64::NAN, Timed::p50);
         for t in &m.timed {
             out.push_str(&format!(
                 "| {} | {} | {} | {:.1} | {:.1} | {:.1}x |\n",
                 m.name,
                 m.chunks,
-                t.what,
+                t.probe.label(),
                 t.p50(),
                 t.p95(),
                 t.p50() / reference
