@@ -5,7 +5,7 @@ mod output;
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use anyhow::{Context, Result};
 use clap::{Args, Parser, Subcommand, ValueEnum};
@@ -256,7 +256,7 @@ fn run(cli: Cli) -> Result<()> {
                 return Err(EngineError::EmptyQuery.into());
             }
             let (root, config) = root_and_config(results.root.clone())?;
-            let (mut engine, writer) = open_for_reading(&root, &config)?;
+            let mut engine = open_engine(&root, &config)?;
             if rerank {
                 engine = engine.with_reranker(&provision(&MS_MARCO_MINILM_L6)?)?;
             }
@@ -269,15 +269,12 @@ fn run(cli: Cli) -> Result<()> {
             };
             // A lexical search needs no vectors: it never waits for the model.
             let dense = options.mode != SearchMode::Lexical;
-            if writer {
-                let mut report = index_files(&engine)?;
-                if wait || (dense && report.chunks_pending <= EMBED_BEFORE_SEARCH) {
-                    report.chunks_embedded = embed_pending(&engine)?;
-                    report.chunks_pending = 0;
-                }
-                if report.files_read + report.files_removed > 0 {
-                    eprintln!("{}", output::report_summary(&report));
-                }
+            match catch_up(&engine, wait, dense) {
+                Err(error) if error.is_locked() => eprintln!(
+                    "note: another quarry process is writing this index; answering from its \
+                     last commit (files changed since are not searched yet)"
+                ),
+                outcome => outcome?,
             }
             ensure_not_empty(&engine)?;
             let response = engine.search(&query, &options)?;
@@ -308,7 +305,7 @@ fn run(cli: Cli) -> Result<()> {
                 )
             })?;
             let (root, config) = root_and_config(results.root.clone())?;
-            let (engine, _) = open_for_reading(&root, &config)?;
+            let engine = open_engine(&root, &config)?;
             let request = results.request(None);
             let options = RelatedOptions {
                 ranking: request.ranking(&config),
@@ -342,7 +339,7 @@ fn run(cli: Cli) -> Result<()> {
             json,
         } => {
             let (root, config) = root_and_config(root)?;
-            let (engine, _) = open_for_reading(&root, &config)?;
+            let engine = open_engine(&root, &config)?;
             let status = engine.status(threshold.unwrap_or(config.search.drift_threshold))?;
             let mut out = std::io::stdout().lock();
             if json {
@@ -360,7 +357,7 @@ fn run(cli: Cli) -> Result<()> {
             let (root, config) = root_and_config(root)?;
             let model = provision(&DEFAULT_MODEL)?;
             let engine_options = engine_options(&config)?;
-            let engine = open_for_serving(&root, &model, engine_options)?;
+            let engine = Engine::open(&root, &model, engine_options)?;
             let options = ServerOptions {
                 max_tokens,
                 index_on_start: !no_index,
@@ -504,53 +501,6 @@ fn open_engine(root: &Path, config: &Config) -> Result<Engine> {
     Ok(Engine::open(root, &model, engine_options(config)?)?)
 }
 
-/// The engine for a command that reads (search, related, status), and whether it may write.
-/// When another process writes the index (`quarry mcp`, a `quarry index`), it reads the
-/// last commit beside it instead of failing, and says so: a reader never waits on a writer.
-fn open_for_reading(root: &Path, config: &Config) -> Result<(Engine, bool)> {
-    let model = provision(&DEFAULT_MODEL)?;
-    let options = engine_options(config)?;
-    match Engine::open(root, &model, options) {
-        Ok(engine) => Ok((engine, true)),
-        Err(EngineError::Store(quarry_store::StoreError::Locked { .. })) => {
-            eprintln!(
-                "note: another quarry process is writing this index; answering from its last \
-                 commit (files changed since are not searched yet)"
-            );
-            Ok((Engine::open_read_only(root, &model, options)?, false))
-        }
-        Err(error) => Err(error.into()),
-    }
-}
-
-/// How long `quarry mcp` waits at start for another process to stop writing the index.
-const SERVER_LOCK_WAIT: Duration = Duration::from_secs(30);
-
-/// The engine for the long-lived server, as the writer. A CLI search or status holds the
-/// index for writing while it indexes what changed (well under a second when little did),
-/// so the server waits for it rather than failing; after [`SERVER_LOCK_WAIT`] (a long
-/// `quarry index`) it fails with the lock's message.
-fn open_for_serving(root: &Path, model: &ModelDir, options: EngineOptions) -> Result<Engine> {
-    let deadline = Instant::now() + SERVER_LOCK_WAIT;
-    let mut told = false;
-    loop {
-        match Engine::open(root, model, options) {
-            Err(EngineError::Store(quarry_store::StoreError::Locked { .. }))
-                if Instant::now() < deadline =>
-            {
-                if !told {
-                    eprintln!(
-                        "note: waiting for another quarry process to finish writing the index"
-                    );
-                    told = true;
-                }
-                std::thread::sleep(Duration::from_millis(50));
-            }
-            result => return Ok(result?),
-        }
-    }
-}
-
 /// `model`, downloaded into the user cache on first use, with a progress bar.
 fn provision(model: &KnownModel) -> Result<ModelDir> {
     let bar = progress_bar();
@@ -590,6 +540,21 @@ fn progress_bar() -> ProgressBar {
 /// (about a second on two cores): an edit's new chunks, not a fresh repository's.
 const EMBED_BEFORE_SEARCH: usize = 32;
 
+/// Brings the index up to date before a search: the files that changed, and, for a search
+/// by meaning (or with `--wait`), their chunks' vectors when there are few enough.
+fn catch_up(engine: &Engine, wait: bool, dense: bool) -> Result<(), EngineError> {
+    let mut report = index_files(engine)?;
+    let pending = report.chunks_pending;
+    if pending > 0 && (wait || (dense && pending <= EMBED_BEFORE_SEARCH)) {
+        report.chunks_embedded = embed_pending(engine)?;
+        report.chunks_pending = 0;
+    }
+    if report.files_read + report.files_removed > 0 {
+        eprintln!("{}", output::report_summary(&report));
+    }
+    Ok(())
+}
+
 /// Both phases of an index run, with a progress bar.
 fn index(engine: &Engine) -> Result<IndexReport> {
     let bar = progress_bar();
@@ -599,7 +564,7 @@ fn index(engine: &Engine) -> Result<IndexReport> {
 }
 
 /// The first phase of an index run (files, words, import graph), with a progress bar.
-fn index_files(engine: &Engine) -> Result<IndexReport> {
+fn index_files(engine: &Engine) -> Result<IndexReport, EngineError> {
     let bar = progress_bar();
     let report = engine.index_files(&mut |event| show(&bar, event))?;
     bar.finish_and_clear();
@@ -607,7 +572,7 @@ fn index_files(engine: &Engine) -> Result<IndexReport> {
 }
 
 /// The second phase of an index run (vectors), with a progress bar.
-fn embed_pending(engine: &Engine) -> Result<usize> {
+fn embed_pending(engine: &Engine) -> Result<usize, EngineError> {
     let bar = progress_bar();
     let embedded = engine.embed_pending(&mut |event| show(&bar, event))?;
     bar.finish_and_clear();

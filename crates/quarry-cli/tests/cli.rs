@@ -3,6 +3,7 @@
 use std::fs;
 use std::path::Path;
 use std::process::Command;
+use std::time::{Duration, Instant};
 
 use quarry_testkit::copy_dir;
 use serde_json::Value;
@@ -624,56 +625,82 @@ fn two_index_runs_racing_leave_one_whole_index() {
 }
 
 #[test]
-fn readers_answer_beside_a_running_mcp_server() {
+fn the_cli_searches_indexes_and_reads_status_beside_a_serving_mcp() {
     let repo = shop();
     let dir = repo.path();
     let out = quarry(dir, &["index"]);
     assert!(out.status.success(), "{}", text(&out.stderr));
-    let before = json(dir, &["search", "--json", "retry with exponential backoff"]);
-
-    // The server holds the index for writing as long as it runs (stdin stays open).
-    let mut server = Command::new(env!("CARGO_BIN_EXE_quarry"))
-        .args(["mcp", "--no-index"])
-        .current_dir(dir)
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
+    // A change for the server to index on start; a CLI search may take it first.
+    fs::write(
+        dir.join("src/weights.rs"),
+        "/// Grams in a kilogram.\npub fn grams_per_kilogram() -> u64 {\n    1000\n}\n",
+    )
+    .unwrap();
+    let signals = tempfile::tempdir().unwrap();
+    // The server indexes the repository on start and is searched without pause meanwhile.
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/mcp_beside_cli.py");
+    let client = Command::new(quarry_testkit::python())
+        .arg(script)
+        .arg(env!("CARGO_BIN_EXE_quarry"))
+        .arg(dir)
+        .arg(signals.path())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    let held = "another quarry process is writing this index";
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
-    let status = loop {
-        let out = quarry(dir, &["status", "--json"]);
-        if text(&out.stderr).contains(held) || std::time::Instant::now() > deadline {
-            break out;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(200));
-    };
-    assert!(status.status.success(), "{}", text(&status.stderr));
+
+    // While the server writes, or before it starts: the CLI reads and answers.
+    let searched = Instant::now() + Duration::from_secs(120);
+    while !signals.path().join("served").exists() && Instant::now() < searched {
+        let status = json(dir, &["status", "--json"]);
+        assert!(status["files"].as_u64().is_some(), "{status}");
+        json(dir, &["search", "--json", "retry with exponential backoff"]);
+    }
     assert!(
-        text(&status.stderr).contains(held),
+        signals.path().join("served").exists(),
+        "the server never indexed"
+    );
+
+    // The server idle, the CLI writes: its commit reaches the server's searches.
+    let cart = dir.join("src/cart.rs");
+    let mut source = fs::read_to_string(&cart).unwrap();
+    source.push_str(
+        "\npub fn round_parcel_weight(grams: u64) -> u64 {\n    grams.div_ceil(1000)\n}\n",
+    );
+    fs::write(&cart, source).unwrap();
+    let out = quarry(dir, &["index"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("1 files read"),
         "{}",
-        text(&status.stderr)
+        text(&out.stderr)
     );
-    let status: Value = serde_json::from_slice(&status.stdout).unwrap();
-    assert_eq!(status["files"], 9);
+    let found = json(
+        dir,
+        &[
+            "search",
+            "--json",
+            "--mode",
+            "lexical",
+            "round_parcel_weight",
+        ],
+    );
+    assert_eq!(found["results"][0]["symbol"], "round_parcel_weight");
+    fs::write(signals.path().join("edited"), "").unwrap();
 
-    let out = quarry(dir, &["search", "--json", "retry with exponential backoff"]);
-    assert!(out.status.success(), "{}", text(&out.stderr));
-    assert!(text(&out.stderr).contains(held));
-    let during: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let out = client.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "the client failed:\n{}",
+        text(&out.stderr)
+    );
+    let served: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(served["errors"], serde_json::json!([]), "{served}");
+    assert!(served["calls"].as_u64().unwrap() > 0, "{served}");
     assert_eq!(
-        during["results"], before["results"],
-        "the same answer from the last commit"
+        served["served_status"]["indexing"]["state"], "finished",
+        "{served}"
     );
-    let id = during["results"][0]["chunk_id"].as_str().unwrap();
-    let out = quarry(dir, &["related", id, "--json"]);
-    assert!(out.status.success(), "{}", text(&out.stderr));
-
-    // Writers exclude each other, with a message that says why.
-    let error = failure(dir, &["index"]);
-    assert!(error.contains(held), "{error}");
-
-    server.kill().unwrap();
-    server.wait().unwrap();
+    assert_eq!(served["found"], serde_json::json!(["round_parcel_weight"]));
+    assert_eq!(served["build"], "finished", "{served}");
 }

@@ -109,3 +109,14 @@ pub enum EngineError {
         pending: u64,
     },
 }
+
+impl EngineError {
+    /// Whether another writer held the index: the write was refused, and what the index
+    /// holds is still whole and readable.
+    pub fn is_locked(&self) -> bool {
+        matches!(
+            self,
+            EngineError::Store(quarry_store::StoreError::Locked { .. })
+        )
+    }
+}

@@ -8,8 +8,8 @@ use std::time::{Duration, Instant};
 use quarry_chunk::{Chunk, ChunkId};
 use quarry_graph::{FileImports, FileKey, GraphBuilder, PageRankConfig};
 use quarry_store::{
-    Batch, FileState, GitUse, PROJECT_SCOPE, StoredChunk, TreeFile, content_hash, detect_changes,
-    scope_of,
+    Batch, FileState, GitUse, PROJECT_SCOPE, Store, StoredChunk, TreeFile, content_hash,
+    detect_changes, scope_of,
 };
 use rayon::prelude::*;
 
@@ -123,6 +123,23 @@ impl Plan {
     }
 }
 
+/// What the first phase of an index run has to do, planned against one handle.
+struct FirstPhase {
+    /// The files as the index has them.
+    indexed: Vec<FileState>,
+    plan: Plan,
+    /// Whether the import graph is to be ranked again (files changed, or no scores yet).
+    rank: bool,
+    /// The commit checked out, where the index records another.
+    new_head: Option<String>,
+}
+
+impl FirstPhase {
+    fn writes_nothing(&self) -> bool {
+        self.plan.is_empty() && !self.rank && self.new_head.is_none()
+    }
+}
+
 /// Files read and chunked in parallel, then stored in one commit.
 const FILES_PER_COMMIT: usize = 256;
 
@@ -142,14 +159,19 @@ impl Engine {
     /// index saved).
     ///
     /// Each phase commits as it goes, so an interrupted run keeps what it committed and the
-    /// next run resumes from there, embedding nothing twice.
+    /// next run resumes from there, embedding nothing twice. The run holds the index's
+    /// writer lock throughout: it fails at once with [`quarry_store::StoreError::Locked`]
+    /// while another writer works, and searches read beside it.
     pub fn index(&self, progress: &mut dyn FnMut(IndexEvent)) -> Result<IndexReport, EngineError> {
         let started = Instant::now();
-        let mut report = self.index_files(progress)?;
-        report.chunks_embedded = self.embed_pending(progress)?;
-        report.chunks_pending = 0;
-        report.elapsed = started.elapsed();
-        Ok(report)
+        self.writing(|writer| {
+            let phase = self.first_phase(writer)?;
+            let mut report = self.index_files_in(writer, phase, started, progress)?;
+            report.chunks_embedded = self.embed_pending_in(writer, progress)?;
+            report.chunks_pending = 0;
+            report.elapsed = started.elapsed();
+            Ok(report)
+        })
     }
 
     /// The first phase of [`Engine::index`]: files that changed since the last run (by `git
@@ -158,14 +180,64 @@ impl Engine {
     /// its PageRank are recomputed when anything changed. No model runs. When it returns,
     /// every file is searchable by its words, and [`Engine::embed_pending`] has
     /// `chunks_pending` chunks to embed.
+    ///
+    /// With nothing to write it takes no lock; otherwise it holds the writer lock, and fails
+    /// with [`quarry_store::StoreError::Locked`] while another writer works.
     pub fn index_files(
         &self,
         progress: &mut dyn FnMut(IndexEvent),
     ) -> Result<IndexReport, EngineError> {
         let started = Instant::now();
-        let store = &self.store;
+        let phase = self.first_phase(&self.store)?;
+        if phase.writes_nothing() {
+            return self.index_files_in(&self.store, phase, started, progress);
+        }
+        // Planned again under the lock: another writer may have moved the index on.
+        self.writing(|writer| {
+            let phase = self.first_phase(writer)?;
+            self.index_files_in(writer, phase, started, progress)
+        })
+    }
+
+    /// What the first phase has to do to `store`'s index.
+    fn first_phase(&self, store: &Store) -> Result<FirstPhase, EngineError> {
         let indexed = store.files()?;
-        let plan = self.plan(&indexed)?;
+        let plan = self.plan(store, &indexed)?;
+        let has_scores = match indexed.iter().find(|f| !f.chunk_ids.is_empty()) {
+            Some(file) => store
+                .snapshot()?
+                .file_data(&file.path, PAGERANK_DATA)?
+                .is_some(),
+            None => false,
+        };
+        let rank = !plan.is_empty() || !has_scores;
+        let new_head = match quarry_store::head_commit(&self.root) {
+            Some(head) if store.indexed_commit()?.as_deref() != Some(head.as_str()) => Some(head),
+            _ => None,
+        };
+        Ok(FirstPhase {
+            indexed,
+            plan,
+            rank,
+            new_head,
+        })
+    }
+
+    /// Carries out `phase` on `store`, which may be the engine's reader where the phase
+    /// writes nothing.
+    fn index_files_in(
+        &self,
+        store: &Store,
+        phase: FirstPhase,
+        started: Instant,
+        progress: &mut dyn FnMut(IndexEvent),
+    ) -> Result<IndexReport, EngineError> {
+        let FirstPhase {
+            indexed,
+            plan,
+            rank,
+            new_head,
+        } = phase;
         let mut report = IndexReport {
             files_unchanged: plan.unchanged,
             files_touched: plan.touched.len(),
@@ -202,21 +274,13 @@ impl Engine {
             report.files_removed = plan.removed.len();
         }
 
-        self.chunk_and_store(&to_read, &mut report, progress)?;
+        self.chunk_and_store(store, &to_read, &mut report, progress)?;
 
-        let anything_changed = !plan.is_empty();
-        let has_scores = match indexed.iter().find(|f| !f.chunk_ids.is_empty()) {
-            Some(file) => store
-                .snapshot()?
-                .file_data(&file.path, PAGERANK_DATA)?
-                .is_some(),
-            None => false,
-        };
-        if anything_changed || !has_scores {
+        if rank {
             progress(IndexEvent::Graph);
-            report.graph = Some(self.rank_files()?);
+            report.graph = Some(self.rank_files(store)?);
         }
-        if let Some(head) = quarry_store::head_commit(&self.root) {
+        if let Some(head) = new_head {
             let mut batch = store.write()?;
             batch.set_indexed_commit(&head)?;
             batch.commit()?;
@@ -235,12 +299,22 @@ impl Engine {
     /// shortest first in batches of [`crate::EngineOptions::chunks_per_commit`], committing
     /// each batch, then saves the vector index. Returns how many it embedded.
     ///
-    /// A killed run loses at most the batch in flight; the next run embeds what is left.
+    /// A killed run loses at most the batch in flight; the next run embeds what is left. It
+    /// holds the writer lock, and fails with [`quarry_store::StoreError::Locked`] while
+    /// another writer works.
     pub fn embed_pending(
         &self,
         progress: &mut dyn FnMut(IndexEvent),
     ) -> Result<usize, EngineError> {
-        let mut pending = self.store.snapshot()?.pending()?;
+        self.writing(|writer| self.embed_pending_in(writer, progress))
+    }
+
+    fn embed_pending_in(
+        &self,
+        store: &Store,
+        progress: &mut dyn FnMut(IndexEvent),
+    ) -> Result<usize, EngineError> {
+        let mut pending = store.snapshot()?.pending()?;
         // Texts of like length share a batch and pad little; ids break ties, so the batches
         // of a run are the same whatever order the store listed them in.
         pending.sort_by_key(|(id, text)| (text.len(), *id));
@@ -254,7 +328,7 @@ impl Engine {
                 .zip(&vectors)
                 .map(|((id, _), embedding)| (*id, embedding.vector.as_slice()))
                 .collect();
-            let mut batch = self.store.write()?;
+            let mut batch = store.write()?;
             batch.put_vectors(&new)?;
             batch.commit()?;
             done += group.len();
@@ -264,13 +338,13 @@ impl Engine {
             });
         }
         progress(IndexEvent::Checkpoint);
-        self.store.checkpoint()?;
+        store.checkpoint()?;
         Ok(total)
     }
 
     /// What differs between `indexed` and the project's and libraries' trees (see
     /// [`detect_changes`]). A library whose directory is gone is a warning; its files stay.
-    pub(crate) fn plan(&self, indexed: &[FileState]) -> Result<Plan, EngineError> {
+    pub(crate) fn plan(&self, store: &Store, indexed: &[FileState]) -> Result<Plan, EngineError> {
         let sources = self.sources()?;
         let mut plan = Plan::default();
         let mut by_scope: HashMap<&str, Vec<FileState>> = HashMap::new();
@@ -302,7 +376,7 @@ impl Engine {
                 continue;
             }
             let commit = match source.is_project() {
-                true => self.store.indexed_commit()?,
+                true => store.indexed_commit()?,
                 false => None,
             };
             let changes = detect_changes(&source.root, &files, commit.as_deref())?;
@@ -353,6 +427,7 @@ impl Engine {
     /// no chunks, so it is not read again until it changes.
     fn chunk_and_store(
         &self,
+        store: &Store,
         files: &[&(PathBuf, TreeFile)],
         report: &mut IndexReport,
         progress: &mut dyn FnMut(IndexEvent),
@@ -364,8 +439,8 @@ impl Engine {
                 .par_iter()
                 .map(|(path, file)| self.chunk_file(path, file))
                 .collect();
-            let snapshot = self.store.snapshot()?;
-            let mut batch = self.store.write()?;
+            let snapshot = store.snapshot()?;
+            let mut batch = store.write()?;
             for result in results {
                 let (file, skip) = match result {
                     Ok(chunked) => chunked,
@@ -456,8 +531,8 @@ impl Engine {
     /// [`LINKS_DATA`]. Returns the graph's files and edges.
     /// The imports come from the index ([`IMPORTS_DATA`]); only a file indexed before they
     /// were stored is read and parsed again, and its imports stored with the scores.
-    fn rank_files(&self) -> Result<(usize, usize), EngineError> {
-        let snapshot = self.store.snapshot()?;
+    fn rank_files(&self, store: &Store) -> Result<(usize, usize), EngineError> {
+        let snapshot = store.snapshot()?;
         let mut stored = Vec::new();
         let mut missing = Vec::new();
         for file in snapshot.files()? {
@@ -484,7 +559,7 @@ impl Engine {
                 Some((key, imports))
             })
             .collect();
-        let mut batch = self.store.write()?;
+        let mut batch = store.write()?;
         for (key, imports) in &extracted {
             set_file_data(&mut batch, key.as_str(), IMPORTS_DATA, imports)?;
         }

@@ -18,8 +18,10 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
-//! - [`Engine::open`] loads the model and opens (or creates) the index under `.quarry/` at
-//!   the root; an index built with another model or chunker is refused with the fix.
+//! - [`Engine::open`] describes the model (its weights load on first use) and opens (or
+//!   creates) the index under `.quarry/` at the root to read; an index built with another
+//!   model or chunker is refused with the fix. Writes take the writer lock for their
+//!   duration only, so searches never wait on a writer, in this process or another.
 //! - [`Engine::index`] brings the index in step with the working tree (see
 //!   [`quarry_store::detect_changes`]): changed files are chunked again, only new chunks are
 //!   embedded, each batch commits atomically, the import graph's PageRank is stored per file,
@@ -47,10 +49,11 @@ mod status;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use quarry_chunk::{Chunker, ChunkerConfig};
 use quarry_embed::{CrossEncoder, EmbedderOptions, LazyEmbedder, ModelDir};
-use quarry_store::{IndexSettings, Store};
+use quarry_store::{IndexSettings, Store, StoreError};
 
 pub use config::{CONFIG_FILE, Config, Detail, IndexDefaults, SearchDefaults};
 pub use error::EngineError;
@@ -62,6 +65,25 @@ pub use search::{
     LegWeights, MAX_QUERY_BYTES, RRF_K, SearchMode, SearchOptions, SearchResponse, SearchResult,
 };
 pub use status::{Coverage, Stale, Status};
+
+/// How long [`Engine::open`] waits for another process that is creating or repairing the
+/// index: it does so as it opens, so this is a bound, not a wait.
+const WRITER_OPEN_WAIT: Duration = Duration::from_secs(5);
+
+/// Opens the index at `root` to read once the writer that creates or repairs it has done so.
+fn wait_for_writer(root: &Path, settings: IndexSettings) -> Result<Store, StoreError> {
+    let deadline = Instant::now() + WRITER_OPEN_WAIT;
+    loop {
+        match Store::open_read_only(root, settings.clone()) {
+            Err(StoreError::NoIndex { .. } | StoreError::NeedsRepair { .. })
+                if Instant::now() < deadline =>
+            {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            opened => return opened,
+        }
+    }
+}
 
 /// How an [`Engine`] runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -108,41 +130,54 @@ pub struct Engine {
 }
 
 impl Engine {
-    /// Opens or creates the index of the repository at `root`, as the single writer, for
-    /// the model in `model` (whose weights are loaded when first needed).
+    /// Opens the index of the repository at `root` (creating an empty one if there is none)
+    /// for the model in `model`, whose weights are loaded when first needed.
+    ///
+    /// The engine reads the index's last commit and never waits on a writer: another
+    /// process (`quarry mcp`, a `quarry index`) may write it meanwhile. Its own writes
+    /// ([`Engine::index`] and the like) take the index's writer lock for their duration
+    /// only, and are refused ([`quarry_store::StoreError::Locked`]) while another holds it.
     pub fn open(
         root: &Path,
         model: &ModelDir,
         options: EngineOptions,
     ) -> Result<Self, EngineError> {
-        Self::open_with(root, model, options, Store::open)
+        Self::open_with(root, model, options, |root, settings| {
+            match Store::open_read_only(root, settings.clone()) {
+                Err(StoreError::NoIndex { .. } | StoreError::NeedsRepair { .. }) => {
+                    match Store::open(root, settings.clone()) {
+                        // Created (or repaired) under the writer lock, then let go.
+                        Ok(created) => {
+                            drop(created);
+                            Store::open_read_only(root, settings)
+                        }
+                        Err(StoreError::Locked { .. }) => wait_for_writer(root, settings),
+                        Err(error) => Err(error),
+                    }
+                }
+                opened => opened,
+            }
+        })
     }
 
-    /// Opens the existing index at `root` to read, beside the process
-    /// that writes it: searches answer from its last commit; indexing is refused
-    /// ([`quarry_store::StoreError::ReadOnly`]).
-    pub fn open_read_only(
-        root: &Path,
-        model: &ModelDir,
-        options: EngineOptions,
-    ) -> Result<Self, EngineError> {
-        Self::open_with(root, model, options, Store::open_read_only)
-    }
-
-    /// As [`Engine::open`], but replaces an existing index (another model, a damaged file).
+    /// As [`Engine::open`], but first replaces the index, whatever state it is in (another
+    /// model, a damaged file), with an empty one.
     pub fn rebuild(
         root: &Path,
         model: &ModelDir,
         options: EngineOptions,
     ) -> Result<Self, EngineError> {
-        Self::open_with(root, model, options, Store::rebuild)
+        Self::open_with(root, model, options, |root, settings| {
+            drop(Store::rebuild(root, settings.clone())?);
+            Store::open_read_only(root, settings)
+        })
     }
 
     fn open_with(
         root: &Path,
         model: &ModelDir,
         options: EngineOptions,
-        open: impl FnOnce(&Path, IndexSettings) -> Result<Store, quarry_store::StoreError>,
+        open: impl FnOnce(&Path, IndexSettings) -> Result<Store, StoreError>,
     ) -> Result<Self, EngineError> {
         if !root.is_dir() {
             return Err(EngineError::NotADirectory {
@@ -168,6 +203,19 @@ impl Engine {
             options,
             reranker: None,
         })
+    }
+
+    /// Runs `work` with the index opened for writing: other writers (in this process or
+    /// another) are refused until it returns. What the writer brought up to date is then
+    /// handed to the engine's own handle ([`Store::hand_over`]).
+    pub(crate) fn writing<T>(
+        &self,
+        work: impl FnOnce(&Store) -> Result<T, EngineError>,
+    ) -> Result<T, EngineError> {
+        let writer = Store::open(&self.root, self.store.settings().clone())?;
+        let outcome = work(&writer);
+        writer.hand_over(&self.store);
+        outcome
     }
 
     /// Rescores every search's candidates with the cross-encoder in `model` (the ranking's

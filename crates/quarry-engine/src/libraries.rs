@@ -145,13 +145,15 @@ impl Engine {
             });
         }
         let prefix = format!("{}/", library_scope(name));
-        let mut batch = self.store.write()?;
-        for file in self.store.files()? {
-            if file.path.starts_with(&prefix) {
-                batch.remove_file(&file.path)?;
+        self.writing(|writer| {
+            let mut batch = writer.write()?;
+            for file in writer.files()? {
+                if file.path.starts_with(&prefix) {
+                    batch.remove_file(&file.path)?;
+                }
             }
-        }
-        batch.commit()?;
+            Ok(batch.commit()?)
+        })?;
         registry.save(&self.root)
     }
 

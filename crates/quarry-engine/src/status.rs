@@ -90,7 +90,7 @@ impl Engine {
     /// [`Drift`] (mean over their chunks) exceeds `drift_threshold`.
     pub fn status(&self, drift_threshold: f32) -> Result<Status, EngineError> {
         let files = self.store.files()?;
-        let plan = self.plan(&files)?;
+        let plan = self.plan(&self.store, &files)?;
         let paths = |list: &[(PathBuf, quarry_store::TreeFile)]| {
             list.iter().map(|(_, f)| f.path.clone()).collect()
         };

@@ -54,6 +54,8 @@ enum Indexing {
         embedded: usize,
         to_embed: usize,
     },
+    /// Another process writes the index: this one waits its turn, searches answer meanwhile.
+    WaitingForWriter,
     Finished(Value),
     Failed(String),
 }
@@ -64,6 +66,11 @@ impl Indexing {
         embedded: 0,
         to_embed: 0,
     };
+
+    /// Whether an indexer thread is at work (or waiting its turn to write).
+    fn in_progress(&self) -> bool {
+        matches!(self, Indexing::Running { .. } | Indexing::WaitingForWriter)
+    }
 
     fn json(&self) -> Value {
         match self {
@@ -77,6 +84,9 @@ impl Indexing {
                 json!({"state": "running", "phase": phase, "chunks_embedded": embedded,
                     "chunks_to_embed": to_embed})
             }
+            Indexing::WaitingForWriter => json!({"state": "waiting",
+                "note": "another quarry process is writing the index; searches answer from \
+                         its last commit meanwhile"}),
             Indexing::Finished(report) => json!({"state": "finished", "report": report}),
             Indexing::Failed(error) => json!({"state": "failed", "error": error}),
         }
@@ -272,16 +282,13 @@ fn parse<Args: DeserializeOwned + JsonSchema + 'static>(
         .unwrap_or_default();
     let unknown: Vec<&String> = arguments.keys().filter(|k| !known.contains(k)).collect();
     if !unknown.is_empty() {
-        let names = |keys: &[&String]| {
-            keys.iter()
-                .map(|k| k.as_str())
-                .collect::<Vec<_>>()
-                .join(", ")
-        };
+        // Quoted: a key may be empty or odd.
+        let unknown: Vec<String> = unknown.iter().map(|k| format!("{k:?}")).collect();
+        let known: Vec<&str> = known.iter().map(|k| k.as_str()).collect();
         return Err(format!(
             "unknown argument {}; the arguments are: {}",
-            names(&unknown),
-            names(&known)
+            unknown.join(", "),
+            known.join(", ")
         ));
     }
     serde_path_to_error::deserialize(Value::Object(arguments)).map_err(|error| {
@@ -374,7 +381,7 @@ impl Shared {
             let store = engine.store();
             let Some(file) = store.file(path).map_err(message)? else {
                 return Err(format!(
-                    "{path} is not in the index: give a repository-relative path as results \
+                    "{path:?} is not in the index: give a repository-relative path as results \
                      show them (\"src/lib.rs\"); a new file is indexed by index build"
                 ));
             };
@@ -392,9 +399,9 @@ impl Shared {
             match covering.into_iter().min() {
                 Some((_, id)) => Ok(ChunkId(id)),
                 None if file.chunk_ids.is_empty() => {
-                    Err(format!("{path} is indexed without chunks (it was skipped: binary, generated or too large)"))
+                    Err(format!("{path:?} is indexed without chunks (it was skipped: binary, generated or too large)"))
                 }
-                None => Err(format!("no chunk of {path} covers line {line}; its chunks span lines {}-{}", span.0, span.1)),
+                None => Err(format!("no chunk of {path:?} covers line {line}; its chunks span lines {}-{}", span.0, span.1)),
             }
         })
     }
@@ -445,7 +452,7 @@ impl Shared {
 
     /// Brings the index up to date now, unless the background indexer is at it.
     fn build(&self) -> Outcome {
-        if let Indexing::Running { .. } = self.indexing() {
+        if self.indexing().in_progress() {
             return Ok(json!({"indexing": self.indexing().json(),
                 "coverage": self.coverage()?,
                 "note": "indexing is already running; poll index status"}));
@@ -564,7 +571,7 @@ fn message(error: impl Into<EngineError>) -> String {
 fn spawn_indexer(shared: Arc<Shared>, force: bool) -> Value {
     {
         let mut state = shared.indexing.lock().unwrap_or_else(|p| p.into_inner());
-        if let Indexing::Running { .. } = *state {
+        if state.in_progress() {
             return json!({"indexing": state.json(), "note": "indexing is already running; poll index status"});
         }
         *state = Indexing::STARTED;
@@ -594,12 +601,15 @@ fn rebuild(shared: &Shared) -> Result<(), String> {
 }
 
 /// Brings the index up to date, recording progress in `shared.indexing`: searches wait
-/// for the first phase, then run beside the second.
+/// for the first phase, then run beside the second. While another process writes the index
+/// (a CLI search catching up takes a moment; a `quarry index` may take minutes), it waits
+/// up to [`WRITER_WAIT`] without holding searches up, then gives up with a message.
 fn run_indexer(shared: &Shared) {
     shared.set_indexing(Indexing::STARTED);
-    let outcome = shared.with_engine(|engine| {
-        engine
-            .index(&mut |event| match event {
+    let deadline = std::time::Instant::now() + WRITER_WAIT;
+    let outcome = loop {
+        let outcome = shared.with_engine(|engine| {
+            Ok(engine.index(&mut |event| match event {
                 IndexEvent::Searchable { pending } => shared.set_indexing(Indexing::Running {
                     searchable: true,
                     embedded: 0,
@@ -611,15 +621,36 @@ fn run_indexer(shared: &Shared) {
                     to_embed: total,
                 }),
                 _ => {}
-            })
-            .map(|report| json::index_report(&report))
-            .map_err(message)
-    });
+            }))
+        });
+        match outcome {
+            Ok(Err(error)) if error.is_locked() && std::time::Instant::now() < deadline => {
+                shared.set_indexing(Indexing::WaitingForWriter);
+                std::thread::sleep(std::time::Duration::from_millis(100));
+            }
+            Ok(Err(error)) if error.is_locked() => {
+                break Err(format!(
+                    "{error} (waited {} s); searches answer from its last commit meanwhile; \
+                     call index build again once it is done",
+                    WRITER_WAIT.as_secs()
+                ));
+            }
+            Ok(result) => {
+                break result
+                    .map(|report| json::index_report(&report))
+                    .map_err(message);
+            }
+            Err(error) => break Err(error),
+        }
+    };
     shared.set_indexing(match outcome {
         Ok(report) => Indexing::Finished(report),
         Err(error) => Indexing::Failed(error),
     });
 }
+
+/// How long the indexer waits for another process to stop writing the index.
+const WRITER_WAIT: std::time::Duration = std::time::Duration::from_secs(30);
 
 /// Serves `engine` over stdin and stdout until the client disconnects, indexing in the
 /// background first (unless `options` say not to).
@@ -707,7 +738,7 @@ mod tests {
         let error =
             parse::<SearchArgs>(object(json!({"query": "q", "max_results": 5}))).unwrap_err();
         assert!(
-            error.contains("unknown argument max_results") && error.contains("limit"),
+            error.contains("unknown argument \"max_results\"") && error.contains("limit"),
             "{error}"
         );
         let error = parse::<SearchArgs>(object(json!({}))).unwrap_err();

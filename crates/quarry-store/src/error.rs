@@ -46,6 +46,15 @@ pub enum StoreError {
         /// The index file.
         path: PathBuf,
     },
+    /// A writer died mid-write and no writer has opened the index since to repair it; a
+    /// reader cannot.
+    #[error(
+        "{path}: the index was left mid-write (a quarry process was killed); open it for writing (`quarry index`) to repair it"
+    )]
+    NeedsRepair {
+        /// The index file.
+        path: PathBuf,
+    },
     /// There is no index to read.
     #[error("{path}: no index here; build one with `quarry index`")]
     NoIndex {

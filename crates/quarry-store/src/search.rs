@@ -7,7 +7,7 @@ use crate::ann::{AnnIndex, NewVector, VectorIndexInfo};
 use crate::best::sort_hits;
 use crate::filter::Filter;
 use crate::lexical::{LexicalFilter, LexicalIndex, LexicalWeights};
-use crate::store::{Derived, Hit, Snapshot, Store};
+use crate::store::{Hit, Snapshot, Store, Vectors};
 use crate::{StoreError, StoredChunk};
 
 impl Store {
@@ -38,9 +38,9 @@ impl Store {
         if k == 0 || snapshot.counts()?.embedded < self.exact_scan_below {
             return snapshot.search_exact(query, k, filter);
         }
-        let mut derived = self.derived();
-        let Some(ann) = current_ann(self, &mut derived, &snapshot, Build::Never)? else {
-            drop(derived);
+        let mut vectors = self.vectors();
+        let Some(ann) = current_ann(self, &mut vectors, &snapshot, Build::Never)? else {
+            drop(vectors);
             return snapshot.search_exact(query, k, filter);
         };
         let mask: Option<Vec<bool>> = (!filter.is_empty()).then(|| {
@@ -64,8 +64,8 @@ impl Store {
         if snapshot.counts()?.embedded < self.exact_scan_below {
             return Ok(None);
         }
-        let mut derived = self.derived();
-        Ok(current_ann(self, &mut derived, &snapshot, Build::Never)?.map(AnnIndex::info))
+        let mut vectors = self.vectors();
+        Ok(current_ann(self, &mut vectors, &snapshot, Build::Never)?.map(AnnIndex::info))
     }
 
     /// The `k` chunks that best match `query` by BM25 over symbol names, containers, paths,
@@ -106,16 +106,16 @@ impl Store {
             languages: filter.languages().to_vec(),
             excluded_file: filter.excluded_file().map(str::to_owned),
         };
-        let mut derived = self.derived();
+        let mut lexical = self.lexical();
         if self.is_writer() {
-            self.sync_lexical(&mut derived)?;
-        } else if let Some(lexical) = derived.lexical.as_mut() {
+            self.sync_lexical(&mut lexical)?;
+        } else if let Some(lexical) = lexical.as_mut() {
             lexical.refresh()?;
         } else {
             // The writer may have created it since this reader opened.
-            derived.lexical = LexicalIndex::open_reader(&self.lexical_dir())?;
+            *lexical = LexicalIndex::open_reader(&self.lexical_dir())?;
         }
-        let Some(lexical) = derived.lexical.as_ref() else {
+        let Some(lexical) = lexical.as_ref() else {
             return Ok(Vec::new());
         };
         let mut hits = Vec::with_capacity(k);
@@ -146,28 +146,31 @@ impl Store {
         if snapshot.counts()?.embedded < self.exact_scan_below {
             return Ok(());
         }
-        let mut derived = self.derived();
-        let generation = current_ann(self, &mut derived, &snapshot, Build::IfNeeded)?
+        let mut vectors = self.vectors();
+        let generation = current_ann(self, &mut vectors, &snapshot, Build::IfNeeded)?
             .expect("built if missing")
             .generation;
-        if derived.ann_saved == Some(generation) {
+        if vectors.saved == Some(generation) {
             return Ok(());
         }
         let dir = self.ann_dir();
-        if let Some(ann) = derived.ann.as_ref() {
+        if let Some(ann) = vectors.ann.as_ref() {
             ann.save(&dir)
                 .map_err(|message| StoreError::Ann { path: dir, message })?;
         }
-        derived.ann_saved = Some(generation);
+        vectors.saved = Some(generation);
         Ok(())
     }
 
     /// Rebuilds the lexical index from the database if it does not reflect the last commit
     /// (the process died between the two, or updating it failed).
-    pub(crate) fn sync_lexical(&self, derived: &mut Derived) -> Result<(), StoreError> {
+    pub(crate) fn sync_lexical(
+        &self,
+        lexical: &mut Option<LexicalIndex>,
+    ) -> Result<(), StoreError> {
         let snapshot = self.snapshot()?;
         let generation = snapshot.generation()?;
-        let Some(lexical) = derived.lexical.as_mut() else {
+        let Some(lexical) = lexical.as_mut() else {
             return Ok(());
         };
         let found = lexical.generation();
@@ -179,7 +182,7 @@ impl Store {
         let count = chunks.len();
         lexical.rebuild(chunks.into_iter(), generation)?;
         if found.is_some() {
-            derived.notes.push(format!(
+            self.note(format!(
                 "the lexical index was behind the database; rebuilt it ({count} chunks)"
             ));
         }
@@ -201,22 +204,22 @@ enum Build {
 /// says whether a missing or worn-out graph is (re)built here.
 fn current_ann<'d>(
     store: &Store,
-    derived: &'d mut Derived,
+    vectors: &'d mut Vectors,
     snapshot: &Snapshot<'_>,
     build_graph: Build,
 ) -> Result<Option<&'d AnnIndex>, StoreError> {
     let generation = snapshot.generation()?;
-    if derived.ann.is_none() && !derived.ann_unreadable {
+    if vectors.ann.is_none() && !vectors.unreadable {
         let dir = store.ann_dir();
         match AnnIndex::load(&dir, snapshot.dimensions()) {
             Ok(Some(ann)) => {
-                derived.ann_saved = Some(ann.generation);
-                derived.ann = Some(ann);
+                vectors.saved = Some(ann.generation);
+                vectors.ann = Some(ann);
             }
             Ok(None) => {}
             Err(message) => {
-                derived.ann_unreadable = true;
-                derived.notes.push(format!(
+                vectors.unreadable = true;
+                store.note(format!(
                     "{}: {message}; searching by exact scan until the next checkpoint \
                      rebuilds the vector index from the database",
                     dir.display()
@@ -224,18 +227,18 @@ fn current_ann<'d>(
             }
         }
     }
-    let mut ann = derived.ann.take();
+    let mut ann = vectors.ann.take();
     if let Some(ann) = ann.as_mut().filter(|ann| ann.generation != generation) {
         catch_up(ann, snapshot)?;
     }
     if build_graph == Build::IfNeeded && ann.as_ref().is_none_or(AnnIndex::needs_rebuild) {
         ann = Some(build(snapshot)?);
-        derived.ann_unreadable = false;
+        vectors.unreadable = false;
     }
     let Some(ann) = ann else {
         return Ok(None);
     };
-    let ann = derived.ann.insert(ann);
+    let ann = vectors.ann.insert(ann);
     ann.generation = generation;
     Ok(Some(ann))
 }

@@ -63,34 +63,35 @@ pub struct Store {
     pub(crate) exact_scan_below: u64,
     /// How searches use the vector index.
     pub(crate) dense_strategy: DenseStrategy,
-    /// The indexes derived from the database, brought up to date as they are used.
-    pub(crate) derived: Mutex<Derived>,
+    /// The vector index, behind its own lock: a search that brings it up to date (or a
+    /// checkpoint that builds it) never holds up a lexical search.
+    pub(crate) vectors: Mutex<Vectors>,
+    /// The lexical index; absent for a reader when no writer has created it yet.
+    pub(crate) lexical: Mutex<Option<LexicalIndex>>,
+    /// What the store repaired on its own, for the user to see.
+    pub(crate) notes: Mutex<Vec<String>>,
     /// A writer's exclusive lock on `writer.lock`, released when the store is dropped.
     _writer_lock: Option<fs::File>,
 }
 
-/// The vector and lexical indexes, derived from the database.
+/// The vector index derived from the database, brought up to date as it is used.
 #[derive(Default)]
-pub(crate) struct Derived {
+pub(crate) struct Vectors {
     /// Built when first needed, and only for indexes of [`crate::ann::EXACT_SCAN_BELOW`]
     /// vectors or more.
     pub ann: Option<AnnIndex>,
     /// The generation of the vector index on disk.
-    pub ann_saved: Option<u64>,
+    pub saved: Option<u64>,
     /// The vector index on disk could not be read (and was reported); searches scan until a
     /// checkpoint rebuilds it.
-    pub ann_unreadable: bool,
-    /// Absent for a reader when no writer has created it yet.
-    pub lexical: Option<LexicalIndex>,
-    /// What the store repaired on its own, for the user to see.
-    pub notes: Vec<String>,
+    pub unreadable: bool,
 }
 
-impl std::fmt::Debug for Derived {
+impl std::fmt::Debug for Vectors {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Derived")
+        f.debug_struct("Vectors")
             .field("ann", &self.ann.as_ref().map(|a| a.generation))
-            .field("lexical", &self.lexical.as_ref().map(|l| l.generation()))
+            .field("saved", &self.saved)
             .finish()
     }
 }
@@ -159,7 +160,7 @@ impl Store {
             Some(writer_lock),
         );
         store.check_or_record_settings()?;
-        store.sync_lexical(&mut store.derived())?;
+        store.sync_lexical(&mut store.lexical())?;
         Ok(store)
     }
 
@@ -214,10 +215,9 @@ impl Store {
             settings,
             exact_scan_below: EXACT_SCAN_BELOW,
             dense_strategy: DenseStrategy::default(),
-            derived: Mutex::new(Derived {
-                lexical,
-                ..Derived::default()
-            }),
+            vectors: Mutex::default(),
+            lexical: Mutex::new(lexical),
+            notes: Mutex::default(),
             _writer_lock: writer_lock,
         }
     }
@@ -232,12 +232,17 @@ impl Store {
         self.path.with_file_name(LEXICAL_DIR)
     }
 
-    pub(crate) fn derived(&self) -> MutexGuard<'_, Derived> {
-        // A panic while the derived indexes were being updated leaves them possibly behind
-        // the database, which they tolerate: they are brought up to date when next used.
-        self.derived
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    pub(crate) fn vectors(&self) -> MutexGuard<'_, Vectors> {
+        unpoisoned(&self.vectors)
+    }
+
+    pub(crate) fn lexical(&self) -> MutexGuard<'_, Option<LexicalIndex>> {
+        unpoisoned(&self.lexical)
+    }
+
+    /// Adds a note for [`Store::notes`].
+    pub(crate) fn note(&self, note: String) {
+        unpoisoned(&self.notes).push(note);
     }
 
     /// Sets how many vectors an index must hold before searches use the HNSW graph rather
@@ -260,7 +265,25 @@ impl Store {
     /// What the store repaired on its own since it was opened (a damaged vector index rebuilt,
     /// a stale lexical index brought up to date...), for the user to see.
     pub fn notes(&self) -> Vec<String> {
-        self.derived().notes.clone()
+        unpoisoned(&self.notes).clone()
+    }
+
+    /// Closes this writer and hands what it brought up to date to `reader`, a read-only
+    /// handle of the same index in this process: the vector index it built or caught up
+    /// replaces the reader's, so that the reader's next search neither loads nor catches up
+    /// one, and its notes join the reader's. The swap holds the reader's vector lock for a
+    /// moment only: its searches never wait for a build.
+    pub fn hand_over(self, reader: &Store) {
+        debug_assert_eq!(
+            self.path, reader.path,
+            "a writer hands over to its own index"
+        );
+        let built = std::mem::take(&mut *self.vectors());
+        if built.ann.is_some() {
+            *reader.vectors() = built;
+        }
+        let notes = std::mem::take(&mut *unpoisoned(&self.notes));
+        unpoisoned(&reader.notes).extend(notes);
     }
 
     /// The settings the index was built with.
@@ -856,13 +879,20 @@ impl Batch<'_> {
             generation
         };
         self.txn.commit().map_err(|e| error(e.into()))?;
-        let mut derived = self.store.derived();
-        if let Some(lexical) = derived.lexical.as_mut() {
+        if let Some(lexical) = self.store.lexical().as_mut() {
             let added: Vec<&StoredChunk> = self.added.iter().collect();
             lexical.apply(&self.removed, &added, generation)?;
         }
         Ok(())
     }
+}
+
+/// A panic while a derived index was being updated leaves it possibly behind the database,
+/// which it tolerates: it is brought up to date when next used.
+fn unpoisoned<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 fn create_index_dir(database: &Path) -> Result<(), StoreError> {
@@ -962,6 +992,7 @@ pub(crate) fn database_error(path: &Path, error: redb::Error) -> StoreError {
     let path = path.to_path_buf();
     match error {
         redb::Error::DatabaseAlreadyOpen => StoreError::Locked { path },
+        redb::Error::RepairAborted => StoreError::NeedsRepair { path },
         redb::Error::Corrupted(message) => StoreError::Corrupt { path, message },
         redb::Error::Io(source) if source.kind() == std::io::ErrorKind::UnexpectedEof => {
             StoreError::Corrupt {
