@@ -3,7 +3,7 @@
 //! same copy in the same run.
 
 use std::fs;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Instant;
 
@@ -136,11 +136,7 @@ fn measure(name: &str, source: &Path, quarry: &Path, runs: usize, embed: bool) -
         .stdout,
     )?;
     let chunks = status["coverage"]["chunks"].as_u64().unwrap_or_default();
-    let edited = largest_source_file(dir)?;
-    let comment = match edited.extension().and_then(|e| e.to_str()) {
-        Some("py" | "rb" | "sh") => "#",
-        _ => "//",
-    };
+    let edited = largest_source_files(dir, 1)?.remove(0);
 
     let probes: &[Probe] = match embed {
         true => &[
@@ -162,9 +158,7 @@ fn measure(name: &str, source: &Path, quarry: &Path, runs: usize, embed: bool) -
     for run in 0..runs {
         for t in &mut timed {
             if t.probe.edits_first() {
-                let mut text = fs::read_to_string(&edited)?;
-                text.push_str(&format!("\n{comment} edit {run} {:?}\n", t.probe));
-                fs::write(&edited, text)?;
+                append_comment(&edited, &format!("edit {run} {:?}", t.probe))?;
             }
             let mut command = t.probe.command(quarry);
             command.env("NO_COLOR", "1");
@@ -200,10 +194,10 @@ fn run_checked(command: &mut Command, name: &str) -> Result<std::process::Output
     Ok(out)
 }
 
-/// The file an edit goes to: the largest `.py` or `.rs` file (its chunks and imports are
-/// the most to redo), the same in every run.
-fn largest_source_file(dir: &Path) -> Result<std::path::PathBuf> {
-    let mut largest: Option<(u64, std::path::PathBuf)> = None;
+/// The files edits go to: the `count` largest `.py` or `.rs` files (their chunks and imports
+/// are the most to redo), largest first, the same in every run.
+pub(crate) fn largest_source_files(dir: &Path, count: usize) -> Result<Vec<PathBuf>> {
+    let mut sources: Vec<(u64, PathBuf)> = Vec::new();
     let mut stack = vec![dir.to_path_buf()];
     while let Some(current) = stack.pop() {
         for entry in fs::read_dir(&current)? {
@@ -214,19 +208,32 @@ fn largest_source_file(dir: &Path) -> Result<std::path::PathBuf> {
                     stack.push(path);
                 }
             } else if matches!(path.extension().and_then(|e| e.to_str()), Some("py" | "rs")) {
-                let size = entry.metadata()?.len();
-                if largest
-                    .as_ref()
-                    .is_none_or(|(s, p)| (size, &path) > (*s, p))
-                {
-                    largest = Some((size, path));
-                }
+                sources.push((entry.metadata()?.len(), path));
             }
         }
     }
-    largest
+    ensure!(
+        !sources.is_empty(),
+        "no .py or .rs file to edit in {}",
+        dir.display()
+    );
+    sources.sort_by(|a, b| b.cmp(a));
+    Ok(sources
+        .into_iter()
+        .take(count)
         .map(|(_, path)| path)
-        .context("no .py or .rs file to edit")
+        .collect())
+}
+
+/// Appends a comment line (in the file's syntax) to `path`: a change to re-index.
+pub(crate) fn append_comment(path: &Path, text: &str) -> Result<()> {
+    let comment = match path.extension().and_then(|e| e.to_str()) {
+        Some("py" | "rb" | "sh") => "#",
+        _ => "//",
+    };
+    let mut source = fs::read_to_string(path)?;
+    source.push_str(&format!("\n{comment} {text}\n"));
+    Ok(fs::write(path, source)?)
 }
 
 fn markdown(commit: &str, runs: usize, measured: &[Measured]) -> String {

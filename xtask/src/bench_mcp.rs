@@ -11,6 +11,7 @@ use quarry_embed::{DEFAULT_MODEL, EmbedderOptions};
 use quarry_engine::{Engine, EngineOptions, SearchOptions};
 use serde_json::{Value, json};
 
+use crate::bench_cli::{append_comment, largest_source_files};
 use crate::bench_embed::{git_commit, write_report};
 use crate::model::provisioner;
 
@@ -32,12 +33,20 @@ const QUERIES: [&str; 10] = [
 pub fn run(args: &[String]) -> Result<()> {
     let mut root: Option<PathBuf> = None;
     let mut calls = 100usize;
+    let mut load = Load {
+        clients: 8,
+        calls: 250,
+        edits: 20,
+    };
     let mut args = args.iter();
     while let Some(arg) = args.next() {
         let mut value = || args.next().with_context(|| format!("{arg} needs a value"));
         match arg.as_str() {
             "--root" => root = Some(value()?.into()),
             "--calls" => calls = value()?.parse().context("--calls N")?,
+            "--clients" => load.clients = value()?.parse().context("--clients N")?,
+            "--load-calls" => load.calls = value()?.parse().context("--load-calls N")?,
+            "--edits" => load.edits = value()?.parse().context("--edits N")?,
             other => bail!("unknown option {other:?} (see `cargo xtask help`)"),
         }
     }
@@ -71,11 +80,6 @@ pub fn run(args: &[String]) -> Result<()> {
         .filter_map(Value::as_f64)
         .collect();
 
-    let summary = |millis: &[f64]| {
-        let mut sorted = millis.to_vec();
-        sorted.sort_by(f64::total_cmp);
-        (percentile(&sorted, 0.5), percentile(&sorted, 0.95))
-    };
     let (mcp_p50, mcp_p95) = summary(&through_mcp);
     let (direct_p50, direct_p95) = summary(&in_process.1);
     let project = Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -92,6 +96,9 @@ pub fn run(args: &[String]) -> Result<()> {
         "in_process_ms": {"p50": direct_p50, "p95": direct_p95, "all": in_process.1},
         "ratio_p50": mcp_p50 / direct_p50,
     });
+    let loaded = load.run(&quarry, &root)?;
+    let mut report = report;
+    report["load"] = loaded.json();
     let markdown = format!(
         "# MCP latency ({commit})\n\nWarm `semantic_search` (hybrid, 10 results, compact) on \
          {} ({} chunks), {calls} calls cycling through {} queries; the same searches \
@@ -99,11 +106,12 @@ pub fn run(args: &[String]) -> Result<()> {
          | path | p50 ms | p95 ms |\n|---|---:|---:|\n\
          | in-process `Engine::search` | {direct_p50:.1} | {direct_p95:.1} |\n\
          | through MCP (Python SDK client, stdio) | {mcp_p50:.1} | {mcp_p95:.1} |\n\n\
-         MCP / in-process at p50: {:.2}x.\n",
+         MCP / in-process at p50: {:.2}x.\n\n{}",
         root.display(),
         in_process.0,
         QUERIES.len(),
         mcp_p50 / direct_p50,
+        loaded.markdown(&load),
     );
     write_report(project, &format!("mcp-{commit}"), &markdown, &report)?;
     print!("{markdown}");
@@ -136,4 +144,177 @@ fn in_process_latencies(root: &Path, calls: usize) -> Result<(u64, Vec<f64>)> {
         })
         .collect::<Result<_>>()?;
     Ok((chunks, millis))
+}
+
+/// p50 and p95 of `millis`.
+fn summary(millis: &[f64]) -> (f64, f64) {
+    let mut sorted = millis.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    (percentile(&sorted, 0.5), percentile(&sorted, 0.95))
+}
+
+/// The load test: concurrent MCP callers and a CLI search loop while the server re-indexes.
+struct Load {
+    /// Concurrent callers over the server's one stdio session.
+    clients: usize,
+    /// Searches per caller.
+    calls: usize,
+    /// Source files changed before the server's re-index.
+    edits: usize,
+}
+
+/// What the load test saw.
+struct Loaded {
+    mcp_millis: Vec<f64>,
+    mcp_errors: Vec<String>,
+    build: Value,
+    cli_millis: Vec<f64>,
+    cli_errors: Vec<String>,
+    /// CLI searches that answered from the last commit because the server was writing.
+    cli_beside_writer: usize,
+}
+
+/// What `quarry search` prints when another process writes the index.
+const BESIDE_WRITER: &str = "another quarry process is writing this index";
+
+impl Load {
+    /// On a copy of `root` (with its index), changes [`Load::edits`] files, then runs
+    /// the MCP callers and the server's re-index (`mcp_load.py`) with CLI searches in a
+    /// loop beside them until the callers are done.
+    fn run(&self, quarry: &Path, root: &Path) -> Result<Loaded> {
+        let copy = tempfile::tempdir()?;
+        quarry_testkit::copy_dir(root, copy.path());
+        for (i, path) in largest_source_files(copy.path(), self.edits)?
+            .iter()
+            .enumerate()
+        {
+            append_comment(path, &format!("load test edit {i}"))?;
+        }
+        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../bench-suite/mcp_load.py");
+        // Outside the copy: the CLI's index runs must not see it.
+        let signals = tempfile::tempdir()?;
+        let started = signals.path().join("build-started");
+        let client = Command::new(quarry_testkit::python())
+            .arg(script)
+            .arg(quarry)
+            .arg(copy.path())
+            .arg(self.clients.to_string())
+            .arg(self.calls.to_string())
+            .arg(&started)
+            .args(QUERIES)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()?;
+        let done = std::sync::atomic::AtomicBool::new(false);
+        let (output, cli) = std::thread::scope(|scope| {
+            let cli = scope.spawn(|| {
+                // Beside the server's index run, not before it takes the index.
+                while !started.exists() && !done.load(std::sync::atomic::Ordering::Relaxed) {
+                    std::thread::sleep(std::time::Duration::from_millis(5));
+                }
+                cli_loop(quarry, copy.path(), &done)
+            });
+            let output = client.wait_with_output();
+            done.store(true, std::sync::atomic::Ordering::Relaxed);
+            (output, cli.join().expect("the CLI loop does not panic"))
+        });
+        let output = output?;
+        ensure!(
+            output.status.success(),
+            "the MCP load client failed: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        let client: Value = serde_json::from_slice(&output.stdout)?;
+        let strings = |key: &str| -> Vec<String> {
+            client[key]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|v| v.as_str().map(str::to_owned))
+                .collect()
+        };
+        let (cli_millis, cli_errors, cli_beside_writer) = cli?;
+        Ok(Loaded {
+            mcp_millis: client["millis"]
+                .as_array()
+                .context("no latencies")?
+                .iter()
+                .filter_map(Value::as_f64)
+                .collect(),
+            mcp_errors: strings("errors"),
+            build: client["build"].clone(),
+            cli_millis,
+            cli_errors,
+            cli_beside_writer,
+        })
+    }
+}
+
+/// `quarry search` in a loop in `dir` until `done`: each run's wall time, the failures, and
+/// how many answered beside a writer.
+fn cli_loop(
+    quarry: &Path,
+    dir: &Path,
+    done: &std::sync::atomic::AtomicBool,
+) -> Result<(Vec<f64>, Vec<String>, usize)> {
+    let (mut millis, mut errors, mut beside) = (Vec::new(), Vec::new(), 0);
+    let mut i = 0;
+    while !done.load(std::sync::atomic::Ordering::Relaxed) {
+        let started = Instant::now();
+        let out = Command::new(quarry)
+            .args(["search", QUERIES[i % QUERIES.len()]])
+            .current_dir(dir)
+            .env("NO_COLOR", "1")
+            .output()?;
+        millis.push(started.elapsed().as_secs_f64() * 1000.0);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        if !out.status.success() || out.stdout.is_empty() {
+            errors.push(format!("search {i}: {stderr}"));
+        }
+        beside += usize::from(stderr.contains(BESIDE_WRITER));
+        i += 1;
+    }
+    Ok((millis, errors, beside))
+}
+
+impl Loaded {
+    fn json(&self) -> Value {
+        let (mcp_p50, mcp_p95) = summary(&self.mcp_millis);
+        let (cli_p50, cli_p95) = summary(&self.cli_millis);
+        json!({
+            "mcp_ms": {"p50": mcp_p50, "p95": mcp_p95, "calls": self.mcp_millis.len()},
+            "mcp_errors": self.mcp_errors,
+            "build": self.build,
+            "cli_ms": {"p50": cli_p50, "p95": cli_p95, "runs": self.cli_millis.len()},
+            "cli_errors": self.cli_errors,
+            "cli_beside_writer": self.cli_beside_writer,
+        })
+    }
+
+    fn markdown(&self, load: &Load) -> String {
+        let (mcp_p50, mcp_p95) = summary(&self.mcp_millis);
+        let (cli_p50, cli_p95) = summary(&self.cli_millis);
+        let report = &self.build["result"]["indexing"]["report"];
+        format!(
+            "## Under load\n\n{} callers x {} `semantic_search` calls, concurrent over one \
+             server's stdio session, while the server re-indexes {} changed files (`index \
+             build`, {:.1} s: {} files read, {} chunks embedded), with `quarry search` (hybrid) \
+             in a loop beside them in the same repository.\n\n\
+             | path | calls | errors | p50 ms | p95 ms |\n|---|---:|---:|---:|---:|\n\
+             | MCP `semantic_search` | {} | {} | {mcp_p50:.1} | {mcp_p95:.1} |\n\
+             | CLI `quarry search` (whole process) | {} | {} | {cli_p50:.1} | {cli_p95:.1} |\n\n\
+             {} of the CLI searches answered from the last commit while the server wrote.\n",
+            load.clients,
+            load.calls,
+            load.edits,
+            self.build["seconds"].as_f64().unwrap_or(f64::NAN),
+            report["files_read"],
+            report["chunks_embedded"],
+            self.mcp_millis.len(),
+            self.mcp_errors.len(),
+            self.cli_millis.len(),
+            self.cli_errors.len(),
+            self.cli_beside_writer,
+        )
+    }
 }

@@ -127,15 +127,27 @@ impl Embedder {
             config,
             fingerprint,
         } = description;
-        let tokenizer =
-            TextTokenizer::load(&dir.path.join(files::TOKENIZER), config.max_seq_length)?;
         let (device, backend) = backend::select(options.backend)?;
-        let mut model = load_weights(
-            BertModel::new(&config.bert, &device),
-            &dir.path.join(files::WEIGHTS),
-            &WEIGHT_KEY_RENAMES,
-        )?;
-        model.pack_for_host();
+        // The tokenizer (a 0.7 MB JSON file to parse) loads beside the weights.
+        let (tokenizer, model) = std::thread::scope(|scope| {
+            let tokenizer = scope.spawn(|| {
+                TextTokenizer::load(&dir.path.join(files::TOKENIZER), config.max_seq_length)
+            });
+            let model = load_weights(
+                BertModel::new(&config.bert, &device),
+                &dir.path.join(files::WEIGHTS),
+                &WEIGHT_KEY_RENAMES,
+            )
+            .map(|mut model| {
+                model.pack_for_host();
+                model
+            });
+            let tokenizer = tokenizer
+                .join()
+                .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+            (tokenizer, model)
+        });
+        let (tokenizer, model) = (tokenizer?, model?);
         Ok(Self {
             model,
             tokenizer,

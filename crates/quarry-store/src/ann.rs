@@ -180,9 +180,11 @@ struct Meta {
     data_checksum: u64,
 }
 
-/// The HNSW graph and the chunk behind each of its nodes.
+/// The HNSW graph and the chunk behind each of its nodes; or, for an index too small to
+/// need a graph, the vectors alone, scanned in memory.
 pub(crate) struct AnnIndex {
-    graph: AnnGraph,
+    /// `None` in a scan-only index ([`AnnIndex::scan_only`]).
+    graph: Option<AnnGraph>,
     slots: Vec<Slot>,
     live: HashMap<u128, u32>,
     paths: Interner,
@@ -285,7 +287,7 @@ impl AnnIndex {
             CosineDistance,
         );
         let mut index = Self {
-            graph: AnnGraph::Built(graph),
+            graph: Some(AnnGraph::Built(graph)),
             slots: Vec::new(),
             live: HashMap::new(),
             paths: Interner::default(),
@@ -311,6 +313,31 @@ impl AnnIndex {
         index.calibration = Some(index.calibrate(&sample));
         index.insert(sample);
         index
+    }
+
+    /// An index of `vectors` without a graph, reflecting redb `generation`: every search
+    /// scans the rows in memory. For indexes under [`EXACT_SCAN_BELOW`] vectors, where a
+    /// scan is exact and costs a millisecond, but reading the vectors from the database for
+    /// each search costs several.
+    pub fn scan_only(dimensions: usize, vectors: Vec<NewVector<'_>>, generation: u64) -> Self {
+        let mut index = Self {
+            graph: None,
+            slots: Vec::new(),
+            live: HashMap::new(),
+            paths: Interner::default(),
+            languages: Interner::default(),
+            generation,
+            dimensions,
+            calibration: None,
+            rows: Vec::new(),
+        };
+        index.insert(vectors);
+        index
+    }
+
+    /// Whether the index has its graph (it is not [`AnnIndex::scan_only`]).
+    pub fn has_graph(&self) -> bool {
+        self.graph.is_some()
     }
 
     /// Searches for `sample` (vectors not in the graph) with beams from [`EF_SEARCH`] up,
@@ -371,7 +398,9 @@ impl AnnIndex {
             .enumerate()
             .map(|(i, new)| (&new.vector[..], first + i))
             .collect();
-        self.graph.with(|graph| graph.parallel_insert_slice(&items));
+        if let Some(graph) = &self.graph {
+            graph.with(|graph| graph.parallel_insert_slice(&items));
+        }
     }
 
     /// Tombstones the chunk `id`, if present.
@@ -427,6 +456,9 @@ impl AnnIndex {
         let admitted_count = admitted.map_or(self.live.len(), |m| m.iter().filter(|&&a| a).count());
         let share = admitted_count as f64 / slots.len().max(1) as f64;
         let scan = || self.scan(query, k, &admit);
+        let Some(graph) = &self.graph else {
+            return scan();
+        };
         let ef = match (strategy, &self.calibration) {
             (DenseStrategy::Scan, _) => return scan(),
             (_, None) => EF_SEARCH,
@@ -455,8 +487,7 @@ impl AnnIndex {
                 return scan();
             }
         }
-        let hits: Vec<Hit> = self
-            .graph
+        let hits: Vec<Hit> = graph
             .with(|graph| graph.search(query, widened, widened))
             .into_iter()
             .filter(|n| admit(n.d_id))
@@ -495,7 +526,10 @@ impl AnnIndex {
 
     /// An unfiltered graph search of beam `ef`, for calibration (every node is live then).
     fn graph_search(&self, query: &[f32], k: usize, ef: usize) -> Vec<Hit> {
-        self.graph
+        let Some(graph) = &self.graph else {
+            return self.scan(query, k, &|slot| self.slots[slot].alive);
+        };
+        graph
             .with(|graph| graph.search(query, k, ef))
             .into_iter()
             .map(|n| Hit {
@@ -524,8 +558,11 @@ impl AnnIndex {
             remove_dir(stale)?;
         }
         fs::create_dir_all(&staging).map_err(|e| describe_io(&staging, e))?;
-        let basename = self
+        let graph = self
             .graph
+            .as_ref()
+            .ok_or("a scan-only index is not saved: the database is its copy")?;
+        let basename = graph
             .with(|graph| graph.file_dump(&staging, GRAPH_BASENAME))
             .map_err(|e| format!("writing the graph: {e}"))?;
         if basename != GRAPH_BASENAME {
@@ -613,7 +650,7 @@ impl AnnIndex {
             .map(|(i, slot)| (slot.id, i))
             .collect();
         Ok(Some(Self {
-            graph: AnnGraph::Loaded(loaded),
+            graph: Some(AnnGraph::Loaded(loaded)),
             slots: meta.slots,
             live,
             paths: meta.paths,

@@ -16,7 +16,8 @@ impl Store {
     /// results as exist, up to `k`.
     ///
     /// Indexes under [`crate::EXACT_SCAN_BELOW`] vectors (see [`Store::set_exact_scan_below`])
-    /// are scanned in the database. Larger ones are answered from the vector index that
+    /// are scanned exactly, in memory: their vectors are read from the database by the first
+    /// search and kept up to date with its commits. Larger ones are answered from the vector index that
     /// [`Store::checkpoint`] built, brought up to date with the database first (new vectors
     /// inserted, removed ones tombstoned), as [`Store::set_dense_strategy`] says: by default
     /// the graph with its calibrated beam, or an in-memory scan where that is cheaper. Until a
@@ -35,13 +36,20 @@ impl Store {
             });
         }
         let snapshot = self.snapshot()?;
-        if k == 0 || snapshot.counts()?.embedded < self.exact_scan_below {
-            return snapshot.search_exact(query, k, filter);
+        if k == 0 {
+            return Ok(Vec::new());
         }
         let mut vectors = self.vectors();
-        let Some(ann) = current_ann(self, &mut vectors, &snapshot, Build::Never)? else {
-            drop(vectors);
-            return snapshot.search_exact(query, k, filter);
+        let ann = if snapshot.counts()?.embedded < self.exact_scan_below {
+            current_rows(&mut vectors, &snapshot)?
+        } else {
+            match current_ann(self, &mut vectors, &snapshot, Build::Never)? {
+                Some(ann) => ann,
+                None => {
+                    drop(vectors);
+                    return snapshot.search_exact(query, k, filter);
+                }
+            }
         };
         let mask: Option<Vec<bool>> = (!filter.is_empty()).then(|| {
             let paths = ann.paths().admitted(|p| filter.admits_path(p));
@@ -231,7 +239,11 @@ fn current_ann<'d>(
     if let Some(ann) = ann.as_mut().filter(|ann| ann.generation != generation) {
         catch_up(ann, snapshot)?;
     }
-    if build_graph == Build::IfNeeded && ann.as_ref().is_none_or(AnnIndex::needs_rebuild) {
+    if build_graph == Build::IfNeeded
+        && ann
+            .as_ref()
+            .is_none_or(|ann| !ann.has_graph() || ann.needs_rebuild())
+    {
         ann = Some(build(snapshot)?);
         vectors.unreadable = false;
     }
@@ -243,10 +255,35 @@ fn current_ann<'d>(
     Ok(Some(ann))
 }
 
-fn build(snapshot: &Snapshot<'_>) -> Result<AnnIndex, StoreError> {
-    let mut entries: Vec<(StoredChunk, Vec<f32>)> = Vec::new();
-    snapshot.for_each_embedded(|chunk, vector| entries.push((chunk, vector)))?;
-    let new = entries
+/// For an index under [`Store::set_exact_scan_below`] vectors: its vectors in memory, read
+/// from the database on first use (a scan-only [`AnnIndex`], or the graph of an index that
+/// has shrunk) and brought up to date with `snapshot` since, so that a search scans rows
+/// rather than reading every vector from the database again.
+fn current_rows<'d>(
+    vectors: &'d mut Vectors,
+    snapshot: &Snapshot<'_>,
+) -> Result<&'d AnnIndex, StoreError> {
+    let generation = snapshot.generation()?;
+    let ann = match vectors.ann.take() {
+        Some(mut ann) => {
+            if ann.generation != generation {
+                catch_up(&mut ann, snapshot)?;
+            }
+            ann
+        }
+        None => {
+            let mut entries = embedded(snapshot)?;
+            AnnIndex::scan_only(snapshot.dimensions(), new_vectors(&mut entries), generation)
+        }
+    };
+    let ann = vectors.ann.insert(ann);
+    ann.generation = generation;
+    Ok(ann)
+}
+
+/// What `entries` hold, as vectors to insert (their vectors taken).
+fn new_vectors(entries: &mut [(StoredChunk, Vec<f32>)]) -> Vec<NewVector<'_>> {
+    entries
         .iter_mut()
         .map(|(chunk, vector)| NewVector {
             id: chunk.id,
@@ -254,8 +291,23 @@ fn build(snapshot: &Snapshot<'_>) -> Result<AnnIndex, StoreError> {
             language: &chunk.language,
             vector: std::mem::take(vector),
         })
-        .collect();
-    Ok(AnnIndex::build(snapshot.dimensions(), new, 0))
+        .collect()
+}
+
+fn build(snapshot: &Snapshot<'_>) -> Result<AnnIndex, StoreError> {
+    let mut entries = embedded(snapshot)?;
+    Ok(AnnIndex::build(
+        snapshot.dimensions(),
+        new_vectors(&mut entries),
+        0,
+    ))
+}
+
+/// Every embedded chunk of `snapshot` with its vector.
+fn embedded(snapshot: &Snapshot<'_>) -> Result<Vec<(StoredChunk, Vec<f32>)>, StoreError> {
+    let mut entries = Vec::new();
+    snapshot.for_each_embedded(|chunk, vector| entries.push((chunk, vector)))?;
+    Ok(entries)
 }
 
 /// Tombstones what the database no longer holds and inserts what it gained.
@@ -276,16 +328,6 @@ fn catch_up(ann: &mut AnnIndex, snapshot: &Snapshot<'_>) -> Result<(), StoreErro
         added.push((chunk, vector));
     }
     added.sort_by_key(|(chunk, _)| chunk.id);
-    ann.insert(
-        added
-            .iter_mut()
-            .map(|(chunk, vector)| NewVector {
-                id: chunk.id,
-                path: &chunk.path,
-                language: &chunk.language,
-                vector: std::mem::take(vector),
-            })
-            .collect(),
-    );
+    ann.insert(new_vectors(&mut added));
     Ok(())
 }

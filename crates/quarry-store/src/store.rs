@@ -4,7 +4,7 @@ use std::collections::HashSet;
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, MutexGuard};
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use quarry_chunk::ChunkId;
 use redb::{
@@ -139,8 +139,10 @@ impl Store {
         let path = Self::database_path(root);
         create_index_dir(&path)?;
         // redb would make a second writer wait for the first; quarry says so at once.
-        let writer_lock = lock_for_writing(&path)?;
-        Self::open_locked(path, settings, writer_lock)
+        within_lock_grace(|| {
+            let writer_lock = lock_for_writing(&path)?;
+            Self::open_locked(path.clone(), settings.clone(), writer_lock)
+        })
     }
 
     fn open_locked(
@@ -193,7 +195,7 @@ impl Store {
     pub fn rebuild(root: &Path, settings: IndexSettings) -> Result<Self, StoreError> {
         let path = Self::database_path(root);
         create_index_dir(&path)?;
-        let writer_lock = lock_for_writing(&path)?;
+        let writer_lock = within_lock_grace(|| lock_for_writing(&path))?;
         remove_if_present(&path, fs::remove_file(&path))?;
         for derived in [ANN_DIR, LEXICAL_DIR] {
             let dir = path.with_file_name(derived);
@@ -927,6 +929,25 @@ fn stored_settings(
             .map(|v| decode_version(v.value())),
         settings: meta.get(meta_keys::SETTINGS)?.map(|v| decode(v.value())),
     })
+}
+
+/// How long a writer's open retries a lock that looks taken. A process that another thread
+/// forks just as the last writer lets go shares that writer's open files, and so its locks,
+/// until it executes its program (a millisecond or so): a lock released a moment ago may
+/// still look taken. A writer at work holds it far longer, and is refused after this.
+const LOCK_GRACE: Duration = Duration::from_millis(50);
+
+/// `open`'s result, retried while it is [`StoreError::Locked`], up to [`LOCK_GRACE`].
+fn within_lock_grace<T>(mut open: impl FnMut() -> Result<T, StoreError>) -> Result<T, StoreError> {
+    let deadline = Instant::now() + LOCK_GRACE;
+    loop {
+        match open() {
+            Err(StoreError::Locked { .. }) if Instant::now() < deadline => {
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            result => return result,
+        }
+    }
 }
 
 /// Takes the index's writer lock, or fails with [`StoreError::Locked`] if another handle

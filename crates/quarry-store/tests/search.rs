@@ -202,6 +202,57 @@ fn searches_scan_the_database_until_a_checkpoint_builds_the_graph() {
 }
 
 #[test]
+fn a_small_index_is_scanned_in_memory_and_follows_the_writers_commits() {
+    let repo = tempfile::tempdir().unwrap();
+    let writer = large_index(repo.path(), 100);
+    let mut reader = Store::open_read_only(repo.path(), settings()).unwrap();
+    reader.set_exact_scan_below(GRAPH_FROM);
+    let python = Filter::default().language("python");
+    for filter in [Filter::default(), python] {
+        for q in 0..10 {
+            let query = unit(2_000_000 + q);
+            assert_eq!(
+                reader.search_dense(&query, 10, &filter).unwrap(),
+                reader.search_exact(&query, 10, &filter).unwrap(),
+            );
+        }
+    }
+    assert!(
+        reader.vector_index().unwrap().is_none(),
+        "no graph is built"
+    );
+
+    // The rows the first search read follow later commits: one file gone, one added.
+    let mut batch = writer.write().unwrap();
+    batch.remove_file(&path_of(7)).unwrap();
+    let (new_id, vector) = (77_000_000u128, unit(654_321));
+    batch
+        .put_file(
+            &state("src/new.rs", &[new_id]),
+            &[(chunk(new_id, "src/new.rs", "new"), &vector[..])],
+        )
+        .unwrap();
+    batch.commit().unwrap();
+    let hits = reader.search_dense(&vector, 1, &Filter::default()).unwrap();
+    assert_eq!(ids(&hits), [new_id]);
+    for removed in 70..80u64 {
+        let hits = reader
+            .search_dense(&unit(removed), 100, &Filter::default())
+            .unwrap();
+        assert!(
+            hits.iter().all(|h| h.id.0 / 10 != 7),
+            "a removed chunk came back"
+        );
+        assert_eq!(
+            hits,
+            reader
+                .search_exact(&unit(removed), 100, &Filter::default())
+                .unwrap()
+        );
+    }
+}
+
+#[test]
 fn the_graph_follows_removals_and_additions_and_survives_reopening() {
     let repo = tempfile::tempdir().unwrap();
     {
