@@ -11,7 +11,7 @@
 
 use std::sync::Arc;
 
-use burn::module::Module;
+use burn::module::{Module, Param};
 use burn::nn::{Embedding, EmbeddingConfig, LayerNorm, LayerNormConfig, Linear, LinearConfig};
 use burn::tensor::activation::{gelu, gelu_approximate, relu};
 use burn::tensor::module::attention;
@@ -100,6 +100,14 @@ impl HostNorm {
             Some(beta) => host_values(beta.val()),
             None => vec![0.0; gamma.len()],
         };
+        Self {
+            gamma,
+            beta,
+            epsilon: epsilon as f32,
+        }
+    }
+
+    fn prepared(gamma: Vec<f32>, beta: Vec<f32>, epsilon: f64) -> Self {
         Self {
             gamma,
             beta,
@@ -277,6 +285,132 @@ impl BertModel {
             })
             .collect();
         self.host_layers = layers.map(Arc::from);
+    }
+
+    /// How long each array of [`BertModel::prepared_arrays`] is for a model of `config`.
+    pub fn prepared_lengths(config: &BertConfig) -> Vec<usize> {
+        let (hidden, inner) = (config.hidden_size, config.intermediate_size);
+        let mut lengths = vec![
+            config.vocab_size * hidden,
+            config.max_position_embeddings * hidden,
+            config.type_vocab_size * hidden,
+            hidden,
+            hidden,
+        ];
+        for _ in 0..config.num_hidden_layers {
+            for (k, n) in [(hidden, 3 * hidden), (hidden, hidden)] {
+                let (panels, bias) = PackedLinear::packed_lengths(k, n);
+                lengths.extend([panels, bias]);
+            }
+            lengths.extend([hidden, hidden]);
+            for (k, n) in [(hidden, inner), (inner, hidden)] {
+                let (panels, bias) = PackedLinear::packed_lengths(k, n);
+                lengths.extend([panels, bias]);
+            }
+            lengths.extend([hidden, hidden]);
+        }
+        lengths
+    }
+
+    /// What the host runs, as arrays that [`BertModel::from_prepared`] takes back: the
+    /// embedding tables and their layer norm, then each layer's packed linears and norms.
+    /// `None` unless the layers run on the host ([`BertModel::pack_for_host`]).
+    pub fn prepared_arrays(&self) -> Option<Vec<Vec<f32>>> {
+        let host = self.host_layers.as_ref()?;
+        let embeddings = &self.embeddings;
+        let norm = HostNorm::of(&embeddings.layer_norm, self.layer_norm_eps);
+        let mut arrays = vec![
+            host_values(embeddings.word_embeddings.weight.val()),
+            host_values(embeddings.position_embeddings.weight.val()),
+            host_values(embeddings.token_type_embeddings.weight.val()),
+            norm.gamma,
+            norm.beta,
+        ];
+        for layer in host.iter() {
+            for (linear, norm) in [
+                (&layer.query_key_value, None),
+                (&layer.attention_output, Some(&layer.attention_norm)),
+                (&layer.intermediate, None),
+                (&layer.output, Some(&layer.output_norm)),
+            ] {
+                let (panels, bias) = linear.packed();
+                arrays.extend([panels.to_vec(), bias.to_vec()]);
+                if let Some(norm) = norm {
+                    arrays.extend([norm.gamma.clone(), norm.beta.clone()]);
+                }
+            }
+        }
+        Some(arrays)
+    }
+
+    /// A model of `config` on `device` from [`BertModel::prepared_arrays`], its layers on
+    /// the host; `None` unless `device` is `flex` on a CPU with AVX-512 and the arrays are
+    /// [`BertModel::prepared_lengths`] long. Its Burn layers are left out: with the host
+    /// layers present, [`BertModel::forward`] never runs them.
+    pub fn from_prepared(
+        config: &BertConfig,
+        device: &Device,
+        arrays: Vec<Vec<f32>>,
+    ) -> Option<Self> {
+        if *device != Device::flex() || arrays.len() != Self::prepared_lengths(config).len() {
+            return None;
+        }
+        let (hidden, inner) = (config.hidden_size, config.intermediate_size);
+        let epsilon = config.layer_norm_eps;
+        let mut arrays = arrays.into_iter();
+        let mut next = || arrays.next().expect("as many arrays as prepared_lengths");
+        let table = |values: Vec<f32>| {
+            let rows = values.len() / hidden;
+            Embedding {
+                weight: Param::from_tensor(Tensor::from_data(
+                    TensorData::new(values, [rows, hidden]),
+                    device,
+                )),
+            }
+        };
+        let word_embeddings = table(next());
+        let position_embeddings = table(next());
+        let token_type_embeddings = table(next());
+        let mut layer_norm = LayerNormConfig::new(hidden)
+            .with_epsilon(epsilon)
+            .init(device);
+        let vector = |values: Vec<f32>| {
+            Param::from_tensor(Tensor::from_data(TensorData::new(values, [hidden]), device))
+        };
+        layer_norm.gamma = vector(next());
+        layer_norm.beta = Some(vector(next()));
+        let mut layers = Vec::with_capacity(config.num_hidden_layers);
+        for _ in 0..config.num_hidden_layers {
+            let query_key_value = PackedLinear::from_packed(hidden, 3 * hidden, next(), next())?;
+            let attention_output = PackedLinear::from_packed(hidden, hidden, next(), next())?;
+            let attention_norm = HostNorm::prepared(next(), next(), epsilon);
+            let intermediate = PackedLinear::from_packed(hidden, inner, next(), next())?;
+            let output = PackedLinear::from_packed(inner, hidden, next(), next())?;
+            let output_norm = HostNorm::prepared(next(), next(), epsilon);
+            layers.push(HostLayer {
+                query_key_value,
+                attention_output,
+                attention_norm,
+                intermediate,
+                output,
+                output_norm,
+            });
+        }
+        Some(Self {
+            embeddings: BertEmbeddings {
+                word_embeddings,
+                position_embeddings,
+                token_type_embeddings,
+                layer_norm,
+            },
+            encoder: BertEncoder { layer: Vec::new() },
+            pooler: None,
+            activation: config.hidden_act,
+            num_attention_heads: config.num_attention_heads,
+            on_flex: true,
+            host_layers: Some(Arc::from(layers)),
+            layer_norm_eps: epsilon,
+        })
     }
 
     /// The same model with a pooler.

@@ -9,6 +9,7 @@ use crate::backend::{self, BackendChoice, BackendInfo};
 use crate::bert::{BertModel, WEIGHT_KEY_RENAMES};
 use crate::config::{ModelConfig, Pooling, files};
 use crate::loading::{Batch, ModelFingerprint, fingerprint, in_length_order, load_weights};
+use crate::prepared;
 use crate::provision::ModelDir;
 use crate::tokenize::{TextTokenizer, Tokenized};
 
@@ -98,10 +99,49 @@ impl ModelDescription {
     }
 }
 
+/// Where an [`Embedder`]'s weights were read from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WeightsSource {
+    /// The model's safetensors file (then saved prepared, where the layers run on the host).
+    Safetensors,
+    /// The prepared weights a previous load saved in the model directory: read straight into
+    /// place, with nothing to decode, transpose or pack.
+    Prepared,
+}
+
+/// The model in `dir` on `device`: from its prepared weights where the layers run on the
+/// host and a previous load saved them, else from safetensors, then saved prepared for the
+/// next process (best-effort: a read-only model directory only keeps the slow load).
+fn load_model(
+    dir: &ModelDir,
+    config: &ModelConfig,
+    fingerprint: &ModelFingerprint,
+    device: &Device,
+) -> Result<(BertModel, WeightsSource), EmbedError> {
+    let prepared = prepared::path(&dir.path, fingerprint);
+    let lengths = BertModel::prepared_lengths(&config.bert);
+    if let Some(model) = prepared::load(&prepared, fingerprint, &lengths)
+        .and_then(|arrays| BertModel::from_prepared(&config.bert, device, arrays))
+    {
+        return Ok((model, WeightsSource::Prepared));
+    }
+    let mut model = load_weights(
+        BertModel::new(&config.bert, device),
+        &dir.path.join(files::WEIGHTS),
+        &WEIGHT_KEY_RENAMES,
+    )?;
+    model.pack_for_host();
+    if let Some(arrays) = model.prepared_arrays() {
+        let _ = prepared::save(&prepared, fingerprint, &arrays);
+    }
+    Ok((model, WeightsSource::Safetensors))
+}
+
 /// A loaded sentence-embedding model.
 #[derive(Debug)]
 pub struct Embedder {
     model: BertModel,
+    weights: WeightsSource,
     tokenizer: TextTokenizer,
     device: Device,
     backend: BackendInfo,
@@ -133,23 +173,16 @@ impl Embedder {
             let tokenizer = scope.spawn(|| {
                 TextTokenizer::load(&dir.path.join(files::TOKENIZER), config.max_seq_length)
             });
-            let model = load_weights(
-                BertModel::new(&config.bert, &device),
-                &dir.path.join(files::WEIGHTS),
-                &WEIGHT_KEY_RENAMES,
-            )
-            .map(|mut model| {
-                model.pack_for_host();
-                model
-            });
+            let model = load_model(dir, &config, &fingerprint, &device);
             let tokenizer = tokenizer
                 .join()
                 .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
             (tokenizer, model)
         });
-        let (tokenizer, model) = (tokenizer?, model?);
+        let (tokenizer, (model, weights)) = (tokenizer?, model?);
         Ok(Self {
             model,
+            weights,
             tokenizer,
             device,
             backend,
@@ -172,6 +205,11 @@ impl Embedder {
     /// The backend and device running the model.
     pub fn backend(&self) -> &BackendInfo {
         &self.backend
+    }
+
+    /// Where the weights were read from.
+    pub fn weights_source(&self) -> WeightsSource {
+        self.weights
     }
 
     /// The model's fingerprint.

@@ -74,6 +74,34 @@ impl PackedLinear {
         }
     }
 
+    /// A layer packed before, from its [`PackedLinear::packed`] parts; `None` where the CPU
+    /// lacks AVX-512 or the parts are not [`PackedLinear::packed_lengths`] long.
+    pub fn from_packed(k: usize, n: usize, panels: Vec<f32>, bias: Vec<f32>) -> Option<Self> {
+        let (panels_len, bias_len) = Self::packed_lengths(k, n);
+        if panels.len() != panels_len || bias.len() != bias_len {
+            return None;
+        }
+        Some(Self {
+            simd: V4::try_new()?,
+            k,
+            n,
+            panels,
+            bias,
+        })
+    }
+
+    /// The packed weight panels and the padded biases, as [`PackedLinear::from_packed`]
+    /// takes them back.
+    pub fn packed(&self) -> (&[f32], &[f32]) {
+        (&self.panels, &self.bias)
+    }
+
+    /// How long the panels and the biases of a packed `k × n` layer are.
+    pub fn packed_lengths(k: usize, n: usize) -> (usize, usize) {
+        let panel_count = n.div_ceil(NR);
+        (panel_count * k * NR, panel_count * NR)
+    }
+
     /// Input width.
     pub fn inputs(&self) -> usize {
         self.k

@@ -119,13 +119,14 @@ pub mod gemm;
 mod kernels;
 mod lazy;
 mod loading;
+mod prepared;
 pub mod provision;
 pub mod tokenize;
 
 pub use backend::{BackendChoice, BackendInfo};
 pub use config::{BertConfig, ModelConfig, Pooling};
 pub use cross_encoder::{CrossEncoder, CrossEncoderOptions};
-pub use embedder::{Embedder, EmbedderOptions, Embedding, ModelDescription};
+pub use embedder::{Embedder, EmbedderOptions, Embedding, ModelDescription, WeightsSource};
 pub use error::EmbedError;
 pub use lazy::LazyEmbedder;
 pub use loading::ModelFingerprint;
