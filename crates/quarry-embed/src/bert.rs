@@ -11,17 +11,18 @@
 
 use std::sync::Arc;
 
-use burn::module::{Module, Param};
+use burn::module::Module;
 use burn::nn::{Embedding, EmbeddingConfig, LayerNorm, LayerNormConfig, Linear, LinearConfig};
 use burn::tensor::activation::{gelu, gelu_approximate, relu};
 use burn::tensor::module::attention;
 use burn::tensor::ops::AttentionModuleOptions;
 use burn::tensor::{Bool, Device, Int, Tensor, TensorData};
 
-use crate::attention::attention as host_attention;
 use crate::config::{Activation, BertConfig};
 use crate::gemm::PackedLinear;
+use crate::host::{HostEmbeddings, HostLayer, HostModel, HostNorm, WordTable};
 use crate::kernels;
+use crate::prepared::Deferred;
 
 /// `self` is a keyword: `attention.self` is the field `attention.self_attention`.
 const SELF_ATTENTION_RENAME: (&str, &str) = (r"\.attention\.self\.", ".attention.self_attention.");
@@ -64,61 +65,14 @@ pub struct BertModel {
     /// host (Burn's is scalar there), and the layers on the host once packed.
     #[module(skip)]
     on_flex: bool,
-    /// Each layer's weights on the host, once loaded ([`BertModel::pack_for_host`]): on
-    /// `flex` with AVX-512, where the host kernels are several times faster than Burn's.
+    /// The embeddings and every layer on the host, once loaded ([`BertModel::pack_for_host`]
+    /// or [`BertModel::from_prepared`]): on `flex` with AVX-512, where the host kernels are
+    /// several times faster than Burn's.
     #[module(skip)]
-    host_layers: Option<Arc<[HostLayer]>>,
+    host: Option<Arc<HostModel>>,
     /// The layer norms' epsilon, for the host layers.
     #[module(skip)]
     layer_norm_eps: f64,
-}
-
-/// A layer's weights on the host: the linear layers packed (query, key and value as one
-/// product), the layer norms' scales and shifts.
-#[derive(Debug)]
-struct HostLayer {
-    query_key_value: PackedLinear,
-    attention_output: PackedLinear,
-    attention_norm: HostNorm,
-    intermediate: PackedLinear,
-    output: PackedLinear,
-    output_norm: HostNorm,
-}
-
-/// A layer norm's scale and shift on the host.
-#[derive(Debug)]
-struct HostNorm {
-    gamma: Vec<f32>,
-    beta: Vec<f32>,
-    epsilon: f32,
-}
-
-impl HostNorm {
-    fn of(norm: &LayerNorm, epsilon: f64) -> Self {
-        let gamma = host_values(norm.gamma.val());
-        let beta = match &norm.beta {
-            Some(beta) => host_values(beta.val()),
-            None => vec![0.0; gamma.len()],
-        };
-        Self {
-            gamma,
-            beta,
-            epsilon: epsilon as f32,
-        }
-    }
-
-    fn prepared(gamma: Vec<f32>, beta: Vec<f32>, epsilon: f64) -> Self {
-        Self {
-            gamma,
-            beta,
-            epsilon: epsilon as f32,
-        }
-    }
-
-    /// `norm(values + residual)`, in place.
-    fn apply(&self, values: &mut [f32], residual: &[f32]) {
-        kernels::residual_layer_norm(values, residual, &self.gamma, &self.beta, self.epsilon);
-    }
 }
 
 /// `BertEmbeddings`.
@@ -251,14 +205,14 @@ impl BertModel {
             activation: config.hidden_act,
             num_attention_heads: config.num_attention_heads,
             on_flex: *device == Device::flex(),
-            host_layers: None,
+            host: None,
             layer_norm_eps: config.layer_norm_eps,
         }
     }
 
-    /// Packs every layer's linear weights for the host GEMM, when the model runs on `flex`
-    /// and the CPU has AVX-512; otherwise changes nothing. Call it once the weights are
-    /// loaded.
+    /// Moves the model onto the host (its tables copied, every layer's linear weights packed
+    /// for the host GEMM) when it runs on `flex` and the CPU has AVX-512; otherwise changes
+    /// nothing. Call it once the weights are loaded.
     pub fn pack_for_host(&mut self) {
         if !self.on_flex {
             return;
@@ -277,139 +231,61 @@ impl BertModel {
                         &projections.value,
                     ])?,
                     attention_output: pack(&[&layer.attention.output.dense])?,
-                    attention_norm: HostNorm::of(&layer.attention.output.layer_norm, epsilon),
+                    attention_norm: host_norm(&layer.attention.output.layer_norm, epsilon),
                     intermediate: pack(&[&layer.intermediate.dense])?,
                     output: pack(&[&layer.output.dense])?,
-                    output_norm: HostNorm::of(&layer.output.layer_norm, epsilon),
+                    output_norm: host_norm(&layer.output.layer_norm, epsilon),
                 })
             })
             .collect();
-        self.host_layers = layers.map(Arc::from);
+        let embeddings = &self.embeddings;
+        self.host = layers.map(|layers| {
+            Arc::new(HostModel {
+                embeddings: HostEmbeddings {
+                    words: WordTable::Loaded(host_values(embeddings.word_embeddings.weight.val())),
+                    positions: host_values(embeddings.position_embeddings.weight.val()),
+                    token_types: host_values(embeddings.token_type_embeddings.weight.val()),
+                    norm: host_norm(&embeddings.layer_norm, epsilon),
+                    width: embeddings.layer_norm.gamma.dims()[0],
+                },
+                layers,
+            })
+        });
     }
 
     /// How long each array of [`BertModel::prepared_arrays`] is for a model of `config`.
     pub fn prepared_lengths(config: &BertConfig) -> Vec<usize> {
-        let (hidden, inner) = (config.hidden_size, config.intermediate_size);
-        let mut lengths = vec![
-            config.vocab_size * hidden,
-            config.max_position_embeddings * hidden,
-            config.type_vocab_size * hidden,
-            hidden,
-            hidden,
-        ];
-        for _ in 0..config.num_hidden_layers {
-            for (k, n) in [(hidden, 3 * hidden), (hidden, hidden)] {
-                let (panels, bias) = PackedLinear::packed_lengths(k, n);
-                lengths.extend([panels, bias]);
-            }
-            lengths.extend([hidden, hidden]);
-            for (k, n) in [(hidden, inner), (inner, hidden)] {
-                let (panels, bias) = PackedLinear::packed_lengths(k, n);
-                lengths.extend([panels, bias]);
-            }
-            lengths.extend([hidden, hidden]);
-        }
-        lengths
+        HostModel::prepared_lengths(config)
     }
 
     /// What the host runs, as arrays that [`BertModel::from_prepared`] takes back: the
     /// embedding tables and their layer norm, then each layer's packed linears and norms.
-    /// `None` unless the layers run on the host ([`BertModel::pack_for_host`]).
+    /// `None` unless the model runs on the host ([`BertModel::pack_for_host`]) with its word
+    /// table in memory.
     pub fn prepared_arrays(&self) -> Option<Vec<Vec<f32>>> {
-        let host = self.host_layers.as_ref()?;
-        let embeddings = &self.embeddings;
-        let norm = HostNorm::of(&embeddings.layer_norm, self.layer_norm_eps);
-        let mut arrays = vec![
-            host_values(embeddings.word_embeddings.weight.val()),
-            host_values(embeddings.position_embeddings.weight.val()),
-            host_values(embeddings.token_type_embeddings.weight.val()),
-            norm.gamma,
-            norm.beta,
-        ];
-        for layer in host.iter() {
-            for (linear, norm) in [
-                (&layer.query_key_value, None),
-                (&layer.attention_output, Some(&layer.attention_norm)),
-                (&layer.intermediate, None),
-                (&layer.output, Some(&layer.output_norm)),
-            ] {
-                let (panels, bias) = linear.packed();
-                arrays.extend([panels.to_vec(), bias.to_vec()]);
-                if let Some(norm) = norm {
-                    arrays.extend([norm.gamma.clone(), norm.beta.clone()]);
-                }
-            }
-        }
-        Some(arrays)
+        self.host.as_ref()?.prepared_arrays()
     }
 
-    /// A model of `config` on `device` from [`BertModel::prepared_arrays`], its layers on
-    /// the host; `None` unless `device` is `flex` on a CPU with AVX-512 and the arrays are
-    /// [`BertModel::prepared_lengths`] long. Its Burn layers are left out: with the host
-    /// layers present, [`BertModel::forward`] never runs them.
-    pub fn from_prepared(
+    /// A model of `config` on `device` from [`BertModel::prepared_arrays`], run on the host:
+    /// the word-piece table stays in the file (`words`, read row by row as texts use it),
+    /// `rest` are the other arrays. `None` unless `device` is `flex` on a CPU with AVX-512
+    /// and the arrays are [`BertModel::prepared_lengths`] long. Its Burn modules are left
+    /// uninitialised (Burn initialises a parameter when first used): with the host model
+    /// present, [`BertModel::forward`] never uses them.
+    pub(crate) fn from_prepared(
         config: &BertConfig,
         device: &Device,
-        arrays: Vec<Vec<f32>>,
+        words: Deferred,
+        rest: Vec<Vec<f32>>,
     ) -> Option<Self> {
-        if *device != Device::flex() || arrays.len() != Self::prepared_lengths(config).len() {
+        if *device != Device::flex() {
             return None;
         }
-        let (hidden, inner) = (config.hidden_size, config.intermediate_size);
-        let epsilon = config.layer_norm_eps;
-        let mut arrays = arrays.into_iter();
-        let mut next = || arrays.next().expect("as many arrays as prepared_lengths");
-        let table = |values: Vec<f32>| {
-            let rows = values.len() / hidden;
-            Embedding {
-                weight: Param::from_tensor(Tensor::from_data(
-                    TensorData::new(values, [rows, hidden]),
-                    device,
-                )),
-            }
-        };
-        let word_embeddings = table(next());
-        let position_embeddings = table(next());
-        let token_type_embeddings = table(next());
-        let mut layer_norm = LayerNormConfig::new(hidden)
-            .with_epsilon(epsilon)
-            .init(device);
-        let vector = |values: Vec<f32>| {
-            Param::from_tensor(Tensor::from_data(TensorData::new(values, [hidden]), device))
-        };
-        layer_norm.gamma = vector(next());
-        layer_norm.beta = Some(vector(next()));
-        let mut layers = Vec::with_capacity(config.num_hidden_layers);
-        for _ in 0..config.num_hidden_layers {
-            let query_key_value = PackedLinear::from_packed(hidden, 3 * hidden, next(), next())?;
-            let attention_output = PackedLinear::from_packed(hidden, hidden, next(), next())?;
-            let attention_norm = HostNorm::prepared(next(), next(), epsilon);
-            let intermediate = PackedLinear::from_packed(hidden, inner, next(), next())?;
-            let output = PackedLinear::from_packed(inner, hidden, next(), next())?;
-            let output_norm = HostNorm::prepared(next(), next(), epsilon);
-            layers.push(HostLayer {
-                query_key_value,
-                attention_output,
-                attention_norm,
-                intermediate,
-                output,
-                output_norm,
-            });
-        }
+        let words = WordTable::on_disk(words, config.hidden_size)?;
+        let host = HostModel::from_prepared(config, words, rest)?;
         Some(Self {
-            embeddings: BertEmbeddings {
-                word_embeddings,
-                position_embeddings,
-                token_type_embeddings,
-                layer_norm,
-            },
-            encoder: BertEncoder { layer: Vec::new() },
-            pooler: None,
-            activation: config.hidden_act,
-            num_attention_heads: config.num_attention_heads,
-            on_flex: true,
-            host_layers: Some(Arc::from(layers)),
-            layer_norm_eps: epsilon,
+            host: Some(Arc::new(host)),
+            ..Self::new(config, device)
         })
     }
 
@@ -438,19 +314,8 @@ impl BertModel {
     ) -> Tensor<3> {
         let [batch, seq] = input_ids.dims();
         let device = input_ids.device();
-        let positions = Tensor::<1, Int>::arange(0..seq as i64, &device)
-            .reshape([1, seq])
-            .expand([batch, seq]);
-        let token_types =
-            token_types.unwrap_or_else(|| Tensor::<2, Int>::zeros([batch, seq], &device));
-        let embeddings = &self.embeddings;
-        let mut hidden = embeddings.layer_norm.forward(
-            embeddings.word_embeddings.forward(input_ids)
-                + embeddings.position_embeddings.forward(positions)
-                + embeddings.token_type_embeddings.forward(token_types),
-        );
         let heads = self.num_attention_heads;
-        if let Some(host) = &self.host_layers {
+        if let Some(host) = &self.host {
             // Each text's token count: the keys its first query may attend to.
             let lengths: Vec<usize> = match padding {
                 Some(mask) => mask
@@ -463,22 +328,25 @@ impl BertModel {
                     .collect(),
                 None => vec![seq; batch],
             };
-            let [_, _, width] = hidden.dims();
-            let mut states = host_values(hidden);
-            let mut buffers = HostBuffers::default();
-            for packed in host.iter() {
-                BertLayer::forward_host(
-                    packed,
-                    &mut states,
-                    &mut buffers,
-                    &lengths,
-                    seq,
-                    heads,
-                    |x| self.activate_host(x),
-                );
-            }
+            let ids = host_ids(input_ids);
+            let types = token_types.map(host_ids);
+            let states = host.forward(&ids, types.as_deref(), &lengths, seq, heads, |x| {
+                self.activate_host(x)
+            });
+            let width = host.embeddings.width;
             return Tensor::from_data(TensorData::new(states, [batch, seq, width]), &device);
         }
+        let positions = Tensor::<1, Int>::arange(0..seq as i64, &device)
+            .reshape([1, seq])
+            .expand([batch, seq]);
+        let token_types =
+            token_types.unwrap_or_else(|| Tensor::<2, Int>::zeros([batch, seq], &device));
+        let embeddings = &self.embeddings;
+        let mut hidden = embeddings.layer_norm.forward(
+            embeddings.word_embeddings.forward(input_ids)
+                + embeddings.position_embeddings.forward(positions)
+                + embeddings.token_type_embeddings.forward(token_types),
+        );
         let mask = padding.map(|mask| mask.unsqueeze_dim::<4>(1).expand([batch, heads, seq, seq]));
         for layer in &self.encoder.layer {
             hidden = layer.forward(hidden, mask.clone(), heads, |x| self.activate(x));
@@ -588,47 +456,27 @@ impl BertLayer {
     }
 }
 
-impl BertLayer {
-    /// [`BertLayer::forward`] on the host, `[texts × seq, width]` in place: the linear layers
-    /// on [`PackedLinear`], attention by [`host_attention`] over each text's `lengths` tokens,
-    /// the residuals and layer norms by [`kernels::residual_layer_norm`]. `buffers` carry
-    /// over from layer to layer.
-    fn forward_host(
-        host: &HostLayer,
-        hidden: &mut Vec<f32>,
-        buffers: &mut HostBuffers,
-        lengths: &[usize],
-        seq: usize,
-        heads: usize,
-        activate: impl Fn(&mut Vec<f32>),
-    ) {
-        let width = host.attention_output.outputs();
-        let HostBuffers {
-            projected,
-            attended,
-            expanded,
-        } = buffers;
-        host.query_key_value.forward_into(hidden, projected);
-        let context = host_attention(projected, lengths, seq, heads, width / heads)
-            .expect("packed layers imply AVX-512");
-        host.attention_output.forward_into(&context, attended);
-        host.attention_norm.apply(attended, hidden);
-        host.intermediate.forward_into(attended, expanded);
-        activate(expanded);
-        host.output.forward_into(expanded, hidden);
-        host.output_norm.apply(hidden, attended);
+/// A layer norm's scale, shift and `epsilon` on the host.
+fn host_norm(norm: &LayerNorm, epsilon: f64) -> HostNorm {
+    let gamma = host_values(norm.gamma.val());
+    let beta = match &norm.beta {
+        Some(beta) => host_values(beta.val()),
+        None => vec![0.0; gamma.len()],
+    };
+    HostNorm {
+        gamma,
+        beta,
+        epsilon: epsilon as f32,
     }
 }
 
-/// The intermediate states of a layer on the host, reused by the next.
-#[derive(Default)]
-struct HostBuffers {
-    /// Queries, keys and values side by side.
-    projected: Vec<f32>,
-    /// The attention block's output, after its residual and norm.
-    attended: Vec<f32>,
-    /// The feed-forward block's expansion, activated.
-    expanded: Vec<f32>,
+/// Token ids (or types) on the host, row-major.
+fn host_ids(ids: Tensor<2, Int>) -> Vec<u32> {
+    ids.into_data()
+        .convert::<i64>()
+        .iter::<i64>()
+        .map(|id| u32::try_from(id).expect("token ids fit u32"))
+        .collect()
 }
 
 /// A tensor's values on the host, row-major.

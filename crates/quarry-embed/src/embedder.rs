@@ -121,7 +121,7 @@ fn load_model(
     let prepared = prepared::path(&dir.path, fingerprint);
     let lengths = BertModel::prepared_lengths(&config.bert);
     if let Some(model) = prepared::load(&prepared, fingerprint, &lengths)
-        .and_then(|arrays| BertModel::from_prepared(&config.bert, device, arrays))
+        .and_then(|(words, rest)| BertModel::from_prepared(&config.bert, device, words, rest))
     {
         return Ok((model, WeightsSource::Prepared));
     }

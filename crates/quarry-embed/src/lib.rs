@@ -116,6 +116,7 @@ mod digests;
 mod embedder;
 mod error;
 pub mod gemm;
+mod host;
 mod kernels;
 mod lazy;
 mod loading;

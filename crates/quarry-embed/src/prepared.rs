@@ -9,7 +9,7 @@
 //! short or of another model or layout, and then written again.
 
 use std::fs;
-use std::io::{self, Read, Write};
+use std::io::{self, Read, Seek, Write};
 use std::path::{Path, PathBuf};
 
 use crate::gemm::NR;
@@ -76,14 +76,24 @@ pub(crate) fn save(
     Ok(())
 }
 
-/// The arrays saved at `path` for the model with `fingerprint`, each read into a buffer of
-/// exactly its length; `None` where the file is missing, of another model, format or
-/// packing, or not `lengths` long.
+/// An array left in the prepared weights' file, to be read from there as needed.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Deferred {
+    pub path: PathBuf,
+    /// Where the array starts in the file, in bytes.
+    pub offset: u64,
+    /// Its length in values.
+    pub length: usize,
+}
+
+/// The arrays saved at `path` for the model with `fingerprint`: the first left in the file
+/// ([`Deferred`]), every other read into a buffer of exactly its length. `None` where the
+/// file is missing, of another model, format or packing, or not `lengths` long.
 pub(crate) fn load(
     path: &Path,
     fingerprint: &ModelFingerprint,
     lengths: &[usize],
-) -> Option<Vec<Vec<f32>>> {
+) -> Option<(Deferred, Vec<Vec<f32>>)> {
     let mut file = fs::File::open(path).ok()?;
     let expected = header(fingerprint, lengths);
     let data_bytes: usize = lengths.iter().sum::<usize>() * size_of::<f32>();
@@ -95,16 +105,25 @@ pub(crate) fn load(
     if found != expected {
         return None;
     }
+    let (&first, rest) = lengths.split_first()?;
+    let deferred = Deferred {
+        path: path.to_path_buf(),
+        offset: expected.len() as u64,
+        length: first,
+    };
+    file.seek(io::SeekFrom::Current((first * size_of::<f32>()) as i64))
+        .ok()?;
     // In order, each straight into its final buffer. (Reading them on rayon's threads was
     // slower: the fresh buffers' page faults contend for the process's memory map.)
-    lengths
+    let rest = rest
         .iter()
         .map(|&length| {
             let mut array = vec![0.0f32; length];
             file.read_exact(bytemuck::cast_slice_mut(&mut array)).ok()?;
             Some(array)
         })
-        .collect()
+        .collect::<Option<_>>()?;
+    Some((deferred, rest))
 }
 
 #[cfg(test)]
@@ -127,20 +146,25 @@ mod tests {
         let lengths: Vec<usize> = arrays.iter().map(Vec::len).collect();
         let path = path(dir.path(), &model);
         save(&path, &model, &arrays).unwrap();
-        assert_eq!(load(&path, &model, &lengths), Some(arrays.clone()));
+        let (first, rest) = load(&path, &model, &lengths).unwrap();
+        assert_eq!(rest, arrays[1..]);
+        let bytes = fs::read(&path).unwrap();
+        let start = first.offset as usize;
+        let left: &[f32] = bytemuck::cast_slice(&bytes[start..start + first.length * 4]);
+        assert_eq!(left, arrays[0]);
 
         // Another model, other lengths, a short file: not these arrays.
-        assert_eq!(load(&path, &fingerprint("cd"), &lengths), None);
-        assert_eq!(load(&path, &model, &[3, 0, 999]), None);
+        assert!(load(&path, &fingerprint("cd"), &lengths).is_none());
+        assert!(load(&path, &model, &[3, 0, 999]).is_none());
         let bytes = fs::read(&path).unwrap();
         fs::write(&path, &bytes[..bytes.len() - 4]).unwrap();
-        assert_eq!(load(&path, &model, &lengths), None);
+        assert!(load(&path, &model, &lengths).is_none());
 
         // Saving another model's arrays retires this one's file.
         let other = fingerprint("cd");
         let other_path = super::path(dir.path(), &other);
         save(&other_path, &other, &arrays).unwrap();
         assert!(!path.exists());
-        assert_eq!(load(&other_path, &other, &lengths), Some(arrays));
+        assert_eq!(load(&other_path, &other, &lengths).unwrap().1, arrays[1..]);
     }
 }
