@@ -126,14 +126,65 @@ impl PackedLinear {
         assert_eq!(x.len() % self.k, 0, "rows of k inputs");
         let rows = x.len() / self.k;
         out.resize(rows * self.n, 0.0);
-        // At most MC rows a task, and at least one task a thread while rows last: a query's
-        // few rows are still shared out evenly.
         let threads = rayon::current_num_threads().max(1);
+        if rows <= MR && threads > 1 {
+            self.few_rows_into(x, out, threads);
+            return;
+        }
+        // At most MC rows a task, and at least one task a thread while rows last.
         let tasks = rows.div_ceil(MC).max(threads.min(rows.div_ceil(MR)));
         let per_task = rows.div_ceil(tasks.max(1)).div_ceil(MR).max(1) * MR;
         out.par_chunks_mut(per_task * self.n)
             .zip(x.par_chunks(per_task * self.k))
             .for_each(|(out, x)| self.block(x, out));
+    }
+
+    /// `x · W + b` for at most [`MR`] rows (a query's): one sliver, so the threads share out
+    /// the weight panels instead of the rows. Each streams its share of the weights, which
+    /// is what a product this thin waits on; every value is computed as the row-split
+    /// product computes it, so the result is the same to the bit.
+    fn few_rows_into(&self, x: &[f32], out: &mut [f32], threads: usize) {
+        let (k, n) = (self.k, self.n);
+        let rows = x.len() / k;
+        let mut sliver = vec![0.0; k * MR];
+        for r in 0..rows {
+            for (kk, &value) in x[r * k..(r + 1) * k].iter().enumerate() {
+                sliver[kk * MR + r] = value;
+            }
+        }
+        let sliver = sliver.as_chunks::<MR>().0;
+        let panels = self.panels.as_chunks::<NR>().0;
+        let biases = self.bias.as_chunks::<NR>().0;
+        let per_task = n.div_ceil(NR).div_ceil(threads).max(1);
+        let parts: Vec<(usize, usize, Vec<f32>)> = (0..n.div_ceil(NR))
+            .step_by(per_task)
+            .collect::<Vec<_>>()
+            .into_par_iter()
+            .map(|first| {
+                let last = (first + per_task).min(n.div_ceil(NR));
+                let (start, end) = (first * NR, (last * NR).min(n));
+                let width = end - start;
+                let mut part = vec![0.0; rows * width];
+                for p in first..last {
+                    kernel(
+                        self.simd,
+                        sliver,
+                        &panels[p * k..(p + 1) * k],
+                        &biases[p],
+                        &mut part[(p - first) * NR..],
+                        width,
+                        rows,
+                        NR.min(n - p * NR),
+                    );
+                }
+                (start, width, part)
+            })
+            .collect();
+        for (start, width, part) in parts {
+            for (row, values) in part.chunks(width).enumerate() {
+                out[row * n + start..row * n + start + width].copy_from_slice(values);
+            }
+        }
     }
 
     /// [`PackedLinear::forward`] on the calling thread: for callers that are parallel already.
@@ -282,6 +333,23 @@ mod tests {
                     );
                 }
             }
+        }
+    }
+
+    #[test]
+    fn a_few_rows_split_by_columns_match_the_row_split_product_to_the_bit() {
+        if V4::try_new().is_none() {
+            return;
+        }
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(3)
+            .build()
+            .unwrap();
+        for (m, k, n) in [(1, 3, 5), (5, 384, 1152), (14, 64, 200), (2, 17, 33)] {
+            let x = matrix(m * k, 4);
+            let packed = PackedLinear::new(&matrix(k * n, 5), Some(&matrix(n, 6)), k, n).unwrap();
+            let split = pool.install(|| packed.forward(&x));
+            assert_eq!(split, packed.forward_serial(&x), "{m}×{k}×{n}");
         }
     }
 }

@@ -164,29 +164,40 @@ impl Engine {
             SearchMode::Semantic => (1.0, 0.0),
             SearchMode::Lexical => (0.0, 1.0),
         };
-        let dense = if weights.0 > 0.0 {
-            let embedded = self.embedder.get()?.embed_one(query)?;
-            self.store
-                .search_dense(&embedded.vector, fetch, &options.filter)?
-        } else {
-            Vec::new()
-        };
-        let lexical = if weights.1 > 0.0 {
-            self.store
-                .search_lexical_with(query, fetch, &options.filter, &options.lexical)?
-        } else {
-            Vec::new()
-        };
+        // The legs run side by side: the query's embedding keeps a core busy for
+        // milliseconds that the lexical search would otherwise wait out.
+        let (dense, lexical) = rayon::join(
+            || -> Result<Vec<Hit>, EngineError> {
+                if weights.0 <= 0.0 {
+                    return Ok(Vec::new());
+                }
+                let embedded = self.embedder.get()?.embed_one(query)?;
+                Ok(self
+                    .store
+                    .search_dense(&embedded.vector, fetch, &options.filter)?)
+            },
+            || -> Result<Vec<Hit>, EngineError> {
+                if weights.1 <= 0.0 {
+                    return Ok(Vec::new());
+                }
+                Ok(self.store.search_lexical_with(
+                    query,
+                    fetch,
+                    &options.filter,
+                    &options.lexical,
+                )?)
+            },
+        );
+        let (dense, lexical) = (dense?, lexical?);
         let fused = fuse(&[(&dense, weights.0), (&lexical, weights.1)], fetch);
 
-        let snapshot = self.store.snapshot()?;
-        let mut scored = Vec::with_capacity(fused.len());
-        for (id, score) in fused {
-            if let Some(chunk) = snapshot.chunk(id)? {
-                scored.push((chunk, score));
-            }
-        }
-        drop(snapshot);
+        let ids: Vec<quarry_chunk::ChunkId> = fused.iter().map(|&(id, _)| id).collect();
+        let chunks = self.store.snapshot()?.chunks(&ids)?;
+        let scored: Vec<(StoredChunk, f32)> = chunks
+            .into_iter()
+            .zip(fused)
+            .filter_map(|(chunk, (_, score))| Some((chunk?, score)))
+            .collect();
         let (results, summary) = self.rank(query, scored, &options.ranking, true)?;
         Ok(SearchResponse {
             results,

@@ -126,16 +126,18 @@ impl Store {
         let Some(lexical) = lexical.as_ref() else {
             return Ok(Vec::new());
         };
-        let mut hits = Vec::with_capacity(k);
-        for (id, score) in lexical.search(query, k, &lexical_filter, weights)? {
-            if snapshot.chunk(ChunkId(id))?.is_some() {
-                hits.push(Hit {
-                    id: ChunkId(id),
-                    score,
-                });
-            }
-        }
-        Ok(hits)
+        let found = lexical.search(query, k, &lexical_filter, weights)?;
+        let ids: Vec<ChunkId> = found.iter().map(|&(id, _)| ChunkId(id)).collect();
+        let present = snapshot.contains_chunks(&ids)?;
+        Ok(found
+            .into_iter()
+            .zip(present)
+            .filter(|(_, present)| *present)
+            .map(|((id, score), _)| Hit {
+                id: ChunkId(id),
+                score,
+            })
+            .collect())
     }
 
     /// Brings the vector index up to date with the database and saves it, so that searches

@@ -480,6 +480,30 @@ impl Snapshot<'_> {
         .map_err(|message| self.corrupt(message))
     }
 
+    /// The chunks with `ids`, in their order, `None` for those the index lacks: the table is
+    /// opened once for all of them.
+    pub fn chunks(&self, ids: &[ChunkId]) -> Result<Vec<Option<StoredChunk>>, StoreError> {
+        self.read(|txn| {
+            let chunks = txn.open_table(CHUNKS)?;
+            let mut found = Vec::with_capacity(ids.len());
+            for id in ids {
+                found.push(chunks.get(id.0)?.map(|v| decode(v.value())).transpose());
+            }
+            Ok(found.into_iter().collect::<Result<Vec<_>, String>>())
+        })?
+        .map_err(|message| self.corrupt(message))
+    }
+
+    /// Which of `ids` the index holds, in their order: a key lookup each, nothing decoded.
+    pub fn contains_chunks(&self, ids: &[ChunkId]) -> Result<Vec<bool>, StoreError> {
+        self.read(|txn| {
+            let chunks = txn.open_table(CHUNKS)?;
+            ids.iter()
+                .map(|id| Ok(chunks.get(id.0)?.is_some()))
+                .collect()
+        })
+    }
+
     /// The vector of the chunk with `id`.
     pub fn vector(&self, id: ChunkId) -> Result<Option<Vec<f32>>, StoreError> {
         self.read(|txn| {
