@@ -60,6 +60,9 @@ const SCAN_TASK: usize = 4096;
 const FORMAT_VERSION: u32 = 2;
 const GRAPH_BASENAME: &str = "graph";
 const META_FILE: &str = "meta.bin";
+/// A scan-only index's rows, as `f32`s in the machine's byte order: the index directory is a
+/// cache of this machine's, never shared.
+const ROWS_FILE: &str = "rows.f32";
 
 /// `1 - a·b`: the cosine distance between normalised vectors, clamped at 0.
 ///
@@ -178,6 +181,18 @@ struct Meta {
     calibration: Option<Calibration>,
     graph_checksum: u64,
     data_checksum: u64,
+}
+
+/// What [`AnnIndex::save_rows`] writes beside the rows.
+#[derive(Serialize, Deserialize)]
+struct RowsMeta {
+    format: u32,
+    generation: u64,
+    dimensions: usize,
+    slots: Vec<Slot>,
+    paths: Interner,
+    languages: Interner,
+    rows_checksum: u64,
 }
 
 /// The HNSW graph and the chunk behind each of its nodes; or, for an index too small to
@@ -552,57 +567,111 @@ impl AnnIndex {
     /// Writes the index into `dir`, replacing what was there. The new files are written
     /// beside it and swapped in, so a crash leaves the old index or none, never a mix.
     pub fn save(&self, dir: &Path) -> Result<(), String> {
-        let staging = sibling(dir, "tmp");
-        let retired = sibling(dir, "old");
-        for stale in [&staging, &retired] {
-            remove_dir(stale)?;
-        }
-        fs::create_dir_all(&staging).map_err(|e| describe_io(&staging, e))?;
         let graph = self
             .graph
             .as_ref()
-            .ok_or("a scan-only index is not saved: the database is its copy")?;
-        let basename = graph
-            .with(|graph| graph.file_dump(&staging, GRAPH_BASENAME))
-            .map_err(|e| format!("writing the graph: {e}"))?;
-        if basename != GRAPH_BASENAME {
+            .ok_or("a scan-only index is saved by save_rows")?;
+        replace_dir(dir, |staging| {
+            let basename = graph
+                .with(|graph| graph.file_dump(staging, GRAPH_BASENAME))
+                .map_err(|e| format!("writing the graph: {e}"))?;
+            if basename != GRAPH_BASENAME {
+                return Err(format!(
+                    "hnsw_rs wrote {basename:?}, not {GRAPH_BASENAME:?}"
+                ));
+            }
+            let (graph_file, data_file) = dump_files(staging);
+            let meta = Meta {
+                format: FORMAT_VERSION,
+                generation: self.generation,
+                dimensions: self.dimensions,
+                slots: self.slots.clone(),
+                paths: self.paths.clone(),
+                languages: self.languages.clone(),
+                calibration: self.calibration.clone(),
+                graph_checksum: checksum(&graph_file)?,
+                data_checksum: checksum(&data_file)?,
+            };
+            write_meta(staging, &meta)
+        })
+    }
+
+    /// Writes a scan-only index ([`AnnIndex::scan_only`]) into `dir`, replacing what was
+    /// there as [`AnnIndex::save`] does: its rows in one contiguous file, so that a new
+    /// process's first search reads them in one go rather than decoding every vector from
+    /// the database.
+    pub fn save_rows(&self, dir: &Path) -> Result<(), String> {
+        replace_dir(dir, |staging| {
+            let rows_path = staging.join(ROWS_FILE);
+            let rows: &[u8] = bytemuck::cast_slice(&self.rows);
+            fs::write(&rows_path, rows).map_err(|e| describe_io(&rows_path, e))?;
+            let meta = RowsMeta {
+                format: FORMAT_VERSION,
+                generation: self.generation,
+                dimensions: self.dimensions,
+                slots: self.slots.clone(),
+                paths: self.paths.clone(),
+                languages: self.languages.clone(),
+                rows_checksum: xxhash_rust::xxh3::xxh3_64(rows),
+            };
+            write_meta(staging, &meta)
+        })
+    }
+
+    /// Reads the scan-only index [`AnnIndex::save_rows`] wrote in `dir`: `Ok(None)` if there
+    /// is none, `Err` if it is unreadable or does not fit `dimensions`.
+    pub fn load_rows(dir: &Path, dimensions: usize) -> Result<Option<Self>, String> {
+        let Some(mut meta) = read_meta::<RowsMeta>(dir)? else {
+            return Ok(None);
+        };
+        if meta.format != FORMAT_VERSION || meta.dimensions != dimensions {
             return Err(format!(
-                "hnsw_rs wrote {basename:?}, not {GRAPH_BASENAME:?}"
+                "saved in format {} with {} dimensions; expected format {FORMAT_VERSION} with \
+                 {dimensions}",
+                meta.format, meta.dimensions
             ));
         }
-        let (graph_file, data_file) = dump_files(&staging);
-        let meta = Meta {
-            format: FORMAT_VERSION,
-            generation: self.generation,
-            dimensions: self.dimensions,
-            slots: self.slots.clone(),
-            paths: self.paths.clone(),
-            languages: self.languages.clone(),
-            calibration: self.calibration.clone(),
-            graph_checksum: checksum(&graph_file)?,
-            data_checksum: checksum(&data_file)?,
-        };
-        let meta_path = staging.join(META_FILE);
-        let bytes = postcard::to_stdvec(&meta).map_err(|e| e.to_string())?;
-        fs::write(&meta_path, bytes).map_err(|e| describe_io(&meta_path, e))?;
-        if dir.exists() {
-            fs::rename(dir, &retired).map_err(|e| describe_io(dir, e))?;
+        let rows_path = dir.join(ROWS_FILE);
+        let mut file = fs::File::open(&rows_path).map_err(|e| describe_io(&rows_path, e))?;
+        let mut rows = vec![0.0f32; meta.slots.len() * dimensions];
+        let bytes = file
+            .metadata()
+            .map_err(|e| describe_io(&rows_path, e))?
+            .len();
+        if bytes != (rows.len() * size_of::<f32>()) as u64 {
+            return Err(format!(
+                "{} holds {bytes} bytes, not the {} of {} rows",
+                rows_path.display(),
+                rows.len() * size_of::<f32>(),
+                meta.slots.len()
+            ));
         }
-        fs::rename(&staging, dir).map_err(|e| describe_io(dir, e))?;
-        remove_dir(&retired)
+        std::io::Read::read_exact(&mut file, bytemuck::cast_slice_mut(&mut rows))
+            .map_err(|e| describe_io(&rows_path, e))?;
+        if xxhash_rust::xxh3::xxh3_64(bytemuck::cast_slice(&rows)) != meta.rows_checksum {
+            return Err("the rows do not match their checksum".into());
+        }
+        meta.paths.reindex();
+        meta.languages.reindex();
+        Ok(Some(Self {
+            graph: None,
+            live: live_slots(&meta.slots),
+            slots: meta.slots,
+            paths: meta.paths,
+            languages: meta.languages,
+            generation: meta.generation,
+            dimensions,
+            calibration: None,
+            rows,
+        }))
     }
 
     /// Reads the index saved in `dir`: `Ok(None)` if there is none, `Err` if it is
     /// unreadable or does not fit `dimensions` (the caller rebuilds it).
     pub fn load(dir: &Path, dimensions: usize) -> Result<Option<Self>, String> {
-        let meta_path = dir.join(META_FILE);
-        let bytes = match fs::read(&meta_path) {
-            Ok(bytes) => bytes,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-            Err(e) => return Err(describe_io(&meta_path, e)),
+        let Some(mut meta) = read_meta::<Meta>(dir)? else {
+            return Ok(None);
         };
-        let mut meta: Meta =
-            postcard::from_bytes(&bytes).map_err(|e| format!("unreadable metadata: {e}"))?;
         if meta.format != FORMAT_VERSION || meta.dimensions != dimensions {
             return Err(format!(
                 "saved in format {} with {} dimensions; expected format {FORMAT_VERSION} with \
@@ -644,11 +713,7 @@ impl AnnIndex {
         })?;
         meta.paths.reindex();
         meta.languages.reindex();
-        let live = (0..)
-            .zip(&meta.slots)
-            .filter(|(_, slot)| slot.alive)
-            .map(|(i, slot)| (slot.id, i))
-            .collect();
+        let live = live_slots(&meta.slots);
         Ok(Some(Self {
             graph: Some(AnnGraph::Loaded(loaded)),
             slots: meta.slots,
@@ -680,6 +745,51 @@ fn recall(found: &[Hit], truth: &[Hit]) -> f64 {
 
 fn per_query_ms(started: Instant, queries: usize) -> f64 {
     started.elapsed().as_secs_f64() * 1000.0 / queries.max(1) as f64
+}
+
+/// Each live chunk's slot.
+fn live_slots(slots: &[Slot]) -> HashMap<u128, u32> {
+    (0..)
+        .zip(slots)
+        .filter(|(_, slot)| slot.alive)
+        .map(|(i, slot)| (slot.id, i))
+        .collect()
+}
+
+/// Replaces `dir` with what `write` puts into a fresh directory beside it, swapped in by
+/// renames, so that a crash leaves the old contents or none, never a mix.
+fn replace_dir(dir: &Path, write: impl FnOnce(&Path) -> Result<(), String>) -> Result<(), String> {
+    let staging = sibling(dir, "tmp");
+    let retired = sibling(dir, "old");
+    for stale in [&staging, &retired] {
+        remove_dir(stale)?;
+    }
+    fs::create_dir_all(&staging).map_err(|e| describe_io(&staging, e))?;
+    write(&staging)?;
+    if dir.exists() {
+        fs::rename(dir, &retired).map_err(|e| describe_io(dir, e))?;
+    }
+    fs::rename(&staging, dir).map_err(|e| describe_io(dir, e))?;
+    remove_dir(&retired)
+}
+
+fn write_meta(dir: &Path, meta: &impl Serialize) -> Result<(), String> {
+    let path = dir.join(META_FILE);
+    let bytes = postcard::to_stdvec(meta).map_err(|e| e.to_string())?;
+    fs::write(&path, bytes).map_err(|e| describe_io(&path, e))
+}
+
+/// The metadata saved in `dir`; `None` if there is none.
+fn read_meta<M: serde::de::DeserializeOwned>(dir: &Path) -> Result<Option<M>, String> {
+    let path = dir.join(META_FILE);
+    let bytes = match fs::read(&path) {
+        Ok(bytes) => bytes,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(describe_io(&path, e)),
+    };
+    postcard::from_bytes(&bytes)
+        .map(Some)
+        .map_err(|e| format!("unreadable metadata: {e}"))
 }
 
 fn dump_files(dir: &Path) -> (PathBuf, PathBuf) {

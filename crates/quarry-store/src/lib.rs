@@ -38,8 +38,9 @@
 //!   consistent view.
 //! - [`Store::search_dense`] answers from the vector index once the index holds
 //!   [`EXACT_SCAN_BELOW`] vectors and [`Store::checkpoint`] has built it; below that, by an
-//!   exact scan of the vectors, read from the database by the first search and kept in memory
-//!   (caught up with later commits) for the next. The index is an HNSW graph calibrated when built: searches use the
+//!   exact scan of the vectors, kept in memory (caught up with later commits): read by the
+//!   first search from the rows the last checkpoint saved, or else from the database. The
+//!   index is an HNSW graph calibrated when built: searches use the
 //!   narrowest beam that reached [`RECALL_TARGET`] on held-out vectors, or an in-memory scan
 //!   where that is faster ([`Calibration`], [`Store::vector_index`]).
 //!   [`Store::search_lexical`] answers by BM25 over code-aware tokens ([`CodeTokenizer`]).

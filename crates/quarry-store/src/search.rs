@@ -41,7 +41,7 @@ impl Store {
         }
         let mut vectors = self.vectors();
         let ann = if snapshot.counts()?.embedded < self.exact_scan_below {
-            current_rows(&mut vectors, &snapshot)?
+            current_rows(self, &mut vectors, &snapshot)?
         } else {
             match current_ann(self, &mut vectors, &snapshot, Build::Never)? {
                 Some(ann) => ann,
@@ -141,8 +141,9 @@ impl Store {
     }
 
     /// Brings the vector index up to date with the database and saves it, so that searches
-    /// (in this process and in the next to open the index) use it: builds and calibrates it
-    /// when the index has grown large enough to need one, or when tombstones have passed
+    /// (in this process and in the next to open the index) use it: under
+    /// [`Store::set_exact_scan_below`] vectors, the rows that searches scan, in one file;
+    /// above, the graph, built and calibrated when the index has grown large enough to need one, or when tombstones have passed
     /// [`crate::TOMBSTONE_REBUILD_FRACTION`] of its nodes. Call it when an indexing run
     /// ends; a writer only. Building takes a while (about a minute per 100,000 vectors of a
     /// real model on two cores); catching up takes time in proportion to the change.
@@ -153,10 +154,20 @@ impl Store {
             });
         }
         let snapshot = self.snapshot()?;
+        let mut vectors = self.vectors();
         if snapshot.counts()?.embedded < self.exact_scan_below {
+            let rows = current_rows(self, &mut vectors, &snapshot)?;
+            // A shrunk index's graph stays as it is saved; rows are saved as rows.
+            let (scan_only, generation) = (!rows.has_graph(), rows.generation);
+            if scan_only && vectors.saved != Some(generation) {
+                let dir = self.rows_dir();
+                let rows = vectors.ann.as_ref().expect("current_rows keeps the rows");
+                rows.save_rows(&dir)
+                    .map_err(|message| StoreError::Ann { path: dir, message })?;
+                vectors.saved = Some(generation);
+            }
             return Ok(());
         }
-        let mut vectors = self.vectors();
         let generation = current_ann(self, &mut vectors, &snapshot, Build::IfNeeded)?
             .expect("built if missing")
             .generation;
@@ -257,16 +268,37 @@ fn current_ann<'d>(
     Ok(Some(ann))
 }
 
-/// For an index under [`Store::set_exact_scan_below`] vectors: its vectors in memory, read
-/// from the database on first use (a scan-only [`AnnIndex`], or the graph of an index that
-/// has shrunk) and brought up to date with `snapshot` since, so that a search scans rows
-/// rather than reading every vector from the database again.
+/// For an index under [`Store::set_exact_scan_below`] vectors: its vectors in memory (a
+/// scan-only [`AnnIndex`], or the graph of an index that has shrunk), read on first use from
+/// the rows the last checkpoint saved, or else from the database, and brought up to date
+/// with `snapshot`, so that a search scans rows rather than decoding every vector again.
 fn current_rows<'d>(
+    store: &Store,
     vectors: &'d mut Vectors,
     snapshot: &Snapshot<'_>,
 ) -> Result<&'d AnnIndex, StoreError> {
     let generation = snapshot.generation()?;
-    let ann = match vectors.ann.take() {
+    let saved = match vectors.ann.take() {
+        Some(ann) => Some(ann),
+        None => {
+            let dir = store.rows_dir();
+            match AnnIndex::load_rows(&dir, snapshot.dimensions()) {
+                Ok(rows) => {
+                    vectors.saved = rows.as_ref().map(|rows| rows.generation);
+                    rows
+                }
+                Err(message) => {
+                    store.note(format!(
+                        "{}: {message}; reading the vectors from the database until the next \
+                         checkpoint saves them again",
+                        dir.display()
+                    ));
+                    None
+                }
+            }
+        }
+    };
+    let ann = match saved {
         Some(mut ann) => {
             if ann.generation != generation {
                 catch_up(&mut ann, snapshot)?;

@@ -31,6 +31,8 @@ const DATABASE_FILE: &str = "index.redb";
 const ANN_DIR: &str = "vectors";
 /// The lexical index's directory, beside the database.
 const LEXICAL_DIR: &str = "lexical";
+/// The rows of a vector index too small for a graph, beside the database.
+const ROWS_DIR: &str = "rows";
 
 /// A search result: a chunk and its score.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -197,7 +199,7 @@ impl Store {
         create_index_dir(&path)?;
         let writer_lock = within_lock_grace(|| lock_for_writing(&path))?;
         remove_if_present(&path, fs::remove_file(&path))?;
-        for derived in [ANN_DIR, LEXICAL_DIR] {
+        for derived in [ANN_DIR, LEXICAL_DIR, ROWS_DIR] {
             let dir = path.with_file_name(derived);
             remove_if_present(&dir, fs::remove_dir_all(&dir))?;
         }
@@ -227,6 +229,11 @@ impl Store {
     /// The vector index's directory.
     pub(crate) fn ann_dir(&self) -> PathBuf {
         self.path.with_file_name(ANN_DIR)
+    }
+
+    /// The directory of the rows a small index's checkpoint saves.
+    pub(crate) fn rows_dir(&self) -> PathBuf {
+        self.path.with_file_name(ROWS_DIR)
     }
 
     /// The lexical index's directory.

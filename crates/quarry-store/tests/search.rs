@@ -250,6 +250,39 @@ fn a_small_index_is_scanned_in_memory_and_follows_the_writers_commits() {
                 .unwrap()
         );
     }
+
+    // A checkpoint saves the rows; the next reader starts from them, and from the database
+    // where they are damaged, saying so.
+    writer.checkpoint().unwrap();
+    let rows = repo.path().join(".quarry/rows/rows.f32");
+    assert!(rows.is_file());
+    let fresh_reader = || {
+        let mut reader = Store::open_read_only(repo.path(), settings()).unwrap();
+        reader.set_exact_scan_below(GRAPH_FROM);
+        reader
+    };
+    let same_as_exact = |reader: &Store| {
+        for q in 0..10 {
+            let query = unit(3_000_000 + q);
+            assert_eq!(
+                reader.search_dense(&query, 10, &Filter::default()).unwrap(),
+                reader.search_exact(&query, 10, &Filter::default()).unwrap(),
+            );
+        }
+    };
+    let reader = fresh_reader();
+    same_as_exact(&reader);
+    assert!(reader.notes().is_empty(), "{:?}", reader.notes());
+    let mut bytes = std::fs::read(&rows).unwrap();
+    bytes[0] ^= 0xff;
+    std::fs::write(&rows, bytes).unwrap();
+    let reader = fresh_reader();
+    same_as_exact(&reader);
+    assert!(
+        reader.notes().iter().any(|n| n.contains("checksum")),
+        "{:?}",
+        reader.notes()
+    );
 }
 
 #[test]
