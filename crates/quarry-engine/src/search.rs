@@ -165,18 +165,12 @@ impl Engine {
             SearchMode::Lexical => (0.0, 1.0),
         };
         // The legs run side by side: the query's embedding keeps a core busy for
-        // milliseconds that the lexical search would otherwise wait out.
-        let (dense, lexical) = rayon::join(
-            || -> Result<Vec<Hit>, EngineError> {
-                if weights.0 <= 0.0 {
-                    return Ok(Vec::new());
-                }
-                let embedded = self.embedder.get()?.embed_one(query)?;
-                Ok(self
-                    .store
-                    .search_dense(&embedded.vector, fetch, &options.filter)?)
-            },
-            || -> Result<Vec<Hit>, EngineError> {
+        // milliseconds that the lexical search would otherwise wait out. The lexical leg
+        // gets a thread of its own, not a rayon task: the dense leg may hold the vector
+        // index's lock while rayon's threads scan for it, and a rayon thread that waited on
+        // that lock could leave none to do the scan.
+        let (dense, lexical) = std::thread::scope(|scope| {
+            let lexical = scope.spawn(|| -> Result<Vec<Hit>, EngineError> {
                 if weights.1 <= 0.0 {
                     return Ok(Vec::new());
                 }
@@ -186,8 +180,21 @@ impl Engine {
                     &options.filter,
                     &options.lexical,
                 )?)
-            },
-        );
+            });
+            let dense = (|| -> Result<Vec<Hit>, EngineError> {
+                if weights.0 <= 0.0 {
+                    return Ok(Vec::new());
+                }
+                let embedded = self.embedder.get()?.embed_one(query)?;
+                Ok(self
+                    .store
+                    .search_dense(&embedded.vector, fetch, &options.filter)?)
+            })();
+            let lexical = lexical
+                .join()
+                .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+            (dense, lexical)
+        });
         let (dense, lexical) = (dense?, lexical?);
         let fused = fuse(&[(&dense, weights.0), (&lexical, weights.1)], fetch);
 

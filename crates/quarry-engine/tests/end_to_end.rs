@@ -593,3 +593,55 @@ fn bad_files_are_skipped_with_a_reason_and_the_index_survives() {
     let rebuilt = Engine::rebuild(root, model(), EngineOptions::default()).unwrap();
     assert_eq!(rebuilt.index(&mut |_| {}).unwrap().files_read, 12);
 }
+
+#[test]
+fn concurrent_searches_all_answer_while_the_index_is_written() {
+    let repo = shop();
+    let engine = std::sync::Arc::new(open(repo.path()));
+    engine.index(&mut |_| {}).unwrap();
+    let expected = engine
+        .search("shipping cost", &SearchOptions::default())
+        .unwrap()
+        .results
+        .len();
+    // Eight searchers and a writer at once, as an MCP server sees them; a search that waited
+    // on another forever (a lock held across work on rayon's threads) fails the deadline.
+    let (done, finished) = std::sync::mpsc::channel();
+    for searcher in 0..8 {
+        let (engine, done) = (std::sync::Arc::clone(&engine), done.clone());
+        std::thread::spawn(move || {
+            for i in 0..25 {
+                let query =
+                    ["shipping cost", "retry with backoff", "cart total"][(searcher + i) % 3];
+                let response = engine.search(query, &SearchOptions::default());
+                if let Err(error) = &response {
+                    panic!("{query}: {error}");
+                }
+            }
+            done.send(()).unwrap();
+        });
+    }
+    let writer = {
+        let engine = std::sync::Arc::clone(&engine);
+        let root = repo.path().to_path_buf();
+        std::thread::spawn(move || {
+            for round in 0..5 {
+                let path = root.join("src/cart.rs");
+                let mut source = fs::read_to_string(&path).unwrap();
+                source.push_str(&format!("\npub fn added_{round}() -> u32 {{ {round} }}\n"));
+                fs::write(&path, source).unwrap();
+                engine.index(&mut |_| {}).unwrap();
+            }
+        })
+    };
+    for _ in 0..8 {
+        finished
+            .recv_timeout(std::time::Duration::from_secs(120))
+            .expect("every searcher finishes: none is stuck behind another");
+    }
+    writer.join().unwrap();
+    let after = engine
+        .search("shipping cost", &SearchOptions::default())
+        .unwrap();
+    assert_eq!(after.results.len(), expected);
+}
