@@ -66,12 +66,14 @@
 //!
 //! The CPU backend is Burn's `flex` (with SIMD, rayon threads and the `x86-v4` AVX-512 GEMM
 //! kernels, which the `gemm` crate picks at run time), plus host kernels where `flex` is slow:
-//! a vectorised GELU (its own is scalar), and, on a CPU with AVX-512, the whole encoder layer
-//! on the host ([`bert::BertModel::pack_for_host`]): the linear layers on
+//! a vectorised GELU (its own is scalar), and, on a CPU with AVX-512, the whole encoder on
+//! the host ([`bert::BertModel::pack_for_host`]): the token embeddings, the linear layers on
 //! [`gemm::PackedLinear`] (weights packed once at load; query, key and value as one product),
 //! attention per text and head over the text's own tokens (a vectorised `exp` in the
-//! softmax), the residuals and layer norms. Burn runs the embeddings and the pooling, and
-//! every layer on any other CPU or backend; the parity tests hold on both paths.
+//! softmax), the residuals and layer norms. Burn runs the pooling, and everything on any
+//! other CPU or backend; the parity tests hold on both paths. The first load saves the host
+//! model beside the model's files (prepared weights), which later loads read straight into
+//! place ([`Embedder::weights_source`]).
 //!
 //! On the project's current machine (2 cores of an AMD EPYC with AVX-512), against PyTorch
 //! 2.15 fp32 in the same run (`bench-suite/reports/embed-848c3d5-dirty.md`): 23.3 against
