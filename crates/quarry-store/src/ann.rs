@@ -301,17 +301,7 @@ impl AnnIndex {
             EF_CONSTRUCTION,
             CosineDistance,
         );
-        let mut index = Self {
-            graph: Some(AnnGraph::Built(graph)),
-            slots: Vec::new(),
-            live: HashMap::new(),
-            paths: Interner::default(),
-            languages: Interner::default(),
-            generation,
-            dimensions,
-            calibration: None,
-            rows: Vec::new(),
-        };
+        let mut index = Self::empty(Some(AnnGraph::Built(graph)), dimensions, generation);
         let held_out = CALIBRATION_QUERIES.min(vectors.len() / 10);
         if held_out < MIN_CALIBRATION_QUERIES {
             index.insert(vectors);
@@ -335,8 +325,14 @@ impl AnnIndex {
     /// scan is exact and costs a millisecond, but reading the vectors from the database for
     /// each search costs several.
     pub fn scan_only(dimensions: usize, vectors: Vec<NewVector<'_>>, generation: u64) -> Self {
-        let mut index = Self {
-            graph: None,
+        let mut index = Self::empty(None, dimensions, generation);
+        index.insert(vectors);
+        index
+    }
+
+    fn empty(graph: Option<AnnGraph>, dimensions: usize, generation: u64) -> Self {
+        Self {
+            graph,
             slots: Vec::new(),
             live: HashMap::new(),
             paths: Interner::default(),
@@ -345,9 +341,7 @@ impl AnnIndex {
             dimensions,
             calibration: None,
             rows: Vec::new(),
-        };
-        index.insert(vectors);
-        index
+        }
     }
 
     /// Whether the index has its graph (it is not [`AnnIndex::scan_only`]).
