@@ -169,15 +169,22 @@ impl Interner {
     }
 }
 
-/// What the metadata file holds.
+/// What a saved index records of its nodes, first in either metadata file (postcard writes
+/// a nested struct's fields in line, so the graph's file reads as before this was split out).
 #[derive(Serialize, Deserialize)]
-struct Meta {
+struct SavedNodes {
     format: u32,
     generation: u64,
     dimensions: usize,
     slots: Vec<Slot>,
     paths: Interner,
     languages: Interner,
+}
+
+/// What the graph's metadata file holds.
+#[derive(Serialize, Deserialize)]
+struct Meta {
+    nodes: SavedNodes,
     calibration: Option<Calibration>,
     graph_checksum: u64,
     data_checksum: u64,
@@ -186,13 +193,55 @@ struct Meta {
 /// What [`AnnIndex::save_rows`] writes beside the rows.
 #[derive(Serialize, Deserialize)]
 struct RowsMeta {
-    format: u32,
-    generation: u64,
-    dimensions: usize,
-    slots: Vec<Slot>,
-    paths: Interner,
-    languages: Interner,
+    nodes: SavedNodes,
     rows_checksum: u64,
+}
+
+impl SavedNodes {
+    fn of(index: &AnnIndex) -> Self {
+        Self {
+            format: FORMAT_VERSION,
+            generation: index.generation,
+            dimensions: index.dimensions,
+            slots: index.slots.clone(),
+            paths: index.paths.clone(),
+            languages: index.languages.clone(),
+        }
+    }
+
+    /// Refuses nodes saved in another format or with other than `dimensions`.
+    fn check(&self, dimensions: usize) -> Result<(), String> {
+        if self.format != FORMAT_VERSION || self.dimensions != dimensions {
+            return Err(format!(
+                "saved in format {} with {} dimensions; expected format {FORMAT_VERSION} with \
+                 {dimensions}",
+                self.format, self.dimensions
+            ));
+        }
+        Ok(())
+    }
+
+    /// The index of these nodes with `graph`, `calibration` and `rows`.
+    fn into_index(
+        mut self,
+        graph: Option<AnnGraph>,
+        calibration: Option<Calibration>,
+        rows: Vec<f32>,
+    ) -> AnnIndex {
+        self.paths.reindex();
+        self.languages.reindex();
+        AnnIndex {
+            graph,
+            live: live_slots(&self.slots),
+            slots: self.slots,
+            paths: self.paths,
+            languages: self.languages,
+            generation: self.generation,
+            dimensions: self.dimensions,
+            calibration,
+            rows,
+        }
+    }
 }
 
 /// The HNSW graph and the chunk behind each of its nodes; or, for an index too small to
@@ -576,12 +625,7 @@ impl AnnIndex {
             }
             let (graph_file, data_file) = dump_files(staging);
             let meta = Meta {
-                format: FORMAT_VERSION,
-                generation: self.generation,
-                dimensions: self.dimensions,
-                slots: self.slots.clone(),
-                paths: self.paths.clone(),
-                languages: self.languages.clone(),
+                nodes: SavedNodes::of(self),
                 calibration: self.calibration.clone(),
                 graph_checksum: checksum(&graph_file)?,
                 data_checksum: checksum(&data_file)?,
@@ -600,12 +644,7 @@ impl AnnIndex {
             let rows: &[u8] = bytemuck::cast_slice(&self.rows);
             fs::write(&rows_path, rows).map_err(|e| describe_io(&rows_path, e))?;
             let meta = RowsMeta {
-                format: FORMAT_VERSION,
-                generation: self.generation,
-                dimensions: self.dimensions,
-                slots: self.slots.clone(),
-                paths: self.paths.clone(),
-                languages: self.languages.clone(),
+                nodes: SavedNodes::of(self),
                 rows_checksum: xxhash_rust::xxh3::xxh3_64(rows),
             };
             write_meta(staging, &meta)
@@ -615,19 +654,13 @@ impl AnnIndex {
     /// Reads the scan-only index [`AnnIndex::save_rows`] wrote in `dir`: `Ok(None)` if there
     /// is none, `Err` if it is unreadable or does not fit `dimensions`.
     pub fn load_rows(dir: &Path, dimensions: usize) -> Result<Option<Self>, String> {
-        let Some(mut meta) = read_meta::<RowsMeta>(dir)? else {
+        let Some(meta) = read_meta::<RowsMeta>(dir)? else {
             return Ok(None);
         };
-        if meta.format != FORMAT_VERSION || meta.dimensions != dimensions {
-            return Err(format!(
-                "saved in format {} with {} dimensions; expected format {FORMAT_VERSION} with \
-                 {dimensions}",
-                meta.format, meta.dimensions
-            ));
-        }
+        meta.nodes.check(dimensions)?;
         let rows_path = dir.join(ROWS_FILE);
         let mut file = fs::File::open(&rows_path).map_err(|e| describe_io(&rows_path, e))?;
-        let mut rows = vec![0.0f32; meta.slots.len() * dimensions];
+        let mut rows = vec![0.0f32; meta.nodes.slots.len() * dimensions];
         let bytes = file
             .metadata()
             .map_err(|e| describe_io(&rows_path, e))?
@@ -637,7 +670,7 @@ impl AnnIndex {
                 "{} holds {bytes} bytes, not the {} of {} rows",
                 rows_path.display(),
                 rows.len() * size_of::<f32>(),
-                meta.slots.len()
+                meta.nodes.slots.len()
             ));
         }
         std::io::Read::read_exact(&mut file, bytemuck::cast_slice_mut(&mut rows))
@@ -645,34 +678,16 @@ impl AnnIndex {
         if xxhash_rust::xxh3::xxh3_64(bytemuck::cast_slice(&rows)) != meta.rows_checksum {
             return Err("the rows do not match their checksum".into());
         }
-        meta.paths.reindex();
-        meta.languages.reindex();
-        Ok(Some(Self {
-            graph: None,
-            live: live_slots(&meta.slots),
-            slots: meta.slots,
-            paths: meta.paths,
-            languages: meta.languages,
-            generation: meta.generation,
-            dimensions,
-            calibration: None,
-            rows,
-        }))
+        Ok(Some(meta.nodes.into_index(None, None, rows)))
     }
 
     /// Reads the index saved in `dir`: `Ok(None)` if there is none, `Err` if it is
     /// unreadable or does not fit `dimensions` (the caller rebuilds it).
     pub fn load(dir: &Path, dimensions: usize) -> Result<Option<Self>, String> {
-        let Some(mut meta) = read_meta::<Meta>(dir)? else {
+        let Some(meta) = read_meta::<Meta>(dir)? else {
             return Ok(None);
         };
-        if meta.format != FORMAT_VERSION || meta.dimensions != dimensions {
-            return Err(format!(
-                "saved in format {} with {} dimensions; expected format {FORMAT_VERSION} with \
-                 {dimensions}",
-                meta.format, meta.dimensions
-            ));
-        }
+        meta.nodes.check(dimensions)?;
         let (graph_file, data_file) = dump_files(dir);
         if checksum(&graph_file)? != meta.graph_checksum
             || checksum(&data_file)? != meta.data_checksum
@@ -684,10 +699,10 @@ impl AnnIndex {
         })
         .map_err(|e| format!("reading the graph: {e}"))?;
         let node_count = loaded.with_dependent(|_, graph| graph.get_nb_point());
-        if node_count != meta.slots.len() {
+        if node_count != meta.nodes.slots.len() {
             return Err(format!(
                 "the graph has {node_count} nodes, its metadata {}",
-                meta.slots.len()
+                meta.nodes.slots.len()
             ));
         }
         let mut rows = vec![0.0; node_count * dimensions];
@@ -705,20 +720,8 @@ impl AnnIndex {
             }
             Ok(())
         })?;
-        meta.paths.reindex();
-        meta.languages.reindex();
-        let live = live_slots(&meta.slots);
-        Ok(Some(Self {
-            graph: Some(AnnGraph::Loaded(loaded)),
-            slots: meta.slots,
-            live,
-            paths: meta.paths,
-            languages: meta.languages,
-            generation: meta.generation,
-            dimensions,
-            calibration: meta.calibration,
-            rows,
-        }))
+        let graph = Some(AnnGraph::Loaded(loaded));
+        Ok(Some(meta.nodes.into_index(graph, meta.calibration, rows)))
     }
 }
 
@@ -881,6 +884,45 @@ mod tests {
         let hits = index.search(&unit(4, 16), 10, Some(&mask), DenseStrategy::Graph);
         assert_eq!(hits.len(), 10);
         assert!(hits.iter().all(|h| h.id.0 % 2 == 1));
+    }
+
+    #[test]
+    fn the_graph_metadata_reads_as_it_did_before_its_nodes_were_split_out() {
+        /// The metadata as format 2 first wrote it, every field in line.
+        #[derive(Serialize)]
+        struct Flat {
+            format: u32,
+            generation: u64,
+            dimensions: usize,
+            slots: Vec<Slot>,
+            paths: Interner,
+            languages: Interner,
+            calibration: Option<Calibration>,
+            graph_checksum: u64,
+            data_checksum: u64,
+        }
+        let index = AnnIndex::scan_only(16, vectors(0..5), 7);
+        let nested = Meta {
+            nodes: SavedNodes::of(&index),
+            calibration: None,
+            graph_checksum: 1,
+            data_checksum: 2,
+        };
+        let flat = Flat {
+            format: FORMAT_VERSION,
+            generation: 7,
+            dimensions: 16,
+            slots: index.slots.clone(),
+            paths: index.paths.clone(),
+            languages: index.languages.clone(),
+            calibration: None,
+            graph_checksum: 1,
+            data_checksum: 2,
+        };
+        assert_eq!(
+            postcard::to_stdvec(&nested).unwrap(),
+            postcard::to_stdvec(&flat).unwrap()
+        );
     }
 
     #[test]
