@@ -262,7 +262,7 @@ impl BertModel {
     /// embedding tables and their layer norm, then each layer's packed linears and norms.
     /// `None` unless the model runs on the host ([`BertModel::pack_for_host`]) with its word
     /// table in memory.
-    pub fn prepared_arrays(&self) -> Option<Vec<Vec<f32>>> {
+    pub fn prepared_arrays(&self) -> Option<Vec<&[f32]>> {
         self.host.as_ref()?.prepared_arrays()
     }
 

@@ -120,8 +120,10 @@ fn load_model(
 ) -> Result<(BertModel, WeightsSource), EmbedError> {
     let prepared = prepared::path(&dir.path, fingerprint);
     let lengths = BertModel::prepared_lengths(&config.bert);
-    if let Some(model) = prepared::load(&prepared, fingerprint, &lengths)
-        .and_then(|(words, rest)| BertModel::from_prepared(&config.bert, device, words, rest))
+    // Only flex runs the host model: another backend would read the file for nothing.
+    if *device == Device::flex()
+        && let Some(model) = prepared::load(&prepared, fingerprint, &lengths)
+            .and_then(|(words, rest)| BertModel::from_prepared(&config.bert, device, words, rest))
     {
         return Ok((model, WeightsSource::Prepared));
     }

@@ -82,8 +82,7 @@ impl HostNorm {
 impl WordTable {
     /// A table of `count` rows of `width` at `deferred` in the prepared weights' file.
     pub fn on_disk(deferred: Deferred, width: usize) -> Option<Self> {
-        let mut file = fs::File::open(&deferred.path).ok()?;
-        file.seek(SeekFrom::Start(deferred.offset)).ok()?;
+        let file = fs::File::open(&deferred.path).ok()?;
         Some(WordTable::OnDisk(Mutex::new(DiskRows {
             file,
             offset: deferred.offset,
@@ -209,17 +208,17 @@ impl HostModel {
     /// The model as arrays that [`HostModel::from_prepared`] takes back: the word-piece,
     /// position and token-type tables and their norm, then each layer's packed linears and
     /// norms. `None` when the word table was left on disk (the model came from them).
-    pub fn prepared_arrays(&self) -> Option<Vec<Vec<f32>>> {
+    pub fn prepared_arrays(&self) -> Option<Vec<&[f32]>> {
         let embeddings = &self.embeddings;
         let WordTable::Loaded(words) = &embeddings.words else {
             return None;
         };
         let mut arrays = vec![
-            words.clone(),
-            embeddings.positions.clone(),
-            embeddings.token_types.clone(),
-            embeddings.norm.gamma.clone(),
-            embeddings.norm.beta.clone(),
+            words.as_slice(),
+            &embeddings.positions,
+            &embeddings.token_types,
+            &embeddings.norm.gamma,
+            &embeddings.norm.beta,
         ];
         for layer in &self.layers {
             for (linear, norm) in [
@@ -229,9 +228,9 @@ impl HostModel {
                 (&layer.output, Some(&layer.output_norm)),
             ] {
                 let (panels, bias) = linear.packed();
-                arrays.extend([panels.to_vec(), bias.to_vec()]);
+                arrays.extend([panels, bias]);
                 if let Some(norm) = norm {
-                    arrays.extend([norm.gamma.clone(), norm.beta.clone()]);
+                    arrays.extend([norm.gamma.as_slice(), &norm.beta]);
                 }
             }
         }

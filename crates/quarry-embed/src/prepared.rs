@@ -46,15 +46,15 @@ fn header(fingerprint: &ModelFingerprint, lengths: &[usize]) -> Vec<u8> {
 pub(crate) fn save(
     path: &Path,
     fingerprint: &ModelFingerprint,
-    arrays: &[Vec<f32>],
+    arrays: &[&[f32]],
 ) -> io::Result<()> {
-    let lengths: Vec<usize> = arrays.iter().map(Vec::len).collect();
+    let lengths: Vec<usize> = arrays.iter().map(|array| array.len()).collect();
     let staging = path.with_extension(format!("tmp{}", std::process::id()));
     let written = (|| {
         let mut file = io::BufWriter::new(fs::File::create(&staging)?);
         file.write_all(&header(fingerprint, &lengths))?;
         for array in arrays {
-            file.write_all(bytemuck::cast_slice(array))?;
+            file.write_all(bytemuck::cast_slice::<f32, u8>(array))?;
         }
         file.into_inner()
             .map_err(io::IntoInnerError::into_error)?
@@ -142,10 +142,11 @@ mod tests {
     fn arrays_come_back_for_their_model_only() {
         let dir = tempfile::tempdir().unwrap();
         let model = fingerprint("ab");
-        let arrays = vec![vec![1.0, -2.5, f32::MIN_POSITIVE], vec![], vec![7.0; 1000]];
+        let arrays = [vec![1.0, -2.5, f32::MIN_POSITIVE], vec![], vec![7.0; 1000]];
         let lengths: Vec<usize> = arrays.iter().map(Vec::len).collect();
         let path = path(dir.path(), &model);
-        save(&path, &model, &arrays).unwrap();
+        let slices: Vec<&[f32]> = arrays.iter().map(Vec::as_slice).collect();
+        save(&path, &model, &slices).unwrap();
         let (first, rest) = load(&path, &model, &lengths).unwrap();
         assert_eq!(rest, arrays[1..]);
         let bytes = fs::read(&path).unwrap();
@@ -163,7 +164,7 @@ mod tests {
         // Saving another model's arrays retires this one's file.
         let other = fingerprint("cd");
         let other_path = super::path(dir.path(), &other);
-        save(&other_path, &other, &arrays).unwrap();
+        save(&other_path, &other, &slices).unwrap();
         assert!(!path.exists());
         assert_eq!(load(&other_path, &other, &lengths).unwrap().1, arrays[1..]);
     }
