@@ -164,38 +164,37 @@ impl Engine {
             SearchMode::Semantic => (1.0, 0.0),
             SearchMode::Lexical => (0.0, 1.0),
         };
-        // The legs run side by side: the query's embedding keeps a core busy for
-        // milliseconds that the lexical search would otherwise wait out. The lexical leg
-        // gets a thread of its own, not a rayon task: the dense leg may hold the vector
-        // index's lock while rayon's threads scan for it, and a rayon thread that waited on
-        // that lock could leave none to do the scan.
-        let (dense, lexical) = std::thread::scope(|scope| {
-            let lexical = scope.spawn(|| -> Result<Vec<Hit>, EngineError> {
-                if weights.1 <= 0.0 {
-                    return Ok(Vec::new());
-                }
-                Ok(self.store.search_lexical_with(
-                    query,
-                    fetch,
-                    &options.filter,
-                    &options.lexical,
-                )?)
-            });
-            let dense = (|| -> Result<Vec<Hit>, EngineError> {
-                if weights.0 <= 0.0 {
-                    return Ok(Vec::new());
-                }
-                let embedded = self.embedder.get()?.embed_one(query)?;
-                Ok(self
-                    .store
-                    .search_dense(&embedded.vector, fetch, &options.filter)?)
-            })();
-            let lexical = lexical
-                .join()
-                .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
-            (dense, lexical)
-        });
-        let (dense, lexical) = (dense?, lexical?);
+        let dense_leg = || -> Result<Vec<Hit>, EngineError> {
+            let embedded = self.embedder.get()?.embed_one(query)?;
+            Ok(self
+                .store
+                .search_dense(&embedded.vector, fetch, &options.filter)?)
+        };
+        let lexical_leg = || -> Result<Vec<Hit>, EngineError> {
+            Ok(self
+                .store
+                .search_lexical_with(query, fetch, &options.filter, &options.lexical)?)
+        };
+        let (dense, lexical) = match (weights.0 > 0.0, weights.1 > 0.0) {
+            // Side by side: the query's embedding keeps a core busy for milliseconds that
+            // the lexical search would otherwise wait out. The lexical leg gets a thread of
+            // its own, not a rayon task: the dense leg may hold the vector index's lock while
+            // rayon's threads scan for it, and a rayon thread that waited on that lock could
+            // leave none to do the scan.
+            (true, true) => {
+                let (dense, lexical) = std::thread::scope(|scope| {
+                    let lexical = scope.spawn(lexical_leg);
+                    let dense = dense_leg();
+                    let lexical = lexical
+                        .join()
+                        .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+                    (dense, lexical)
+                });
+                (dense?, lexical?)
+            }
+            (true, false) => (dense_leg()?, Vec::new()),
+            (false, _) => (Vec::new(), lexical_leg()?),
+        };
         let fused = fuse(&[(&dense, weights.0), (&lexical, weights.1)], fetch);
 
         let ids: Vec<quarry_chunk::ChunkId> = fused.iter().map(|&(id, _)| id).collect();
