@@ -89,7 +89,7 @@ pub fn run(args: &[String]) -> Result<()> {
         .map(|_| {
             let start = Instant::now();
             probe
-                .embed_one(QUERY)
+                .embed_query(QUERY)
                 .map(|_| start.elapsed().as_secs_f64() * 1000.0)
         })
         .collect::<Result<_, _>>()?;

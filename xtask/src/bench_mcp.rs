@@ -73,6 +73,7 @@ pub fn run(args: &[String]) -> Result<()> {
         String::from_utf8_lossy(&output.stderr)
     );
     let client: Value = serde_json::from_slice(&output.stdout)?;
+    let through_rust = rust_client_latencies(&quarry, &root, calls)?;
     let through_mcp: Vec<f64> = client["millis"]
         .as_array()
         .context("no latencies")?
@@ -82,6 +83,7 @@ pub fn run(args: &[String]) -> Result<()> {
 
     let (mcp_p50, mcp_p95) = summary(&through_mcp);
     let (direct_p50, direct_p95) = summary(&in_process.1);
+    let (rust_p50, rust_p95) = summary(&through_rust);
     let project = Path::new(env!("CARGO_MANIFEST_DIR"))
         .parent()
         .context("root")?;
@@ -93,6 +95,7 @@ pub fn run(args: &[String]) -> Result<()> {
         "calls": calls,
         "queries": QUERIES,
         "mcp_ms": {"p50": mcp_p50, "p95": mcp_p95, "all": through_mcp},
+        "mcp_rust_client_ms": {"p50": rust_p50, "p95": rust_p95, "all": through_rust},
         "in_process_ms": {"p50": direct_p50, "p95": direct_p95, "all": in_process.1},
         "ratio_p50": mcp_p50 / direct_p50,
     });
@@ -105,11 +108,14 @@ pub fn run(args: &[String]) -> Result<()> {
          in-process in the same run are the reference. Written by `cargo xtask bench mcp`.\n\n\
          | path | p50 ms | p95 ms |\n|---|---:|---:|\n\
          | in-process `Engine::search` | {direct_p50:.1} | {direct_p95:.1} |\n\
+         | through MCP (rmcp client, stdio) | {rust_p50:.1} | {rust_p95:.1} |\n\
          | through MCP (Python SDK client, stdio) | {mcp_p50:.1} | {mcp_p95:.1} |\n\n\
-         MCP / in-process at p50: {:.2}x.\n\n{}",
+         MCP / in-process at p50: {:.2}x with the rmcp client, {:.2}x with the Python \
+         one.\n\n{}",
         root.display(),
         in_process.0,
         QUERIES.len(),
+        rust_p50 / direct_p50,
         mcp_p50 / direct_p50,
         loaded.markdown(&load),
     );
@@ -144,6 +150,56 @@ fn in_process_latencies(root: &Path, calls: usize) -> Result<(u64, Vec<f64>)> {
         })
         .collect::<Result<_>>()?;
     Ok((chunks, millis))
+}
+
+/// Each warm `semantic_search`'s wall time through a `quarry mcp` over stdio, called by
+/// rmcp's client: the server's share of the latency, with a client that adds little.
+fn rust_client_latencies(quarry: &Path, root: &Path, calls: usize) -> Result<Vec<f64>> {
+    use rmcp::ServiceExt;
+    use rmcp::model::CallToolRequestParams;
+
+    let search = |query: &str| {
+        let arguments = json!({ "query": query });
+        CallToolRequestParams::new("semantic_search")
+            .with_arguments(arguments.as_object().cloned().unwrap_or_default())
+    };
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    runtime.block_on(async {
+        let mut server = tokio::process::Command::new(quarry)
+            .arg("mcp")
+            .arg("--root")
+            .arg(root)
+            .arg("--no-index")
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .with_context(|| format!("starting {} mcp", quarry.display()))?;
+        let pipes = (
+            server.stdout.take().context("the server's stdout")?,
+            server.stdin.take().context("the server's stdin")?,
+        );
+        let client = ().serve(pipes).await.context("the MCP handshake")?;
+        // Warm up as the Python client does.
+        for query in &QUERIES[..3] {
+            client.call_tool(search(query)).await?;
+        }
+        let mut millis = Vec::with_capacity(calls);
+        for i in 0..calls {
+            let started = Instant::now();
+            let result = client.call_tool(search(QUERIES[i % QUERIES.len()])).await?;
+            millis.push(started.elapsed().as_secs_f64() * 1000.0);
+            ensure!(
+                result.is_error != Some(true),
+                "semantic_search failed: {:?}",
+                result.content
+            );
+        }
+        client.cancel().await?;
+        Ok(millis)
+    })
 }
 
 /// p50 and p95 of `millis`.

@@ -19,8 +19,8 @@ use burn::tensor::ops::AttentionModuleOptions;
 use burn::tensor::{Bool, Device, Int, Tensor, TensorData};
 
 use crate::config::{Activation, BertConfig};
-use crate::gemm::PackedLinear;
-use crate::host::{HostEmbeddings, HostLayer, HostModel, HostNorm, WordTable};
+use crate::gemm::{PackedLinear, Precision};
+use crate::host::{HostEmbeddings, HostLayer, HostModel, HostNorm, Shape, WordTable};
 use crate::kernels;
 use crate::prepared::Deferred;
 
@@ -305,12 +305,15 @@ impl BertModel {
     /// `token_types` is `[batch, seq]`: 0 for the first text of a pair, 1 for the second;
     /// `None` when every token is of type 0 (single texts). `padding` is `[batch, seq, seq]`,
     /// true where a query position must not attend to a key position because the key is
-    /// padding; `None` when no row of the batch is padded.
+    /// padding; `None` when no row of the batch is padded. `precision` picks the weights the
+    /// host's linear layers read; Burn's layers (a GPU, or a CPU without AVX-512) always
+    /// read `f32`.
     pub fn forward(
         &self,
         input_ids: Tensor<2, Int>,
         token_types: Option<Tensor<2, Int>>,
         padding: Option<Tensor<3, Bool>>,
+        precision: Precision,
     ) -> Tensor<3> {
         let [batch, seq] = input_ids.dims();
         let device = input_ids.device();
@@ -330,9 +333,13 @@ impl BertModel {
             };
             let ids = host_ids(input_ids);
             let types = token_types.map(host_ids);
-            let states = host.forward(&ids, types.as_deref(), &lengths, seq, heads, |x| {
-                self.activate_host(x)
-            });
+            let shape = Shape {
+                lengths: &lengths,
+                seq,
+                heads,
+                precision,
+            };
+            let states = host.forward(&ids, types.as_deref(), shape, |x| self.activate_host(x));
             let width = host.embeddings.width;
             return Tensor::from_data(TensorData::new(states, [batch, seq, width]), &device);
         }
@@ -414,7 +421,9 @@ impl BertForSequenceClassification {
         token_types: Option<Tensor<2, Int>>,
         padding: Option<Tensor<3, Bool>>,
     ) -> Tensor<2> {
-        let hidden = self.bert.forward(input_ids, token_types, padding);
+        let hidden = self
+            .bert
+            .forward(input_ids, token_types, padding, Precision::Full);
         let pooler = self
             .bert
             .pooler

@@ -9,9 +9,23 @@
 //! (detected at run time) [`PackedLinear::new`] returns `None` and the model keeps Burn's
 //! matmul.
 
+use std::sync::OnceLock;
+
 use pulp::x86::V4;
 use pulp::{cast, f32x16};
 use rayon::prelude::*;
+
+/// Which copy of a layer's weights a product reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Precision {
+    /// The `f32` weights: what documents are embedded with, and every product by default.
+    Full,
+    /// Half-precision copies of the weights (IEEE `f16`, about three decimal digits), made
+    /// on first use and multiplied in `f32`: half the bytes to stream, and streaming the
+    /// weights is what a query's few rows wait on. The ablation in `bench-suite/README.md`
+    /// shows what it does to relevance.
+    Half,
+}
 
 /// Rows of the output block a micro-kernel call computes.
 pub const MR: usize = 14;
@@ -38,6 +52,10 @@ pub struct PackedLinear {
     n: usize,
     /// `ceil(n / NR)` panels, each `k × NR`, row-major; columns past `n` are zero.
     panels: Vec<f32>,
+    /// `panels` in IEEE half precision (the bits of each `f16`), made the first time a
+    /// [`Precision::Half`] product runs; `None` inside when a weight lies past `f16`'s
+    /// range, and the `f32` panels serve.
+    half_panels: OnceLock<Option<Vec<u16>>>,
     /// `n` biases, padded with zeros to whole panels.
     bias: Vec<f32>,
 }
@@ -70,6 +88,7 @@ impl PackedLinear {
             k,
             n,
             panels,
+            half_panels: OnceLock::new(),
             bias: padded_bias,
         }
     }
@@ -86,6 +105,7 @@ impl PackedLinear {
             k,
             n,
             panels,
+            half_panels: OnceLock::new(),
             bias,
         })
     }
@@ -116,19 +136,35 @@ impl PackedLinear {
     /// rayon's threads.
     pub fn forward(&self, x: &[f32]) -> Vec<f32> {
         let mut out = Vec::new();
-        self.forward_into(x, &mut out);
+        self.forward_into(x, &mut out, Precision::Full);
         out
     }
 
-    /// [`PackedLinear::forward`] into `out`, resized to fit: a buffer reused from call to
-    /// call is neither zeroed nor mapped again.
-    pub fn forward_into(&self, x: &[f32], out: &mut Vec<f32>) {
+    /// [`PackedLinear::forward`] into `out`, resized to fit (a buffer reused from call to
+    /// call is neither zeroed nor mapped again), with the weights of `precision`.
+    pub fn forward_into(&self, x: &[f32], out: &mut Vec<f32>, precision: Precision) {
         assert_eq!(x.len() % self.k, 0, "rows of k inputs");
+        out.resize(x.len() / self.k * self.n, 0.0);
+        match precision {
+            Precision::Half if let Some(half) = self.half_panels() => {
+                self.forward_panels(half.as_chunks::<NR>().0, x, out)
+            }
+            _ => self.forward_panels(self.panels.as_chunks::<NR>().0, x, out),
+        }
+    }
+
+    /// The panels in `f16`, made on the first call; `None` where a weight does not fit.
+    fn half_panels(&self) -> Option<&[u16]> {
+        self.half_panels
+            .get_or_init(|| to_half(self.simd, &self.panels))
+            .as_deref()
+    }
+
+    fn forward_panels<T: PanelElement>(&self, panels: &[[T; NR]], x: &[f32], out: &mut [f32]) {
         let rows = x.len() / self.k;
-        out.resize(rows * self.n, 0.0);
         let threads = rayon::current_num_threads().max(1);
         if rows <= MR && threads > 1 {
-            self.few_rows_into(x, out, threads);
+            self.few_rows_into(panels, x, out, threads);
             return;
         }
         // At most MC rows a task, and at least one task a thread while rows last.
@@ -136,14 +172,20 @@ impl PackedLinear {
         let per_task = rows.div_ceil(tasks.max(1)).div_ceil(MR).max(1) * MR;
         out.par_chunks_mut(per_task * self.n)
             .zip(x.par_chunks(per_task * self.k))
-            .for_each(|(out, x)| self.block(x, out));
+            .for_each(|(out, x)| self.block(panels, x, out));
     }
 
     /// `x · W + b` for at most [`MR`] rows (a query's): one sliver, so the threads share out
     /// the weight panels instead of the rows. Each streams its share of the weights, which
     /// is what a product this thin waits on; every value is computed as the row-split
     /// product computes it, so the result is the same to the bit.
-    fn few_rows_into(&self, x: &[f32], out: &mut [f32], threads: usize) {
+    fn few_rows_into<T: PanelElement>(
+        &self,
+        panels: &[[T; NR]],
+        x: &[f32],
+        out: &mut [f32],
+        threads: usize,
+    ) {
         let (k, n) = (self.k, self.n);
         let rows = x.len() / k;
         let mut sliver = vec![0.0; k * MR];
@@ -153,7 +195,6 @@ impl PackedLinear {
             }
         }
         let sliver = sliver.as_chunks::<MR>().0;
-        let panels = self.panels.as_chunks::<NR>().0;
         let biases = self.bias.as_chunks::<NR>().0;
         let per_task = n.div_ceil(NR).div_ceil(threads).max(1);
         let parts: Vec<(usize, usize, Vec<f32>)> = (0..n.div_ceil(NR))
@@ -166,7 +207,7 @@ impl PackedLinear {
                 let width = end - start;
                 let mut part = vec![0.0; rows * width];
                 for p in first..last {
-                    kernel(
+                    kernel_for_rows(
                         self.simd,
                         sliver,
                         &panels[p * k..(p + 1) * k],
@@ -190,9 +231,10 @@ impl PackedLinear {
     /// [`PackedLinear::forward`] on the calling thread: for callers that are parallel already.
     pub fn forward_serial(&self, x: &[f32]) -> Vec<f32> {
         let mut out = self.output_for(x);
+        let panels = self.panels.as_chunks::<NR>().0;
         out.chunks_mut(MC * self.n)
             .zip(x.chunks(MC * self.k))
-            .for_each(|(out, x)| self.block(x, out));
+            .for_each(|(out, x)| self.block(panels, x, out));
         out
     }
 
@@ -203,11 +245,17 @@ impl PackedLinear {
 
     /// One task's rows: packs them in `MR`-row slivers, then runs every weight panel over
     /// every sliver.
-    fn block(&self, x: &[f32], out: &mut [f32]) {
-        PACKED.with_borrow_mut(|packed| self.block_with(x, out, packed));
+    fn block<T: PanelElement>(&self, panels: &[[T; NR]], x: &[f32], out: &mut [f32]) {
+        PACKED.with_borrow_mut(|packed| self.block_with(panels, x, out, packed));
     }
 
-    fn block_with(&self, x: &[f32], out: &mut [f32], packed: &mut Vec<f32>) {
+    fn block_with<T: PanelElement>(
+        &self,
+        panels: &[[T; NR]],
+        x: &[f32],
+        out: &mut [f32],
+        packed: &mut Vec<f32>,
+    ) {
         let (k, n) = (self.k, self.n);
         let rows = x.len() / k;
         let slivers = rows.div_ceil(MR);
@@ -222,14 +270,13 @@ impl PackedLinear {
                 }
             }
         }
-        let panels = self.panels.as_chunks::<NR>().0;
         let slivers = packed.as_chunks::<MR>().0;
         let biases = self.bias.as_chunks::<NR>().0;
         for (p, panel) in panels.chunks(k).enumerate() {
             let columns = NR.min(n - p * NR);
             for (s, sliver) in slivers.chunks(k).enumerate() {
                 let valid = MR.min(rows - s * MR);
-                kernel(
+                kernel_for_rows(
                     self.simd,
                     sliver,
                     panel,
@@ -244,41 +291,60 @@ impl PackedLinear {
     }
 }
 
-/// `out[r][c] = bias[c] + Σₖ a[k][r] · b[k][c]` for the `rows × columns` block at the start
-/// of `out` (row stride `ldc`): `a` holds `k` steps of [`MR`] values, `b` `k` steps of [`NR`].
+/// [`kernel`] with as many accumulator rows as `rows` needs: a query of 8 tokens then does 8
+/// rows of multiply-adds, not [`MR`]'s 14. Each output value is the same sequence of
+/// multiply-adds whichever instance computes it, so the result does not change.
 #[allow(clippy::too_many_arguments)]
 #[inline(always)]
-fn kernel(
+fn kernel_for_rows<T: PanelElement>(
     simd: V4,
     a: &[[f32; MR]],
-    b: &[[f32; NR]],
+    b: &[[T; NR]],
     bias: &[f32; NR],
     out: &mut [f32],
     ldc: usize,
     rows: usize,
     columns: usize,
 ) {
+    macro_rules! by_rows {
+        ($($r:literal)*) => {
+            match rows {
+                $($r => kernel::<T, $r>(simd, a, b, bias, out, ldc, columns),)*
+                _ => unreachable!("1 to {MR} rows, not {rows}"),
+            }
+        };
+    }
+    by_rows!(1 2 3 4 5 6 7 8 9 10 11 12 13 14)
+}
+
+/// `out[r][c] = bias[c] + Σₖ a[k][r] · b[k][c]` for the `R × columns` block at the start of
+/// `out` (row stride `ldc`): `a` holds `k` steps of [`MR`] values, of which the first `R`
+/// count, `b` `k` steps of [`NR`].
+#[inline(always)]
+fn kernel<T: PanelElement, const R: usize>(
+    simd: V4,
+    a: &[[f32; MR]],
+    b: &[[T; NR]],
+    bias: &[f32; NR],
+    out: &mut [f32],
+    ldc: usize,
+    columns: usize,
+) {
     simd.vectorize(
         #[inline(always)]
         || {
-            let halves = |lanes: &[f32; NR]| -> (f32x16, f32x16) {
-                let (low, high) = lanes.split_at(16);
-                let low: [f32; 16] = low.try_into().expect("16 lanes");
-                let high: [f32; 16] = high.try_into().expect("16 lanes");
-                (cast(low), cast(high))
-            };
             let zero = simd.splat_f32x16(0.0);
-            let mut acc = [[zero; 2]; MR];
+            let mut acc = [[zero; 2]; R];
             for (a_step, b_step) in a.iter().zip(b) {
-                let (b0, b1) = halves(b_step);
+                let (b0, b1) = T::load(simd, b_step);
                 for (lanes, &value) in acc.iter_mut().zip(a_step) {
                     let value = simd.splat_f32x16(value);
                     lanes[0] = simd.mul_add_f32x16(value, b0, lanes[0]);
                     lanes[1] = simd.mul_add_f32x16(value, b1, lanes[1]);
                 }
             }
-            let (bias0, bias1) = halves(bias);
-            for (r, lanes) in acc.iter().enumerate().take(rows) {
+            let (bias0, bias1) = f32::load(simd, bias);
+            for (r, lanes) in acc.iter().enumerate() {
                 let low: [f32; 16] = cast(simd.add_f32x16(lanes[0], bias0));
                 let high: [f32; 16] = cast(simd.add_f32x16(lanes[1], bias1));
                 let row = &mut out[r * ldc..r * ldc + columns];
@@ -288,6 +354,53 @@ fn kernel(
             }
         },
     )
+}
+
+/// What a weight panel holds, as the micro-kernel reads it.
+trait PanelElement: Copy + Sync {
+    /// One step of a panel, [`NR`] weights, as two vectors of 16 `f32` lanes.
+    fn load(simd: V4, step: &[Self; NR]) -> (f32x16, f32x16);
+}
+
+impl PanelElement for f32 {
+    #[inline(always)]
+    fn load(_: V4, step: &[f32; NR]) -> (f32x16, f32x16) {
+        let (low, high) = step.as_chunks::<16>().0.split_at(1);
+        (cast(low[0]), cast(high[0]))
+    }
+}
+
+/// The bits of an IEEE `f16`, widened to `f32` by the CPU as they load.
+impl PanelElement for u16 {
+    #[inline(always)]
+    fn load(simd: V4, step: &[u16; NR]) -> (f32x16, f32x16) {
+        let (low, high) = step.as_chunks::<16>().0.split_at(1);
+        let widen = |lanes: [u16; 16]| cast(simd.avx512f._mm512_cvtph_ps(cast(lanes)));
+        (widen(low[0]), widen(high[0]))
+    }
+}
+
+/// `panels` rounded to the nearest `f16` (the bits of each), or `None` when a weight lies
+/// past `f16`'s largest finite value and would become infinite.
+fn to_half(simd: V4, panels: &[f32]) -> Option<Vec<u16>> {
+    const F16_MAX: f32 = 65504.0;
+    if panels.iter().any(|v| v.abs() > F16_MAX) {
+        return None;
+    }
+    // Panels are whole steps of NR lanes.
+    let sixteens = panels.as_chunks::<16>().0;
+    let mut half = Vec::with_capacity(panels.len());
+    simd.vectorize(
+        #[inline(always)]
+        || {
+            for lanes in sixteens {
+                // Round to nearest, ties to even; no exceptions raised.
+                let narrow = simd.avx512f._mm512_cvtps_ph::<0x08>(cast(*lanes));
+                half.extend_from_slice(&cast::<_, [u16; 16]>(narrow));
+            }
+        },
+    );
+    Some(half)
 }
 
 #[cfg(test)]
@@ -334,6 +447,57 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn a_row_comes_out_the_same_whatever_rows_share_its_sliver() {
+        if V4::try_new().is_none() {
+            return;
+        }
+        let (k, n) = (64, 40);
+        let x = matrix(MR * k, 7);
+        let packed = PackedLinear::new(&matrix(k * n, 8), Some(&matrix(n, 9)), k, n).unwrap();
+        let full = packed.forward_serial(&x);
+        for m in 1..MR {
+            let part = packed.forward_serial(&x[..m * k]);
+            assert_eq!(part, full[..m * n], "{m} rows");
+        }
+    }
+
+    #[test]
+    fn half_precision_weights_come_close_and_out_of_range_ones_fall_back() {
+        if V4::try_new().is_none() {
+            return;
+        }
+        let (k, n) = (384, 100);
+        let mut w = matrix(k * n, 11);
+        let bias = matrix(n, 12);
+        let product = |w: &[f32], x: &[f32], precision| {
+            let packed = PackedLinear::new(w, Some(&bias), k, n).unwrap();
+            let mut out = Vec::new();
+            packed.forward_into(x, &mut out, precision);
+            out
+        };
+        // A query's few rows, and rows past a sliver.
+        for m in [3, 20] {
+            let x = matrix(m * k, 10);
+            let (full, half) = (
+                product(&w, &x, Precision::Full),
+                product(&w, &x, Precision::Half),
+            );
+            assert_ne!(full, half, "{m} rows: the f16 copy was not used");
+            for (a, b) in full.iter().zip(&half) {
+                // f16 keeps 11 significant bits: each of 384 terms off by 2^-12 at most.
+                assert!((a - b).abs() < 384.0 / 4096.0, "{m} rows: {a} against {b}");
+            }
+        }
+        w[5] = 1e6;
+        let x = matrix(3 * k, 10);
+        assert_eq!(
+            product(&w, &x, Precision::Full),
+            product(&w, &x, Precision::Half),
+            "a weight past f16's range keeps the f32 panels"
+        );
     }
 
     #[test]

@@ -13,7 +13,7 @@ use std::sync::Mutex;
 
 use crate::attention::attention as host_attention;
 use crate::config::BertConfig;
-use crate::gemm::PackedLinear;
+use crate::gemm::{PackedLinear, Precision};
 use crate::kernels;
 use crate::prepared::Deferred;
 
@@ -161,21 +161,19 @@ impl HostEmbeddings {
 
 impl HostModel {
     /// Token states `[texts × seq, width]` for `ids` and `types` (`[texts, seq]`, padded),
-    /// each text attending to its first `lengths` tokens; `activate` is the model's
+    /// each text attending to its first `shape.lengths` tokens; `activate` is the model's
     /// activation, in place.
     pub fn forward(
         &self,
         ids: &[u32],
         types: Option<&[u32]>,
-        lengths: &[usize],
-        seq: usize,
-        heads: usize,
+        shape: Shape<'_>,
         activate: impl Fn(&mut Vec<f32>),
     ) -> Vec<f32> {
-        let mut states = self.embeddings.forward(ids, types, seq);
+        let mut states = self.embeddings.forward(ids, types, shape.seq);
         let mut buffers = HostBuffers::default();
         for layer in &self.layers {
-            layer.forward(&mut states, &mut buffers, lengths, seq, heads, &activate);
+            layer.forward(&mut states, &mut buffers, &shape, &activate);
         }
         states
     }
@@ -309,27 +307,47 @@ impl HostLayer {
         &self,
         hidden: &mut Vec<f32>,
         buffers: &mut HostBuffers,
-        lengths: &[usize],
-        seq: usize,
-        heads: usize,
+        shape: &Shape<'_>,
         activate: &impl Fn(&mut Vec<f32>),
     ) {
         let width = self.attention_output.outputs();
+        let Shape {
+            lengths,
+            seq,
+            heads,
+            precision,
+        } = *shape;
         let HostBuffers {
             projected,
             attended,
             expanded,
         } = buffers;
-        self.query_key_value.forward_into(hidden, projected);
+        self.query_key_value
+            .forward_into(hidden, projected, precision);
         let context = host_attention(projected, lengths, seq, heads, width / heads)
             .expect("packed layers imply AVX-512");
-        self.attention_output.forward_into(&context, attended);
+        self.attention_output
+            .forward_into(&context, attended, precision);
         self.attention_norm.apply(attended, hidden);
-        self.intermediate.forward_into(attended, expanded);
+        self.intermediate
+            .forward_into(attended, expanded, precision);
         activate(expanded);
-        self.output.forward_into(expanded, hidden);
+        self.output.forward_into(expanded, hidden, precision);
         self.output_norm.apply(hidden, attended);
     }
+}
+
+/// What every layer of one forward pass shares.
+#[derive(Debug, Clone, Copy)]
+pub struct Shape<'a> {
+    /// Each text's token count: the keys its queries may attend to.
+    pub lengths: &'a [usize],
+    /// Tokens a text, padding included.
+    pub seq: usize,
+    /// Attention heads.
+    pub heads: usize,
+    /// Which copy of the weights the linear layers read.
+    pub precision: Precision,
 }
 
 /// The intermediate states of a layer on the host, reused by the next.

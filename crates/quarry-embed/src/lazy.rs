@@ -20,7 +20,7 @@ use crate::provision::ModelDir;
 /// let lazy = LazyEmbedder::new(&model, EmbedderOptions::default())?;
 /// assert_eq!(lazy.dimensions(), 384);
 /// assert!(!lazy.is_loaded());
-/// let query = lazy.get()?.embed_one("read the configuration file")?;
+/// let query = lazy.get()?.embed_query("read the configuration file")?;
 /// assert_eq!(query.vector.len(), 384);
 /// assert!(lazy.is_loaded());
 /// # Ok::<(), quarry_embed::EmbedError>(())

@@ -9,7 +9,7 @@
 //! let embedder = Embedder::load(&model, EmbedderOptions::default())?;
 //!
 //! let chunks = embedder.embed(&["fn parse_config(path: &Path) -> Config", "def retry(): ..."])?;
-//! let query = embedder.embed_one("read the configuration file")?;
+//! let query = embedder.embed_query("read the configuration file")?;
 //! let cosine: f32 = query.vector.iter().zip(&chunks[0].vector).map(|(q, c)| q * c).sum();
 //! assert!(cosine > 0.0);
 //! println!("{} dimensions, {}", embedder.dimensions(), embedder.backend());

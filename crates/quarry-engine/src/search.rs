@@ -165,7 +165,7 @@ impl Engine {
             SearchMode::Lexical => (0.0, 1.0),
         };
         let dense_leg = || -> Result<Vec<Hit>, EngineError> {
-            let embedded = self.embedder.get()?.embed_one(query)?;
+            let embedded = self.embedder.get()?.embed_query(query)?;
             Ok(self
                 .store
                 .search_dense(&embedded.vector, fetch, &options.filter)?)
@@ -224,7 +224,6 @@ impl Engine {
         rerank: bool,
     ) -> Result<(Vec<SearchResult>, Summary), EngineError> {
         let snapshot = self.store.snapshot()?;
-        let mut chunks = HashMap::new();
         let mut candidates = Vec::with_capacity(scored.len());
         let mut percentiles = HashMap::new();
         for (chunk, score) in scored {
@@ -234,8 +233,7 @@ impl Engine {
                 let score: FileScore = decode_file_data(&chunk.path, PAGERANK_DATA, &bytes)?;
                 percentiles.insert(chunk.path.clone(), (score.percentile / 100.0) as f32);
             }
-            candidates.push((candidate(&chunk), score));
-            chunks.insert(chunk.id, chunk);
+            candidates.push((candidate(chunk), score));
         }
         drop(snapshot);
         let percentiles = (!percentiles.is_empty()).then(|| {
@@ -253,13 +251,10 @@ impl Engine {
         let results = ranked
             .results
             .into_iter()
-            .filter_map(|ranked| {
-                let chunk = chunks.remove(&ranked.candidate.id)?;
-                Some(SearchResult {
-                    chunk,
-                    score: (ranked.score / ceiling).clamp(0.0, 1.0),
-                    explanation: ranked.explanation,
-                })
+            .map(|ranked| SearchResult {
+                chunk: stored(ranked.candidate),
+                score: (ranked.score / ceiling).clamp(0.0, 1.0),
+                explanation: ranked.explanation,
             })
             .collect();
         Ok((results, ranked.summary))
@@ -312,17 +307,34 @@ impl quarry_rank::Reranker for CrossEncoderReranker {
     }
 }
 
-fn candidate(chunk: &StoredChunk) -> Candidate {
+/// A stored chunk as the ranking takes it; moved, not copied: a pool of two hundred
+/// candidates carries a few hundred kilobytes of text.
+fn candidate(chunk: StoredChunk) -> Candidate {
     Candidate {
         id: chunk.id,
-        path: chunk.path.clone(),
+        path: chunk.path,
         start_line: chunk.start_line,
         end_line: chunk.end_line,
-        language: chunk.language.clone(),
-        kind: chunk.kind.clone(),
-        symbol: chunk.name.clone(),
-        container: chunk.container.clone(),
-        text: chunk.text.clone(),
+        language: chunk.language,
+        kind: chunk.kind,
+        symbol: chunk.name,
+        container: chunk.container,
+        text: chunk.text,
+    }
+}
+
+/// [`candidate`] undone, for the results.
+fn stored(candidate: Candidate) -> StoredChunk {
+    StoredChunk {
+        id: candidate.id,
+        path: candidate.path,
+        start_line: candidate.start_line,
+        end_line: candidate.end_line,
+        language: candidate.language,
+        kind: candidate.kind,
+        name: candidate.symbol,
+        container: candidate.container,
+        text: candidate.text,
     }
 }
 

@@ -23,12 +23,17 @@ impl Best {
     }
 
     pub fn push(&mut self, id: u128, score: f32) {
-        self.heap.push(Ranked(Hit {
+        let hit = Ranked(Hit {
             id: ChunkId(id),
             score,
-        }));
-        if self.heap.len() > self.k {
-            self.heap.pop();
+        });
+        if self.heap.len() < self.k {
+            self.heap.push(hit);
+        } else if let Some(mut worst) = self.heap.peek_mut()
+            && hit < *worst
+        {
+            // The heap's top is its worst hit: most pushes of a long scan end at this test.
+            *worst = hit;
         }
     }
 
