@@ -22,7 +22,7 @@ use crate::config::{Activation, BertConfig};
 use crate::gemm::{PackedLinear, Precision};
 use crate::host::{HostEmbeddings, HostLayer, HostModel, HostNorm, Shape, WordTable};
 use crate::kernels;
-use crate::prepared::Deferred;
+use crate::prepared::{Array, Slot, Values};
 
 /// `self` is a keyword: `attention.self` is the field `attention.self_attention`.
 const SELF_ATTENTION_RENAME: (&str, &str) = (r"\.attention\.self\.", ".attention.self_attention.");
@@ -253,36 +253,35 @@ impl BertModel {
         });
     }
 
-    /// How long each array of [`BertModel::prepared_arrays`] is for a model of `config`.
-    pub fn prepared_lengths(config: &BertConfig) -> Vec<usize> {
-        HostModel::prepared_lengths(config)
+    /// How each array of [`BertModel::prepared_arrays`] is laid out for a model of
+    /// `config`, and which stay in the file when loaded.
+    pub(crate) fn prepared_layout(config: &BertConfig) -> Vec<Slot> {
+        HostModel::prepared_layout(config)
     }
 
     /// What the host runs, as arrays that [`BertModel::from_prepared`] takes back: the
     /// embedding tables and their layer norm, then each layer's packed linears and norms.
     /// `None` unless the model runs on the host ([`BertModel::pack_for_host`]) with its word
-    /// table in memory.
-    pub fn prepared_arrays(&self) -> Option<Vec<&[f32]>> {
+    /// table in memory and weights that fit `f16`.
+    pub(crate) fn prepared_arrays(&self) -> Option<Vec<Values<'_>>> {
         self.host.as_ref()?.prepared_arrays()
     }
 
-    /// A model of `config` on `device` from [`BertModel::prepared_arrays`], run on the host:
-    /// the word-piece table stays in the file (`words`, read row by row as texts use it),
-    /// `rest` are the other arrays. `None` unless `device` is `flex` on a CPU with AVX-512
-    /// and the arrays are [`BertModel::prepared_lengths`] long. Its Burn modules are left
-    /// uninitialised (Burn initialises a parameter when first used): with the host model
-    /// present, [`BertModel::forward`] never uses them.
+    /// A model of `config` on `device` from the arrays of [`BertModel::prepared_layout`],
+    /// run on the host: the word-piece table and the `f32` panels stay in the file, read as
+    /// they are needed. `None` unless `device` is `flex` on a CPU with AVX-512 and the
+    /// arrays are of that layout. Its Burn modules are left uninitialised (Burn initialises
+    /// a parameter when first used): with the host model present, [`BertModel::forward`]
+    /// never uses them.
     pub(crate) fn from_prepared(
         config: &BertConfig,
         device: &Device,
-        words: Deferred,
-        rest: Vec<Vec<f32>>,
+        arrays: Vec<Array>,
     ) -> Option<Self> {
         if *device != Device::flex() {
             return None;
         }
-        let words = WordTable::on_disk(words, config.hidden_size)?;
-        let host = HostModel::from_prepared(config, words, rest)?;
+        let host = HostModel::from_prepared(config, arrays)?;
         Some(Self {
             host: Some(Arc::new(host)),
             ..Self::new(config, device)

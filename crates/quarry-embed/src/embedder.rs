@@ -120,11 +120,11 @@ fn load_model(
     device: &Device,
 ) -> Result<(BertModel, WeightsSource), EmbedError> {
     let prepared = prepared::path(&dir.path, fingerprint);
-    let lengths = BertModel::prepared_lengths(&config.bert);
+    let layout = BertModel::prepared_layout(&config.bert);
     // Only flex runs the host model: another backend would read the file for nothing.
     if *device == Device::flex()
-        && let Some(model) = prepared::load(&prepared, fingerprint, &lengths)
-            .and_then(|(words, rest)| BertModel::from_prepared(&config.bert, device, words, rest))
+        && let Some(model) = prepared::load(&prepared, fingerprint, &layout)
+            .and_then(|arrays| BertModel::from_prepared(&config.bert, device, arrays))
     {
         return Ok((model, WeightsSource::Prepared));
     }

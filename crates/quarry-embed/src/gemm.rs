@@ -15,6 +15,8 @@ use pulp::x86::V4;
 use pulp::{cast, f32x16};
 use rayon::prelude::*;
 
+use crate::prepared::Deferred;
+
 /// Which copy of a layer's weights a product reads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Precision {
@@ -50,11 +52,14 @@ pub struct PackedLinear {
     k: usize,
     /// Output width.
     n: usize,
-    /// `ceil(n / NR)` panels, each `k × NR`, row-major; columns past `n` are zero.
-    panels: Vec<f32>,
+    /// `ceil(n / NR)` panels, each `k × NR`, row-major; columns past `n` are zero. Read from
+    /// `stored` when first needed, for a layer loaded from prepared weights.
+    panels: OnceLock<Vec<f32>>,
+    /// Where `panels` waits in the prepared weights' file.
+    stored: Option<Deferred>,
     /// `panels` in IEEE half precision (the bits of each `f16`), made the first time a
-    /// [`Precision::Half`] product runs; `None` inside when a weight lies past `f16`'s
-    /// range, and the `f32` panels serve.
+    /// [`Precision::Half`] product runs, or loaded with prepared weights; `None` inside when
+    /// a weight lies past `f16`'s range, and the `f32` panels serve.
     half_panels: OnceLock<Option<Vec<u16>>>,
     /// `n` biases, padded with zeros to whole panels.
     bias: Vec<f32>,
@@ -87,33 +92,44 @@ impl PackedLinear {
             simd,
             k,
             n,
-            panels,
+            panels: OnceLock::from(panels),
+            stored: None,
             half_panels: OnceLock::new(),
             bias: padded_bias,
         }
     }
 
-    /// A layer packed before, from its [`PackedLinear::packed`] parts; `None` where the CPU
-    /// lacks AVX-512 or the parts are not [`PackedLinear::packed_lengths`] long.
-    pub fn from_packed(k: usize, n: usize, panels: Vec<f32>, bias: Vec<f32>) -> Option<Self> {
+    /// A layer packed before, from its [`PackedLinear::packed`] parts in prepared weights:
+    /// the `f32` panels left in the file (read when a full-precision product first needs
+    /// them), the `f16` panels and the biases in memory. `None` where the CPU lacks AVX-512
+    /// or a part is not [`PackedLinear::packed_lengths`] long.
+    pub(crate) fn from_prepared(
+        k: usize,
+        n: usize,
+        panels: Deferred,
+        half_panels: Vec<u16>,
+        bias: Vec<f32>,
+    ) -> Option<Self> {
         let (panels_len, bias_len) = Self::packed_lengths(k, n);
-        if panels.len() != panels_len || bias.len() != bias_len {
+        if panels.length != panels_len || half_panels.len() != panels_len || bias.len() != bias_len
+        {
             return None;
         }
         Some(Self {
             simd: V4::try_new()?,
             k,
             n,
-            panels,
-            half_panels: OnceLock::new(),
+            panels: OnceLock::new(),
+            stored: Some(panels),
+            half_panels: OnceLock::from(Some(half_panels)),
             bias,
         })
     }
 
-    /// The packed weight panels and the padded biases, as [`PackedLinear::from_packed`]
-    /// takes them back.
-    pub fn packed(&self) -> (&[f32], &[f32]) {
-        (&self.panels, &self.bias)
+    /// The packed weight panels in `f32` and in `f16` (`None` where a weight does not fit
+    /// `f16`), and the padded biases, as [`PackedLinear::from_prepared`] takes them back.
+    pub(crate) fn packed(&self) -> (&[f32], Option<&[u16]>, &[f32]) {
+        (self.full_panels(), self.half_panels(), &self.bias)
     }
 
     /// How long the panels and the biases of a packed `k × n` layer are.
@@ -149,14 +165,25 @@ impl PackedLinear {
             Precision::Half if let Some(half) = self.half_panels() => {
                 self.forward_panels(half.as_chunks::<NR>().0, x, out)
             }
-            _ => self.forward_panels(self.panels.as_chunks::<NR>().0, x, out),
+            _ => self.forward_panels(self.full_panels().as_chunks::<NR>().0, x, out),
         }
+    }
+
+    /// The panels in `f32`, read on the first call where they wait in a file.
+    fn full_panels(&self) -> &[f32] {
+        self.panels.get_or_init(|| {
+            self.stored
+                .as_ref()
+                .expect("panels in memory or in the prepared weights' file")
+                .read()
+                .expect("the prepared weights' file, open since the model loaded, reads")
+        })
     }
 
     /// The panels in `f16`, made on the first call; `None` where a weight does not fit.
     fn half_panels(&self) -> Option<&[u16]> {
         self.half_panels
-            .get_or_init(|| to_half(self.simd, &self.panels))
+            .get_or_init(|| to_half(self.simd, self.full_panels()))
             .as_deref()
     }
 
@@ -231,7 +258,7 @@ impl PackedLinear {
     /// [`PackedLinear::forward`] on the calling thread: for callers that are parallel already.
     pub fn forward_serial(&self, x: &[f32]) -> Vec<f32> {
         let mut out = self.output_for(x);
-        let panels = self.panels.as_chunks::<NR>().0;
+        let panels = self.full_panels().as_chunks::<NR>().0;
         out.chunks_mut(MC * self.n)
             .zip(x.chunks(MC * self.k))
             .for_each(|(out, x)| self.block(panels, x, out));
@@ -381,26 +408,32 @@ impl PanelElement for u16 {
 }
 
 /// `panels` rounded to the nearest `f16` (the bits of each), or `None` when a weight lies
-/// past `f16`'s largest finite value and would become infinite.
+/// past `f16`'s largest finite value and would become infinite. In one pass, on rayon's
+/// threads: a one-shot `quarry search` pays this before its query.
 fn to_half(simd: V4, panels: &[f32]) -> Option<Vec<u16>> {
     const F16_MAX: f32 = 65504.0;
-    if panels.iter().any(|v| v.abs() > F16_MAX) {
-        return None;
-    }
     // Panels are whole steps of NR lanes.
     let sixteens = panels.as_chunks::<16>().0;
-    let mut half = Vec::with_capacity(panels.len());
-    simd.vectorize(
-        #[inline(always)]
-        || {
-            for lanes in sixteens {
-                // Round to nearest, ties to even; no exceptions raised.
-                let narrow = simd.avx512f._mm512_cvtps_ph::<0x08>(cast(*lanes));
-                half.extend_from_slice(&cast::<_, [u16; 16]>(narrow));
-            }
-        },
-    );
-    Some(half)
+    let mut half = vec![[0u16; 16]; sixteens.len()];
+    let in_range = half
+        .par_chunks_mut(4096)
+        .zip(sixteens.par_chunks(4096))
+        .all(|(half, sixteens)| {
+            simd.vectorize(
+                #[inline(always)]
+                || {
+                    let mut largest = simd.splat_f32x16(0.0);
+                    for (half, &lanes) in half.iter_mut().zip(sixteens) {
+                        let lanes: f32x16 = cast(lanes);
+                        largest = simd.max_f32x16(largest, simd.abs_f32x16(lanes));
+                        // Round to nearest, ties to even; no exceptions raised.
+                        *half = cast(simd.avx512f._mm512_cvtps_ph::<0x08>(cast(lanes)));
+                    }
+                    pulp::Simd::reduce_max_f32s(simd, largest) <= F16_MAX
+                },
+            )
+        });
+    in_range.then(|| half.into_flattened())
 }
 
 #[cfg(test)]

@@ -7,15 +7,13 @@
 //! its rows are read as texts first use them ([`WordTable::OnDisk`]).
 
 use std::collections::HashMap;
-use std::fs;
-use std::io::{Read, Seek, SeekFrom};
 use std::sync::Mutex;
 
 use crate::attention::attention as host_attention;
 use crate::config::BertConfig;
 use crate::gemm::{PackedLinear, Precision};
 use crate::kernels;
-use crate::prepared::Deferred;
+use crate::prepared::{Array, Deferred, Slot, Values};
 
 /// The embeddings and the layers on the host.
 #[derive(Debug)]
@@ -44,9 +42,7 @@ pub(crate) enum WordTable {
 /// Rows of a table read from a file as they are first asked for, then kept.
 #[derive(Debug)]
 pub(crate) struct DiskRows {
-    file: fs::File,
-    /// Where the table starts in the file.
-    offset: u64,
+    table: Deferred,
     /// Rows in the table.
     count: usize,
     rows: HashMap<u32, Box<[f32]>>,
@@ -81,14 +77,12 @@ impl HostNorm {
 
 impl WordTable {
     /// A table of `count` rows of `width` at `deferred` in the prepared weights' file.
-    pub fn on_disk(deferred: Deferred, width: usize) -> Option<Self> {
-        let file = fs::File::open(&deferred.path).ok()?;
-        Some(WordTable::OnDisk(Mutex::new(DiskRows {
-            file,
-            offset: deferred.offset,
-            count: deferred.length / width,
+    pub fn on_disk(table: Deferred, width: usize) -> Self {
+        WordTable::OnDisk(Mutex::new(DiskRows {
+            count: table.length / width,
+            table,
             rows: HashMap::new(),
-        })))
+        }))
     }
 
     /// Adds row `id` of the table to each `width`-wide row of `out`, by `ids`.
@@ -118,14 +112,11 @@ impl DiskRows {
             "token id {id} is outside the model's vocabulary of {}",
             self.count
         );
-        let Self {
-            file, offset, rows, ..
-        } = self;
+        let Self { table, rows, .. } = self;
         rows.entry(id).or_insert_with(|| {
             let mut row = vec![0.0f32; width].into_boxed_slice();
-            let at = *offset + (id as usize * width * size_of::<f32>()) as u64;
-            file.seek(SeekFrom::Start(at))
-                .and_then(|_| file.read_exact(bytemuck::cast_slice_mut(&mut row)))
+            table
+                .read_into(id as usize * width, &mut row)
                 .expect("the prepared weights' file, open since the model loaded, reads");
             row
         })
@@ -178,45 +169,53 @@ impl HostModel {
         states
     }
 
-    /// How long each array of [`HostModel::prepared_arrays`] is for a model of `config`.
-    pub fn prepared_lengths(config: &BertConfig) -> Vec<usize> {
+    /// How each array of [`HostModel::prepared_arrays`] is laid out for a model of
+    /// `config`, and which stay in the file: the word-piece table (rows read as texts use
+    /// them) and the `f32` panels (read when documents are first embedded; a query reads the
+    /// `f16` ones).
+    pub fn prepared_layout(config: &BertConfig) -> Vec<Slot> {
         let (hidden, inner) = (config.hidden_size, config.intermediate_size);
-        let mut lengths = vec![
-            config.vocab_size * hidden,
-            config.max_position_embeddings * hidden,
-            config.type_vocab_size * hidden,
-            hidden,
-            hidden,
+        let mut slots = vec![
+            Slot::DeferredF32(config.vocab_size * hidden),
+            Slot::F32(config.max_position_embeddings * hidden),
+            Slot::F32(config.type_vocab_size * hidden),
+            Slot::F32(hidden),
+            Slot::F32(hidden),
         ];
+        let linear = |slots: &mut Vec<Slot>, k, n| {
+            let (panels, bias) = PackedLinear::packed_lengths(k, n);
+            slots.extend([
+                Slot::DeferredF32(panels),
+                Slot::F16(panels),
+                Slot::F32(bias),
+            ]);
+        };
         for _ in 0..config.num_hidden_layers {
-            for (k, n) in [(hidden, 3 * hidden), (hidden, hidden)] {
-                let (panels, bias) = PackedLinear::packed_lengths(k, n);
-                lengths.extend([panels, bias]);
-            }
-            lengths.extend([hidden, hidden]);
-            for (k, n) in [(hidden, inner), (inner, hidden)] {
-                let (panels, bias) = PackedLinear::packed_lengths(k, n);
-                lengths.extend([panels, bias]);
-            }
-            lengths.extend([hidden, hidden]);
+            linear(&mut slots, hidden, 3 * hidden);
+            linear(&mut slots, hidden, hidden);
+            slots.extend([Slot::F32(hidden), Slot::F32(hidden)]);
+            linear(&mut slots, hidden, inner);
+            linear(&mut slots, inner, hidden);
+            slots.extend([Slot::F32(hidden), Slot::F32(hidden)]);
         }
-        lengths
+        slots
     }
 
     /// The model as arrays that [`HostModel::from_prepared`] takes back: the word-piece,
-    /// position and token-type tables and their norm, then each layer's packed linears and
-    /// norms. `None` when the word table was left on disk (the model came from them).
-    pub fn prepared_arrays(&self) -> Option<Vec<&[f32]>> {
+    /// position and token-type tables and their norm, then each layer's packed linears (in
+    /// `f32` and `f16`) and norms. `None` when the word table was left on disk (the model
+    /// came from them), or a layer's weights do not fit `f16`.
+    pub fn prepared_arrays(&self) -> Option<Vec<Values<'_>>> {
         let embeddings = &self.embeddings;
         let WordTable::Loaded(words) = &embeddings.words else {
             return None;
         };
         let mut arrays = vec![
-            words.as_slice(),
-            &embeddings.positions,
-            &embeddings.token_types,
-            &embeddings.norm.gamma,
-            &embeddings.norm.beta,
+            Values::F32(words),
+            Values::F32(&embeddings.positions),
+            Values::F32(&embeddings.token_types),
+            Values::F32(&embeddings.norm.gamma),
+            Values::F32(&embeddings.norm.beta),
         ];
         for layer in &self.layers {
             for (linear, norm) in [
@@ -225,67 +224,43 @@ impl HostModel {
                 (&layer.intermediate, None),
                 (&layer.output, Some(&layer.output_norm)),
             ] {
-                let (panels, bias) = linear.packed();
-                arrays.extend([panels, bias]);
+                let (panels, half_panels, bias) = linear.packed();
+                arrays.extend([
+                    Values::F32(panels),
+                    Values::F16(half_panels?),
+                    Values::F32(bias),
+                ]);
                 if let Some(norm) = norm {
-                    arrays.extend([norm.gamma.as_slice(), &norm.beta]);
+                    arrays.extend([Values::F32(&norm.gamma), Values::F32(&norm.beta)]);
                 }
             }
         }
         Some(arrays)
     }
 
-    /// A model of `config` from `words` and the rest of [`HostModel::prepared_arrays`] (all
-    /// but the first); `None` where the CPU lacks AVX-512 or an array is not
-    /// [`HostModel::prepared_lengths`] long.
-    pub fn from_prepared(
-        config: &BertConfig,
-        words: WordTable,
-        rest: Vec<Vec<f32>>,
-    ) -> Option<Self> {
-        let lengths = Self::prepared_lengths(config);
-        if rest.len() + 1 != lengths.len()
-            || rest.iter().zip(&lengths[1..]).any(|(a, &l)| a.len() != l)
-        {
-            return None;
-        }
+    /// A model of `config` from the arrays [`HostModel::prepared_layout`] loaded; `None`
+    /// where the CPU lacks AVX-512 or the arrays are not of that layout.
+    pub fn from_prepared(config: &BertConfig, arrays: Vec<Array>) -> Option<Self> {
         let (hidden, inner) = (config.hidden_size, config.intermediate_size);
         let epsilon = config.layer_norm_eps as f32;
-        let mut arrays = rest.into_iter();
-        let mut next = || arrays.next().expect("as many arrays as prepared_lengths");
-        let positions = next();
-        let token_types = next();
-        let norm = HostNorm {
-            gamma: next(),
-            beta: next(),
-            epsilon,
-        };
-        let mut layers = Vec::with_capacity(config.num_hidden_layers);
-        for _ in 0..config.num_hidden_layers {
-            let query_key_value = PackedLinear::from_packed(hidden, 3 * hidden, next(), next())?;
-            let attention_output = PackedLinear::from_packed(hidden, hidden, next(), next())?;
-            let attention_norm = HostNorm {
-                gamma: next(),
-                beta: next(),
-                epsilon,
-            };
-            let intermediate = PackedLinear::from_packed(hidden, inner, next(), next())?;
-            let output = PackedLinear::from_packed(inner, hidden, next(), next())?;
-            let output_norm = HostNorm {
-                gamma: next(),
-                beta: next(),
-                epsilon,
-            };
-            layers.push(HostLayer {
-                query_key_value,
-                attention_output,
-                attention_norm,
-                intermediate,
-                output,
-                output_norm,
-            });
-        }
-        Some(Self {
+        let mut arrays = PreparedArrays(arrays.into_iter());
+        let words = WordTable::on_disk(arrays.deferred()?, hidden);
+        let positions = arrays.values()?;
+        let token_types = arrays.values()?;
+        let norm = arrays.norm(epsilon)?;
+        let layers = (0..config.num_hidden_layers)
+            .map(|_| {
+                Some(HostLayer {
+                    query_key_value: arrays.linear(hidden, 3 * hidden)?,
+                    attention_output: arrays.linear(hidden, hidden)?,
+                    attention_norm: arrays.norm(epsilon)?,
+                    intermediate: arrays.linear(hidden, inner)?,
+                    output: arrays.linear(inner, hidden)?,
+                    output_norm: arrays.norm(epsilon)?,
+                })
+            })
+            .collect::<Option<Vec<_>>>()?;
+        arrays.0.next().is_none().then_some(Self {
             embeddings: HostEmbeddings {
                 words,
                 positions,
@@ -295,6 +270,41 @@ impl HostModel {
             },
             layers,
         })
+    }
+}
+
+/// Loaded prepared arrays, taken in [`HostModel::prepared_layout`]'s order.
+struct PreparedArrays(std::vec::IntoIter<Array>);
+
+impl PreparedArrays {
+    fn values(&mut self) -> Option<Vec<f32>> {
+        match self.0.next()? {
+            Array::F32(values) => Some(values),
+            _ => None,
+        }
+    }
+
+    fn deferred(&mut self) -> Option<Deferred> {
+        match self.0.next()? {
+            Array::Deferred(deferred) => Some(deferred),
+            _ => None,
+        }
+    }
+
+    fn norm(&mut self, epsilon: f32) -> Option<HostNorm> {
+        Some(HostNorm {
+            gamma: self.values()?,
+            beta: self.values()?,
+            epsilon,
+        })
+    }
+
+    fn linear(&mut self, k: usize, n: usize) -> Option<PackedLinear> {
+        let panels = self.deferred()?;
+        let Array::F16(half_panels) = self.0.next()? else {
+            return None;
+        };
+        PackedLinear::from_prepared(k, n, panels, half_panels, self.values()?)
     }
 }
 

@@ -6,17 +6,20 @@
 //!
 //! The file is a cache: keyed by the model's fingerprint, written best-effort (by a temporary
 //! file and a rename, so that a reader sees all of it or none), ignored when it is missing,
-//! short or of another model or layout, and then written again.
+//! short or of another model or layout, and then written again. Arrays a process may never
+//! need (the word-piece table, and the `f32` panels where queries read the `f16` ones) stay
+//! in the file, open from the load on, and are read when first needed.
 
 use std::fs;
 use std::io::{self, Read, Seek, Write};
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 
 use crate::gemm::NR;
 use crate::loading::ModelFingerprint;
 
 /// The file's layout version: bump it when the arrays or their packing change.
-const FORMAT: u32 = 1;
+const FORMAT: u32 = 2;
 const MAGIC: &[u8; 8] = b"QRYPREP\0";
 /// The file name's prefix; a model directory keeps one such file, of its current model.
 const PREFIX: &str = ".quarry-prepared-";
@@ -26,15 +29,74 @@ pub(crate) fn path(dir: &Path, fingerprint: &ModelFingerprint) -> PathBuf {
     dir.join(format!("{PREFIX}{}.bin", &fingerprint.digest[..16]))
 }
 
+/// An array as [`save`] writes it.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Values<'a> {
+    /// `f32` values.
+    F32(&'a [f32]),
+    /// The bits of `f16` values.
+    F16(&'a [u16]),
+}
+
+impl Values<'_> {
+    fn bytes(&self) -> &[u8] {
+        match self {
+            Values::F32(values) => bytemuck::cast_slice(values),
+            Values::F16(values) => bytemuck::cast_slice(values),
+        }
+    }
+
+    fn slot(&self) -> Slot {
+        match self {
+            Values::F32(values) => Slot::F32(values.len()),
+            Values::F16(values) => Slot::F16(values.len()),
+        }
+    }
+}
+
+/// An array [`load`] expects, with its length in values, and how to read it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Slot {
+    /// `f32` values, read into memory.
+    F32(usize),
+    /// `f16` bits, read into memory.
+    F16(usize),
+    /// `f32` values, left in the file ([`Deferred`]).
+    DeferredF32(usize),
+}
+
+impl Slot {
+    /// Bytes a value, and how many values.
+    fn shape(self) -> (usize, usize) {
+        match self {
+            Slot::F32(length) | Slot::DeferredF32(length) => (size_of::<f32>(), length),
+            Slot::F16(length) => (size_of::<u16>(), length),
+        }
+    }
+}
+
+/// An array [`load`] read back.
+#[derive(Debug)]
+pub(crate) enum Array {
+    /// A [`Slot::F32`].
+    F32(Vec<f32>),
+    /// A [`Slot::F16`].
+    F16(Vec<u16>),
+    /// A [`Slot::DeferredF32`].
+    Deferred(Deferred),
+}
+
 /// The header: what a reader checks before it trusts the arrays.
-fn header(fingerprint: &ModelFingerprint, lengths: &[usize]) -> Vec<u8> {
+fn header(fingerprint: &ModelFingerprint, slots: impl ExactSizeIterator<Item = Slot>) -> Vec<u8> {
     let mut header = MAGIC.to_vec();
     for value in [FORMAT, NR as u32, fingerprint.digest.len() as u32] {
         header.extend_from_slice(&value.to_le_bytes());
     }
     header.extend_from_slice(fingerprint.digest.as_bytes());
-    header.extend_from_slice(&(lengths.len() as u64).to_le_bytes());
-    for &length in lengths {
+    header.extend_from_slice(&(slots.len() as u64).to_le_bytes());
+    for slot in slots {
+        let (width, length) = slot.shape();
+        header.extend_from_slice(&(width as u64).to_le_bytes());
         header.extend_from_slice(&(length as u64).to_le_bytes());
     }
     header
@@ -46,15 +108,14 @@ fn header(fingerprint: &ModelFingerprint, lengths: &[usize]) -> Vec<u8> {
 pub(crate) fn save(
     path: &Path,
     fingerprint: &ModelFingerprint,
-    arrays: &[&[f32]],
+    arrays: &[Values<'_>],
 ) -> io::Result<()> {
-    let lengths: Vec<usize> = arrays.iter().map(|array| array.len()).collect();
     let staging = path.with_extension(format!("tmp{}", std::process::id()));
     let written = (|| {
         let mut file = io::BufWriter::new(fs::File::create(&staging)?);
-        file.write_all(&header(fingerprint, &lengths))?;
+        file.write_all(&header(fingerprint, arrays.iter().map(Values::slot)))?;
         for array in arrays {
-            file.write_all(bytemuck::cast_slice::<f32, u8>(array))?;
+            file.write_all(array.bytes())?;
         }
         file.into_inner()
             .map_err(io::IntoInnerError::into_error)?
@@ -76,27 +137,53 @@ pub(crate) fn save(
     Ok(())
 }
 
-/// An array left in the prepared weights' file, to be read from there as needed.
-#[derive(Debug, Clone, PartialEq)]
+/// An `f32` array left in the prepared weights' file, to be read from there as needed. The
+/// file stays open from the load on, so a file replaced or removed since still reads.
+#[derive(Debug, Clone)]
 pub(crate) struct Deferred {
-    pub path: PathBuf,
+    file: Arc<Mutex<fs::File>>,
     /// Where the array starts in the file, in bytes.
-    pub offset: u64,
+    offset: u64,
     /// Its length in values.
     pub length: usize,
 }
 
-/// The arrays saved at `path` for the model with `fingerprint`: the first left in the file
-/// ([`Deferred`]), every other read into a buffer of exactly its length. `None` where the
-/// file is missing, of another model, format or packing, or not `lengths` long.
+impl Deferred {
+    /// `out.len()` values of the array, from value `start` on.
+    pub fn read_into(&self, start: usize, out: &mut [f32]) -> io::Result<()> {
+        assert!(start + out.len() <= self.length, "within the array");
+        let mut file = self.file.lock().unwrap_or_else(|p| p.into_inner());
+        file.seek(io::SeekFrom::Start(
+            self.offset + (start * size_of::<f32>()) as u64,
+        ))?;
+        file.read_exact(bytemuck::cast_slice_mut(out))
+    }
+
+    /// The whole array.
+    pub fn read(&self) -> io::Result<Vec<f32>> {
+        let mut values = vec![0.0; self.length];
+        self.read_into(0, &mut values)?;
+        Ok(values)
+    }
+}
+
+/// The arrays saved at `path` for the model with `fingerprint`, as `slots` ask: each read
+/// straight into a buffer of its length, or left in the file. `None` where the file is
+/// missing, of another model, format or packing, or not laid out as `slots`.
 pub(crate) fn load(
     path: &Path,
     fingerprint: &ModelFingerprint,
-    lengths: &[usize],
-) -> Option<(Deferred, Vec<Vec<f32>>)> {
+    slots: &[Slot],
+) -> Option<Vec<Array>> {
     let mut file = fs::File::open(path).ok()?;
-    let expected = header(fingerprint, lengths);
-    let data_bytes: usize = lengths.iter().sum::<usize>() * size_of::<f32>();
+    let expected = header(fingerprint, slots.iter().copied());
+    let data_bytes: usize = slots
+        .iter()
+        .map(|slot| {
+            let (width, length) = slot.shape();
+            width * length
+        })
+        .sum();
     if file.metadata().ok()?.len() != (expected.len() + data_bytes) as u64 {
         return None;
     }
@@ -105,25 +192,41 @@ pub(crate) fn load(
     if found != expected {
         return None;
     }
-    let (&first, rest) = lengths.split_first()?;
-    let deferred = Deferred {
-        path: path.to_path_buf(),
-        offset: expected.len() as u64,
-        length: first,
-    };
-    file.seek(io::SeekFrom::Current((first * size_of::<f32>()) as i64))
-        .ok()?;
+    let mut offset = expected.len() as u64;
+    let shared = Arc::new(Mutex::new(file.try_clone().ok()?));
     // In order, each straight into its final buffer. (Reading them on rayon's threads was
     // slower: the fresh buffers' page faults contend for the process's memory map.)
-    let rest = rest
+    slots
         .iter()
-        .map(|&length| {
-            let mut array = vec![0.0f32; length];
-            file.read_exact(bytemuck::cast_slice_mut(&mut array)).ok()?;
+        .map(|&slot| {
+            let (width, length) = slot.shape();
+            let array = match slot {
+                Slot::F32(_) => {
+                    let mut values = vec![0.0f32; length];
+                    file.read_exact(bytemuck::cast_slice_mut(&mut values))
+                        .ok()?;
+                    Array::F32(values)
+                }
+                Slot::F16(_) => {
+                    let mut values = vec![0u16; length];
+                    file.read_exact(bytemuck::cast_slice_mut(&mut values))
+                        .ok()?;
+                    Array::F16(values)
+                }
+                Slot::DeferredF32(_) => {
+                    file.seek(io::SeekFrom::Current((width * length) as i64))
+                        .ok()?;
+                    Array::Deferred(Deferred {
+                        file: Arc::clone(&shared),
+                        offset,
+                        length,
+                    })
+                }
+            };
+            offset += (width * length) as u64;
             Some(array)
         })
-        .collect::<Option<_>>()?;
-    Some((deferred, rest))
+        .collect()
 }
 
 #[cfg(test)]
@@ -142,30 +245,68 @@ mod tests {
     fn arrays_come_back_for_their_model_only() {
         let dir = tempfile::tempdir().unwrap();
         let model = fingerprint("ab");
-        let arrays = [vec![1.0, -2.5, f32::MIN_POSITIVE], vec![], vec![7.0; 1000]];
-        let lengths: Vec<usize> = arrays.iter().map(Vec::len).collect();
+        let (words, empty, half, large) = (
+            vec![1.0, -2.5, f32::MIN_POSITIVE],
+            vec![],
+            vec![0x3c00u16, 0xc000, 1],
+            vec![7.0; 1000],
+        );
+        let arrays = [
+            Values::F32(&words),
+            Values::F32(&empty),
+            Values::F16(&half),
+            Values::F32(&large),
+        ];
+        let slots = [
+            Slot::DeferredF32(3),
+            Slot::F32(0),
+            Slot::F16(3),
+            Slot::DeferredF32(1000),
+        ];
         let path = path(dir.path(), &model);
-        let slices: Vec<&[f32]> = arrays.iter().map(Vec::as_slice).collect();
-        save(&path, &model, &slices).unwrap();
-        let (first, rest) = load(&path, &model, &lengths).unwrap();
-        assert_eq!(rest, arrays[1..]);
-        let bytes = fs::read(&path).unwrap();
-        let start = first.offset as usize;
-        let left: &[f32] = bytemuck::cast_slice(&bytes[start..start + first.length * 4]);
-        assert_eq!(left, arrays[0]);
+        save(&path, &model, &arrays).unwrap();
+        let loaded = load(&path, &model, &slots).unwrap();
+        let [
+            Array::Deferred(first),
+            Array::F32(second),
+            Array::F16(third),
+            Array::Deferred(last),
+        ] = &loaded[..]
+        else {
+            panic!("not the slots asked for: {loaded:?}");
+        };
+        assert_eq!(first.read().unwrap(), words);
+        assert_eq!((second, third), (&empty, &half));
+        let mut some = [0.0; 2];
+        last.read_into(998, &mut some).unwrap();
+        assert_eq!(some, [7.0; 2]);
 
-        // Another model, other lengths, a short file: not these arrays.
-        assert!(load(&path, &fingerprint("cd"), &lengths).is_none());
-        assert!(load(&path, &model, &[3, 0, 999]).is_none());
+        // Deferred arrays read from the file opened at load, though it is gone since.
+        let kept = load(&path, &model, &slots).unwrap();
+        fs::remove_file(&path).unwrap();
+        let Array::Deferred(first) = &kept[0] else {
+            panic!("deferred");
+        };
+        assert_eq!(first.read().unwrap(), words);
+        save(&path, &model, &arrays).unwrap();
+
+        // Another model, other lengths or kinds, a short file: not these arrays.
+        assert!(load(&path, &fingerprint("cd"), &slots).is_none());
+        let mut other = slots;
+        other[3] = Slot::DeferredF32(999);
+        assert!(load(&path, &model, &other).is_none());
+        other = slots;
+        other[2] = Slot::F32(3);
+        assert!(load(&path, &model, &other).is_none());
         let bytes = fs::read(&path).unwrap();
         fs::write(&path, &bytes[..bytes.len() - 4]).unwrap();
-        assert!(load(&path, &model, &lengths).is_none());
+        assert!(load(&path, &model, &slots).is_none());
 
         // Saving another model's arrays retires this one's file.
         let other = fingerprint("cd");
         let other_path = super::path(dir.path(), &other);
-        save(&other_path, &other, &slices).unwrap();
+        save(&other_path, &other, &arrays).unwrap();
         assert!(!path.exists());
-        assert_eq!(load(&other_path, &other, &lengths).unwrap().1, arrays[1..]);
+        assert!(load(&other_path, &other, &slots).is_some());
     }
 }

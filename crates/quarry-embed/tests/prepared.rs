@@ -1,5 +1,6 @@
-//! Prepared weights: a model loaded from what an earlier load saved embeds exactly as one
-//! loaded from safetensors, and a damaged file is passed over and written again.
+//! Prepared weights: a model loaded from what an earlier load saved embeds documents and
+//! queries exactly as one loaded from safetensors, and a damaged file is passed over and
+//! written again.
 
 mod support;
 
@@ -21,6 +22,7 @@ fn prepared_file(dir: &Path) -> Option<PathBuf> {
         })
 }
 
+/// Documents' vectors, then queries' (which read the layers' `f16` copies).
 fn vectors(embedder: &Embedder) -> Vec<Vec<f32>> {
     let long = "fn parse_config(path: &Path) -> Config { read(path) } ".repeat(40);
     let texts = [
@@ -28,10 +30,14 @@ fn vectors(embedder: &Embedder) -> Vec<Vec<f32>> {
         "def retry(): pass",
         long.as_str(),
     ];
+    let queries = texts[..2]
+        .iter()
+        .map(|query| embedder.embed_query(query).unwrap());
     embedder
         .embed(&texts)
         .unwrap()
         .into_iter()
+        .chain(queries)
         .map(|e| e.vector)
         .collect()
 }
