@@ -1,0 +1,255 @@
+//! The command line as clap parses it, and how its flags become the engine's requests.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use quarry_engine::{Detail, ResultRequest, SearchMode};
+use quarry_mcp::ServerOptions;
+use quarry_rank::IncludeTests;
+
+#[derive(Parser)]
+#[command(
+    name = "quarry",
+    version,
+    about = "Semantic code search, local and offline",
+    after_help = "Defaults for search options can be set in .quarry/config.toml (see the README)."
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Subcommand)]
+pub enum Command {
+    /// Build or update the index of a repository (only changed files are embedded again).
+    Index(IndexArgs),
+    /// Search the repository's code; indexes changed files first (their words at once, their
+    /// vectors when few, or with --wait).
+    Search(SearchArgs),
+    /// Find code like a chunk ("more like this"), by the chunk id a search printed.
+    Related(RelatedArgs),
+    /// Report the index's health: size, model, stale files and drift.
+    Status(StatusArgs),
+    /// Register dependency sources to index beside the project (searched with --scope).
+    Lib(LibArgs),
+    /// Download the models into the user cache, or describe them.
+    Model {
+        #[command(subcommand)]
+        command: ModelCommand,
+    },
+    /// Serve the repository to coding agents over the Model Context Protocol (stdio):
+    /// semantic_search, get_related, find_similar and index as tools.
+    Mcp(McpArgs),
+}
+
+/// The repository a command works in: the same flag on every command that has one.
+#[derive(Args)]
+pub struct RootArg {
+    /// The repository root [default: the current directory's repository].
+    #[arg(long, global = true)]
+    pub root: Option<PathBuf>,
+}
+
+#[derive(Args)]
+pub struct IndexArgs {
+    /// The repository root, as --root gives it (kept for scripts written before --root).
+    #[arg(conflicts_with = "root", value_name = "ROOT")]
+    pub path: Option<PathBuf>,
+    #[command(flatten)]
+    pub root: RootArg,
+    /// Replace the index (after a model change, or a damaged index).
+    #[arg(long)]
+    pub force: bool,
+    /// Print the report as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Args)]
+pub struct SearchArgs {
+    /// What you are looking for: a description or an identifier.
+    pub query: String,
+    /// Embed every chunk still waiting for its vector before answering (full quality;
+    /// minutes on a large fresh repository). Without it, a search embeds at most
+    /// 32 waiting chunks and finds the rest by their words.
+    #[arg(long)]
+    pub wait: bool,
+    /// Retrieval legs: hybrid, semantic (embedding only) or lexical (no model run).
+    #[arg(long, value_enum)]
+    pub mode: Option<ModeArg>,
+    /// Rescore the candidates with a cross-encoder (cross-encoder/ms-marco-MiniLM-L6-v2,
+    /// downloaded on first use): better order, seconds per query on a CPU.
+    #[arg(long)]
+    pub rerank: bool,
+    #[command(flatten)]
+    pub results: ResultArgs,
+}
+
+#[derive(Args)]
+pub struct RelatedArgs {
+    /// The chunk's id (`chunk_id` in --json, the last column otherwise).
+    pub chunk_id: String,
+    /// Also show the source chunk's own file.
+    #[arg(long)]
+    pub include_source_file: bool,
+    /// Add the best chunk of each file that imports the source's file or that it imports.
+    #[arg(long)]
+    pub include_linked: bool,
+    /// Only results scoring at least this (0 to 1).
+    #[arg(long, default_value_t = 0.0)]
+    pub min_score: f32,
+    #[command(flatten)]
+    pub results: ResultArgs,
+}
+
+#[derive(Args)]
+pub struct StatusArgs {
+    /// List files whose last re-index moved their chunks by at least this (0 to 1)
+    /// [default: 0.1, or `search.drift_threshold` in .quarry/config.toml].
+    #[arg(long)]
+    pub threshold: Option<f32>,
+    #[command(flatten)]
+    pub root: RootArg,
+    /// Print the status as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Args)]
+pub struct LibArgs {
+    #[command(subcommand)]
+    pub command: LibCommand,
+    #[command(flatten)]
+    pub root: RootArg,
+}
+
+#[derive(Args)]
+pub struct McpArgs {
+    #[command(flatten)]
+    pub root: RootArg,
+    /// Do not bring the index up to date when the server starts.
+    #[arg(long)]
+    pub no_index: bool,
+    /// The most one tool response may hold, in tokens (longer result lists are paged).
+    #[arg(long, default_value_t = ServerOptions::default().max_tokens)]
+    pub max_tokens: usize,
+}
+
+#[derive(Subcommand)]
+pub enum LibCommand {
+    /// Register a library and index it, as the scope `lib:NAME`.
+    Add {
+        /// Its name: letters, digits, '-', '_' and '.'.
+        name: String,
+        /// Its source directory, e.g. ~/.cargo/registry/src/*/tokio-1.48.0.
+        path: PathBuf,
+    },
+    /// List the registered libraries.
+    List {
+        /// Print them as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Unregister a library and drop its files from the index.
+    Remove {
+        /// Its name.
+        name: String,
+    },
+}
+
+#[derive(Subcommand)]
+pub enum ModelCommand {
+    /// Download the embedding model (and with --rerank the cross-encoder), or find it cached.
+    Fetch {
+        /// Also the cross-encoder that `search --rerank` uses.
+        #[arg(long)]
+        rerank: bool,
+    },
+    /// Load the embedding model and describe it.
+    Info {
+        /// Print the description as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+/// What `search` and `related` share: which results, and how they are shown.
+#[derive(Args)]
+pub struct ResultArgs {
+    /// How many results [default: 10].
+    #[arg(short = 'k', long = "limit")]
+    pub limit: Option<usize>,
+    /// At most this many results per file (0: no cap) [default: max(3, k / 3)].
+    #[arg(long)]
+    pub max_per_file: Option<usize>,
+    /// Test code: penalised unless the query is about tests (auto), or always / never shown.
+    #[arg(long, value_enum)]
+    pub include_tests: Option<IncludeTestsArg>,
+    /// Only files matching this glob (repeatable).
+    #[arg(long = "path")]
+    pub paths: Vec<String>,
+    /// Only files in this language (repeatable).
+    #[arg(long = "lang")]
+    pub languages: Vec<String>,
+    /// Where to search: project, lib:NAME or all (repeatable) [default: project].
+    #[arg(long = "scope")]
+    pub scopes: Vec<String>,
+    /// compact: location, symbol, score and the first lines; full: the whole chunk.
+    #[arg(long, value_enum)]
+    pub detail: Option<DetailArg>,
+    #[command(flatten)]
+    pub root: RootArg,
+    /// Print results as JSON.
+    #[arg(long)]
+    pub json: bool,
+    /// Show how each result's score came about.
+    #[arg(long)]
+    pub explain: bool,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+pub enum IncludeTestsArg {
+    Auto,
+    Always,
+    Never,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+pub enum ModeArg {
+    Hybrid,
+    Semantic,
+    Lexical,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+pub enum DetailArg {
+    Compact,
+    Full,
+}
+
+impl ResultArgs {
+    /// The flags as the engine's request; the configuration fills what they leave out.
+    pub fn request(&self, mode: Option<ModeArg>) -> ResultRequest {
+        ResultRequest {
+            limit: self.limit,
+            max_per_file: self.max_per_file,
+            include_tests: self.include_tests.map(|arg| match arg {
+                IncludeTestsArg::Auto => IncludeTests::Auto,
+                IncludeTestsArg::Always => IncludeTests::Always,
+                IncludeTestsArg::Never => IncludeTests::Never,
+            }),
+            paths: self.paths.clone(),
+            languages: self.languages.clone(),
+            scopes: self.scopes.clone(),
+            mode: mode.map(|arg| match arg {
+                ModeArg::Hybrid => SearchMode::Hybrid,
+                ModeArg::Semantic => SearchMode::Semantic,
+                ModeArg::Lexical => SearchMode::Lexical,
+            }),
+            detail: self.detail.map(|arg| match arg {
+                DetailArg::Compact => Detail::Compact,
+                DetailArg::Full => Detail::Full,
+            }),
+        }
+    }
+}
