@@ -2,7 +2,7 @@
 
 use std::collections::HashMap;
 
-use crate::ann::dot;
+use crate::dot::dot;
 use crate::records::Drift;
 
 /// A chunk as drift sees it: its text decides identity, its vector closeness.

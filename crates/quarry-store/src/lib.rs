@@ -57,6 +57,7 @@
 mod ann;
 mod best;
 mod changes;
+mod dot;
 mod drift;
 mod error;
 mod filter;

@@ -1,0 +1,497 @@
+//! The lexical index: searches, filters, updates and what readers see.
+
+use super::*;
+
+#[test]
+fn a_definition_outranks_a_mention_and_weights_can_drop_a_field() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut index = LexicalIndex::open_writer(dir.path()).unwrap();
+    let defining = chunk(1, "src/a.rs", "rust", "retry", "fn retry() { loop {} }");
+    let mentioning = chunk(
+        2,
+        "src/b.rs",
+        "rust",
+        "run",
+        "fn run() { retry(); retry(); retry(); }",
+    );
+    index.apply(&[], &[&defining, &mentioning], 1).unwrap();
+    let weights = LexicalWeights::default();
+    assert_eq!(
+        ids(&index.search("retry", 10, &all(), &weights).unwrap()),
+        [1, 2]
+    );
+    let no_name = LexicalWeights {
+        name: 0.0,
+        ..weights
+    };
+    assert_eq!(
+        ids(&index.search("retry", 10, &all(), &no_name).unwrap()),
+        [2, 1]
+    );
+    assert!(
+        LexicalWeights {
+            body: -1.0,
+            ..weights
+        }
+        .validate()
+        .is_err()
+    );
+    let nothing = LexicalWeights {
+        name: 0.0,
+        container: 0.0,
+        file: 0.0,
+        dirs: 0.0,
+        comments: 0.0,
+        body: 0.0,
+    };
+    assert!(nothing.validate().is_err());
+    assert!(weights.validate().is_ok());
+}
+
+fn chunk(id: u128, path: &str, language: &str, name: &str, text: &str) -> StoredChunk {
+    StoredChunk {
+        id,
+        path: path.into(),
+        language: language.into(),
+        kind: "function".into(),
+        name: Some(name.into()),
+        container: vec![],
+        start_line: 1,
+        end_line: 1,
+        text: text.into(),
+    }
+}
+
+fn ids(hits: &[(u128, f32)]) -> Vec<u128> {
+    hits.iter().map(|(id, _)| *id).collect()
+}
+
+fn all() -> LexicalFilter {
+    LexicalFilter::default()
+}
+
+/// A writer over a few chunks, committed as generation 1.
+fn sample() -> (tempfile::TempDir, LexicalIndex) {
+    let dir = tempfile::tempdir().unwrap();
+    let mut index = LexicalIndex::open_writer(dir.path()).unwrap();
+    let chunks = [
+        chunk(
+            1,
+            "src/config.rs",
+            "rust",
+            "parse_config",
+            "fn parse_config(text: &str) -> Config { toml::from_str(text) }",
+        ),
+        chunk(
+            2,
+            "src/http_client/retry.rs",
+            "rust",
+            "retry",
+            "fn retry(times: u32) { backoff(times) }",
+        ),
+        chunk(
+            3,
+            "lib/loader.py",
+            "python",
+            "load",
+            "def load(path):\n    return parseConfig(open(path).read())",
+        ),
+    ];
+    let added: Vec<&StoredChunk> = chunks.iter().collect();
+    index.apply(&[], &added, 1).unwrap();
+    (dir, index)
+}
+
+#[test]
+fn an_identifier_finds_the_chunk_defining_it() {
+    let (_dir, index) = sample();
+    let hits = index
+        .search("parse_config", 10, &all(), &LexicalWeights::default())
+        .unwrap();
+    assert_eq!(hits[0].0, 1);
+    let hits = index
+        .search("backoff", 10, &all(), &LexicalWeights::default())
+        .unwrap();
+    assert_eq!(ids(&hits), [2]);
+    assert!(
+        index
+            .search("nowhere", 10, &all(), &LexicalWeights::default())
+            .unwrap()
+            .is_empty()
+    );
+}
+
+#[test]
+fn naming_conventions_match_each_other() {
+    let (_dir, index) = sample();
+    // camelCase query, snake_case definition (and the camelCase call in chunk 3).
+    let hits = index
+        .search("parseConfig", 10, &all(), &LexicalWeights::default())
+        .unwrap();
+    assert_eq!(ids(&hits).len(), 2);
+    assert!(ids(&hits).contains(&1));
+    // snake_case query, camelCase call.
+    let hits = index
+        .search("parse_config", 10, &all(), &LexicalWeights::default())
+        .unwrap();
+    assert!(ids(&hits).contains(&3));
+}
+
+#[test]
+fn path_tokens_match() {
+    let (_dir, index) = sample();
+    for query in ["http", "client", "http_client"] {
+        assert_eq!(
+            ids(&index
+                .search(query, 10, &all(), &LexicalWeights::default())
+                .unwrap()),
+            [2],
+            "{query}"
+        );
+    }
+    assert_eq!(
+        ids(&index
+            .search("loader", 10, &all(), &LexicalWeights::default())
+            .unwrap()),
+        [3]
+    );
+}
+
+#[test]
+fn empty_queries_find_nothing() {
+    let (_dir, index) = sample();
+    assert!(
+        index
+            .search("", 10, &all(), &LexicalWeights::default())
+            .unwrap()
+            .is_empty()
+    );
+    assert!(
+        index
+            .search("  -> ::", 10, &all(), &LexicalWeights::default())
+            .unwrap()
+            .is_empty()
+    );
+    assert!(
+        index
+            .search("retry", 0, &all(), &LexicalWeights::default())
+            .unwrap()
+            .is_empty()
+    );
+}
+
+#[test]
+fn filters_apply_before_the_top_k_cut() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut index = LexicalIndex::open_writer(dir.path()).unwrap();
+    // 50 strong matches in a.rs, 3 weak ones in b.py.
+    let mut chunks = Vec::new();
+    for id in 0..50 {
+        chunks.push(chunk(id, "a.rs", "rust", "decode", "decode decode decode"));
+    }
+    for id in 100..103 {
+        chunks.push(chunk(id, "b.py", "python", "other", "calls decode once"));
+    }
+    let added: Vec<&StoredChunk> = chunks.iter().collect();
+    index.apply(&[], &added, 1).unwrap();
+
+    let unfiltered = index
+        .search("decode", 10, &all(), &LexicalWeights::default())
+        .unwrap();
+    assert_eq!(unfiltered.len(), 10);
+    assert!(ids(&unfiltered).iter().all(|id| *id < 50));
+
+    let only_b = LexicalFilter {
+        paths: Some(vec!["b.py".into()]),
+        ..all()
+    };
+    assert_eq!(
+        ids(&index
+            .search("decode", 10, &only_b, &LexicalWeights::default())
+            .unwrap()),
+        [100, 101, 102]
+    );
+
+    let python = LexicalFilter {
+        languages: vec!["python".into()],
+        ..all()
+    };
+    assert_eq!(
+        ids(&index
+            .search("decode", 10, &python, &LexicalWeights::default())
+            .unwrap()),
+        [100, 101, 102]
+    );
+
+    let not_a = LexicalFilter {
+        excluded_file: Some("a.rs".into()),
+        ..all()
+    };
+    assert_eq!(
+        ids(&index
+            .search("decode", 10, &not_a, &LexicalWeights::default())
+            .unwrap()),
+        [100, 101, 102]
+    );
+
+    let both = LexicalFilter {
+        paths: Some(vec!["a.rs".into(), "b.py".into()]),
+        languages: vec!["rust".into(), "python".into()],
+        excluded_file: Some("a.rs".into()),
+    };
+    assert_eq!(
+        ids(&index
+            .search("decode", 10, &both, &LexicalWeights::default())
+            .unwrap()),
+        [100, 101, 102]
+    );
+
+    let none = LexicalFilter {
+        paths: Some(vec![]),
+        ..all()
+    };
+    assert!(
+        index
+            .search("decode", 10, &none, &LexicalWeights::default())
+            .unwrap()
+            .is_empty()
+    );
+    // The filter alone matches nothing: only the query scores.
+    assert!(
+        index
+            .search("absent", 10, &only_b, &LexicalWeights::default())
+            .unwrap()
+            .is_empty()
+    );
+}
+
+#[test]
+fn ties_are_broken_by_chunk_id() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut index = LexicalIndex::open_writer(dir.path()).unwrap();
+    // Identical documents, added in a scrambled order over several commits (segments).
+    let order: Vec<u128> = (0..40).map(|i| (i * 17) % 40).collect();
+    for (generation, ids) in order.chunks(10).enumerate() {
+        let chunks: Vec<StoredChunk> = ids
+            .iter()
+            .map(|&id| chunk(id, "same.rs", "rust", "same", "tie tie"))
+            .collect();
+        let added: Vec<&StoredChunk> = chunks.iter().collect();
+        index.apply(&[], &added, generation as u64).unwrap();
+    }
+    for k in [1, 5, 13, 40, 100] {
+        let hits = index
+            .search("tie", k, &all(), &LexicalWeights::default())
+            .unwrap();
+        let expected: Vec<u128> = (0..40).take(k).collect();
+        assert_eq!(ids(&hits), expected, "k={k}");
+        assert!(hits.windows(2).all(|w| w[0].1 == w[1].1));
+    }
+}
+
+#[test]
+fn apply_removes_and_replaces_chunks() {
+    let (_dir, mut index) = sample();
+    index.apply(&[2], &[], 2).unwrap();
+    assert!(
+        index
+            .search("retry", 10, &all(), &LexicalWeights::default())
+            .unwrap()
+            .is_empty()
+    );
+
+    // Re-adding an indexed id replaces it, even twice over.
+    let changed = chunk(
+        1,
+        "src/config.rs",
+        "rust",
+        "parse_config",
+        "fn renamed() {}",
+    );
+    index.apply(&[], &[&changed], 3).unwrap();
+    index.apply(&[], &[&changed], 3).unwrap();
+    assert_eq!(
+        ids(&index
+            .search("renamed", 10, &all(), &LexicalWeights::default())
+            .unwrap()),
+        [1]
+    );
+    assert!(
+        index
+            .search("toml", 10, &all(), &LexicalWeights::default())
+            .unwrap()
+            .is_empty()
+    );
+    assert_eq!(index.generation(), Some(3));
+}
+
+#[test]
+fn rebuild_replaces_everything() {
+    let (_dir, mut index) = sample();
+    let fresh = chunk(9, "new.rs", "rust", "fresh", "fn fresh() {}");
+    index.rebuild([fresh].into_iter(), 7).unwrap();
+    assert!(
+        index
+            .search("retry", 10, &all(), &LexicalWeights::default())
+            .unwrap()
+            .is_empty()
+    );
+    assert_eq!(
+        ids(&index
+            .search("fresh", 10, &all(), &LexicalWeights::default())
+            .unwrap()),
+        [9]
+    );
+    assert_eq!(index.generation(), Some(7));
+}
+
+#[test]
+fn the_generation_survives_reopening() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let index = LexicalIndex::open_writer(dir.path()).unwrap();
+        assert_eq!(index.generation(), None);
+    }
+    {
+        let mut index = LexicalIndex::open_writer(dir.path()).unwrap();
+        assert_eq!(index.generation(), None);
+        let c = chunk(1, "a.rs", "rust", "f", "fn f() {}");
+        index.apply(&[], &[&c], 41).unwrap();
+        assert_eq!(index.generation(), Some(41));
+    }
+    let index = LexicalIndex::open_writer(dir.path()).unwrap();
+    assert_eq!(index.generation(), Some(41));
+    assert_eq!(
+        ids(&index
+            .search("f", 10, &all(), &LexicalWeights::default())
+            .unwrap()),
+        [1]
+    );
+    drop(index);
+    let reader = LexicalIndex::open_reader(dir.path()).unwrap().unwrap();
+    assert_eq!(reader.generation(), Some(41));
+}
+
+#[test]
+fn a_reader_sees_the_writers_commits_after_refresh() {
+    let dir = tempfile::tempdir().unwrap();
+    assert!(LexicalIndex::open_reader(dir.path()).unwrap().is_none());
+    assert!(
+        LexicalIndex::open_reader(&dir.path().join("missing"))
+            .unwrap()
+            .is_none()
+    );
+
+    let mut writer = LexicalIndex::open_writer(dir.path()).unwrap();
+    let mut reader = LexicalIndex::open_reader(dir.path()).unwrap().unwrap();
+    assert_eq!(reader.generation(), None);
+    assert!(
+        reader
+            .search("alpha", 10, &all(), &LexicalWeights::default())
+            .unwrap()
+            .is_empty()
+    );
+
+    let alpha = chunk(1, "a.rs", "rust", "alpha", "fn alpha() {}");
+    writer.apply(&[], &[&alpha], 5).unwrap();
+    assert!(
+        reader
+            .search("alpha", 10, &all(), &LexicalWeights::default())
+            .unwrap()
+            .is_empty()
+    );
+    reader.refresh().unwrap();
+    assert_eq!(reader.generation(), Some(5));
+    assert_eq!(
+        ids(&reader
+            .search("alpha", 10, &all(), &LexicalWeights::default())
+            .unwrap()),
+        [1]
+    );
+    // Nothing new: nothing changes.
+    reader.refresh().unwrap();
+    assert_eq!(reader.generation(), Some(5));
+
+    writer.apply(&[1], &[], 6).unwrap();
+    reader.refresh().unwrap();
+    assert_eq!(reader.generation(), Some(6));
+    assert!(
+        reader
+            .search("alpha", 10, &all(), &LexicalWeights::default())
+            .unwrap()
+            .is_empty()
+    );
+
+    let error = reader.apply(&[], &[&alpha], 7).unwrap_err();
+    assert!(matches!(error, StoreError::ReadOnly { .. }), "{error}");
+}
+
+#[test]
+fn a_second_writer_is_refused_without_wiping() {
+    let (dir, _writer) = sample();
+    let error = LexicalIndex::open_writer(dir.path()).unwrap_err();
+    assert!(matches!(error, StoreError::Locked { .. }), "{error}");
+    let reader = LexicalIndex::open_reader(dir.path()).unwrap().unwrap();
+    assert_eq!(reader.generation(), Some(1));
+}
+
+#[test]
+fn garbage_is_wiped_by_the_writer() {
+    let (dir, writer) = sample();
+    drop(writer);
+    fs::write(dir.path().join("meta.json"), [0x9f, 0x00, 0xff, 0x13, 0x37]).unwrap();
+    let error = LexicalIndex::open_reader(dir.path()).unwrap_err();
+    assert!(matches!(error, StoreError::Lexical { .. }), "{error}");
+
+    let mut index = LexicalIndex::open_writer(dir.path()).unwrap();
+    assert_eq!(index.generation(), None);
+    assert!(
+        index
+            .search("retry", 10, &all(), &LexicalWeights::default())
+            .unwrap()
+            .is_empty()
+    );
+    let c = chunk(1, "a.rs", "rust", "again", "fn again() {}");
+    index.apply(&[], &[&c], 2).unwrap();
+    assert_eq!(
+        ids(&index
+            .search("again", 10, &all(), &LexicalWeights::default())
+            .unwrap()),
+        [1]
+    );
+}
+
+#[test]
+fn another_schema_is_wiped_by_the_writer() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut builder = Schema::builder();
+    builder.add_text_field("title", tantivy::schema::TEXT);
+    Index::create_in_dir(dir.path(), builder.build()).unwrap();
+    assert!(LexicalIndex::open_reader(dir.path()).is_err());
+    let index = LexicalIndex::open_writer(dir.path()).unwrap();
+    assert_eq!(index.generation(), None);
+    drop(index);
+    assert!(LexicalIndex::open_reader(dir.path()).unwrap().is_some());
+}
+
+#[test]
+fn symbols_weigh_more_than_bodies() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut index = LexicalIndex::open_writer(dir.path()).unwrap();
+    let caller = chunk(1, "a.rs", "rust", "main", "fn main() { tokenize(input) }");
+    let mut definer = chunk(2, "b.rs", "rust", "tokenize", "fn tokenize(input: &str) {}");
+    definer.container = vec!["Lexer".into()];
+    index.apply(&[], &[&caller, &definer], 1).unwrap();
+    assert_eq!(
+        ids(&index
+            .search("tokenize", 10, &all(), &LexicalWeights::default())
+            .unwrap()),
+        [2, 1]
+    );
+    assert_eq!(
+        ids(&index
+            .search("lexer", 10, &all(), &LexicalWeights::default())
+            .unwrap()),
+        [2]
+    );
+}
