@@ -96,7 +96,12 @@ impl GraphBuilder {
     /// itself); an import that refers to none is counted as external.
     pub fn build(self) -> FileGraph {
         let (keys, files): (Vec<FileKey>, Vec<FileImports>) = self.files.into_iter().unzip();
-        let repo = Repo::new(&keys, &files, &self.include_dirs);
+        let repo = Repo::new(
+            &keys,
+            &files,
+            &self.include_dirs,
+            lang::python::import_roots(&keys),
+        );
         let mut edges = Vec::new();
         let mut externals = vec![0; keys.len()];
         let mut import_count = 0;

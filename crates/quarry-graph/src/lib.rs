@@ -69,6 +69,7 @@
 //! [`personalized_pagerank`] run on any petgraph `DiGraph`.
 
 mod error;
+mod extract;
 mod graph;
 mod imports;
 mod key;

@@ -5,7 +5,6 @@ use std::collections::{HashMap, HashSet};
 
 use crate::FileKey;
 use crate::imports::{Declared, Family, FileImports};
-use crate::lang::python;
 
 /// Every file of the graph by key and id (its position in the sorted keys), with the
 /// indexes the resolvers look things up in.
@@ -30,11 +29,13 @@ pub(crate) struct Repo<'a> {
 }
 
 impl<'a> Repo<'a> {
-    /// Indexes `keys` (sorted, distinct) and what `files` (same order) declare.
+    /// Indexes `keys` (sorted, distinct) and what `files` (same order) declare;
+    /// `python_roots` are the directories Python imports start from.
     pub(crate) fn new(
         keys: &'a [FileKey],
         files: &'a [FileImports],
         include_dirs: &[String],
+        python_roots: Vec<String>,
     ) -> Self {
         let mut repo = Repo {
             keys,
@@ -42,7 +43,7 @@ impl<'a> Repo<'a> {
             named_dirs: HashMap::new(),
             children: HashMap::new(),
             include_dirs: include_dirs.to_vec(),
-            python_roots: python::import_roots(keys),
+            python_roots,
             crates: HashMap::new(),
             go_modules: Vec::new(),
             names: HashMap::new(),
