@@ -3,9 +3,8 @@
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
-use quarry_engine::{Detail, ResultRequest, SearchMode};
+use quarry_engine::{Detail, IncludeTests, ResultRequest, SearchMode};
 use quarry_mcp::ServerOptions;
-use quarry_rank::IncludeTests;
 
 #[derive(Parser)]
 #[command(

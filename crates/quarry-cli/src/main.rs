@@ -12,12 +12,12 @@ use std::process::ExitCode;
 
 use anyhow::{Context, Result};
 use clap::Parser;
-use quarry_chunk::ChunkId;
-use quarry_embed::{
-    DEFAULT_MODEL, Embedder, EmbedderOptions, KnownModel, MS_MARCO_MINILM_L6, ModelDir, Provisioner,
+use quarry_engine::model::{
+    DEFAULT_MODEL, Embedder, EmbedderOptions, KnownModel, MS_MARCO_MINILM_L6, ModelDir, Progress,
+    Provisioner,
 };
 use quarry_engine::{
-    Config, Engine, EngineError, EngineOptions, Libraries, RelatedOptions, SearchMode,
+    ChunkId, Config, Engine, EngineError, EngineOptions, Libraries, RelatedOptions, SearchMode,
     SearchOptions, json,
 };
 use quarry_mcp::ServerOptions;
@@ -313,13 +313,13 @@ fn provision(model: &KnownModel) -> Result<ModelDir> {
     let shown = bar.clone();
     let model = Provisioner::from_env()
         .on_progress(move |progress| match progress {
-            quarry_embed::provision::Progress::Started { what, total } => {
+            Progress::Started { what, total } => {
                 shown.set_message(format!("downloading {what}"));
                 shown.set_length(total.unwrap_or(0));
                 shown.set_position(0);
             }
-            quarry_embed::provision::Progress::Advanced { done } => shown.set_position(done),
-            quarry_embed::provision::Progress::Finished => shown.set_message("downloaded"),
+            Progress::Advanced { done } => shown.set_position(done),
+            Progress::Finished => shown.set_message("downloaded"),
         })
         .resolve(model)
         .with_context(|| format!("providing the model {}", model.name))?;

@@ -3,7 +3,7 @@
 
 use std::io::{IsTerminal, Write};
 
-use quarry_embed::{Embedder, ModelDir};
+use quarry_engine::model::{Embedder, ModelDir};
 use quarry_engine::{Coverage, Detail, IndexReport, SearchResult, Status, json};
 use serde_json::{Value, json};
 

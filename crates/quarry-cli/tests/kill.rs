@@ -7,8 +7,7 @@ use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use quarry_chunk::ChunkId;
-use quarry_engine::{Engine, EngineOptions};
+use quarry_engine::{ChunkId, Engine, EngineOptions};
 use quarry_testkit::copy_dir;
 use serde_json::Value;
 

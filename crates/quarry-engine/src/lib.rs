@@ -66,6 +66,19 @@ pub use search::{
 };
 pub use status::{Coverage, Stale, Status};
 
+// What front ends name from the crates below the engine, so that they depend on it alone.
+pub use quarry_chunk::ChunkId;
+pub use quarry_rank::{IncludeTests, RankingConfig};
+
+/// The embedding models, as a front end finds, fetches and describes them.
+pub mod model {
+    pub use quarry_embed::provision::Progress;
+    pub use quarry_embed::{
+        DEFAULT_MODEL, Embedder, EmbedderOptions, KnownModel, MS_MARCO_MINILM_L6, ModelDir,
+        Provisioner,
+    };
+}
+
 /// How long [`Engine::open`] waits for another process that is creating or repairing the
 /// index: it does so as it opens, so this is a bound, not a wait.
 const WRITER_OPEN_WAIT: Duration = Duration::from_secs(5);

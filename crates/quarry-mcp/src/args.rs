@@ -2,8 +2,7 @@
 //! agent reads when it decides how to call a tool, so every field says what it does and
 //! what it defaults to.
 
-use quarry_engine::{Detail, ResultRequest, SearchMode};
-use quarry_rank::IncludeTests;
+use quarry_engine::{Detail, IncludeTests, ResultRequest, SearchMode};
 use schemars::JsonSchema;
 use serde::Deserialize;
 

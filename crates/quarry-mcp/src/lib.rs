@@ -3,7 +3,7 @@
 //! one repository and its registered libraries.
 //!
 //! ```no_run
-//! use quarry_embed::{DEFAULT_MODEL, Provisioner};
+//! use quarry_engine::model::{DEFAULT_MODEL, Provisioner};
 //! use quarry_engine::{Config, Engine, EngineOptions};
 //! use quarry_mcp::{ServerOptions, serve_stdio};
 //!

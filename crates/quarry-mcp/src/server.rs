@@ -3,11 +3,10 @@
 
 use std::sync::{Arc, Condvar, Mutex, RwLock};
 
-use quarry_chunk::ChunkId;
-use quarry_embed::ModelDir;
+use quarry_engine::model::ModelDir;
 use quarry_engine::{
-    Config, Coverage, Engine, EngineError, EngineOptions, RelatedOptions, ResultRequest,
-    SearchOptions, json,
+    ChunkId, Config, Coverage, Engine, EngineError, EngineOptions, RankingConfig, RelatedOptions,
+    ResultRequest, SearchOptions, json,
 };
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::model::{
@@ -135,11 +134,11 @@ impl Server {
                     args.chunk_id
                 )
             })?;
-            let similar = Similar(
-                args.min_score,
-                args.include_linked,
-                args.include_source_file,
-            );
+            let similar = Similar {
+                min_score: args.min_score,
+                include_linked: args.include_linked,
+                include_source_file: args.include_source_file,
+            };
             shared.related(id, similar, &args)
         })
         .await
@@ -155,11 +154,11 @@ impl Server {
     async fn find_similar(&self, arguments: JsonObject) -> Result<CallToolResult, ErrorData> {
         self.call(arguments, move |shared, args: SimilarArgs| {
             let id = shared.chunk_at(&args.path, args.line)?;
-            let similar = Similar(
-                args.min_score,
-                args.include_linked,
-                args.include_source_file,
-            );
+            let similar = Similar {
+                min_score: args.min_score,
+                include_linked: args.include_linked,
+                include_source_file: args.include_source_file,
+            };
             shared.related(id, similar, &args)
         })
         .await
@@ -253,9 +252,12 @@ fn parse<Args: DeserializeOwned + JsonSchema + 'static>(
     })
 }
 
-/// What `get_related` and `find_similar` add to the result arguments: `min_score`,
-/// `include_linked`, `include_source_file`.
-struct Similar(Option<f32>, Option<bool>, Option<bool>);
+/// What `get_related` and `find_similar` add to the result arguments.
+struct Similar {
+    min_score: Option<f32>,
+    include_linked: Option<bool>,
+    include_source_file: Option<bool>,
+}
 
 impl Shared {
     /// Runs `work` on the engine (waiting out a forced rebuild's swap).
@@ -303,7 +305,11 @@ impl Shared {
     }
 
     fn related(&self, id: ChunkId, similar: Similar, args: &impl ResultArgs) -> Outcome {
-        let Similar(min_score, include_linked, include_source_file) = similar;
+        let Similar {
+            min_score,
+            include_linked,
+            include_source_file,
+        } = similar;
         let offset = args.page()?;
         let request = args.request(None);
         self.wait_until_searchable();
@@ -508,7 +514,7 @@ fn paged_ranking(
     request: &ResultRequest,
     config: &Config,
     offset: usize,
-) -> (quarry_rank::RankingConfig, usize) {
+) -> (RankingConfig, usize) {
     let mut ranking = request.ranking(config);
     let page = ranking.limit;
     ranking.max_per_file = Some(ranking.max_per_file());
