@@ -10,7 +10,9 @@ use std::time::Instant;
 use anyhow::{Context, Result, ensure};
 use serde_json::{Value, json};
 
-use crate::bench_embed::{git_commit, percentile, write_report};
+use quarry_bench::stats::percentile;
+
+use crate::bench_embed::{git_commit, write_report};
 use crate::bench_index::{CorpusArgs, release_quarry, repository_root};
 
 /// The question every search asks; what it finds does not matter here.

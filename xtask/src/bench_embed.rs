@@ -8,6 +8,7 @@ use std::process::{Command, Stdio};
 use std::time::Instant;
 
 use anyhow::{Context, Result, bail, ensure};
+use quarry_bench::stats::percentile;
 use quarry_chunk::Chunker;
 use quarry_embed::{DEFAULT_MODEL, Embedder, EmbedderOptions};
 use serde_json::{Value, json};
@@ -286,10 +287,6 @@ pub(crate) fn reference_python() -> Result<PathBuf> {
         }
     }
     Ok(python)
-}
-
-pub(crate) fn percentile(sorted: &[f64], quantile: f64) -> f64 {
-    sorted[((sorted.len() - 1) as f64 * quantile) as usize]
 }
 
 fn peak_rss_mb() -> Result<f64> {

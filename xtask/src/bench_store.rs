@@ -8,18 +8,21 @@ use std::time::Instant;
 
 use anyhow::{Context, Result, bail, ensure};
 use quarry_store::{
-    DenseStrategy, EF_SEARCH, EXACT_SCAN_BELOW, FileState, Filter, Hit, IndexSettings, MAX_EF,
-    RECALL_TARGET, Store, StoredChunk, TOMBSTONE_REBUILD_FRACTION, content_hash,
+    CALIBRATION_QUERIES, DenseStrategy, EF_CONSTRUCTION, EF_SEARCH, EXACT_SCAN_BELOW, FileState,
+    Filter, Hit, IndexSettings, MAX_CONNECTIONS, MAX_EF, MAX_LAYERS, RECALL_TARGET, Store,
+    StoredChunk, TOMBSTONE_REBUILD_FRACTION, content_hash,
 };
 use serde_json::{Value, json};
 
-use crate::bench_embed::{git_commit, percentile, write_report};
+use quarry_bench::stats::{Rng, percentile};
+
+use crate::bench_embed::{git_commit, write_report};
 
 mod data;
 mod detection;
 mod report;
 
-use data::{Rng, random_data, real_data};
+use data::{random_data, real_data, unit_vectors};
 use detection::bench_detection;
 use report::markdown;
 
@@ -125,7 +128,7 @@ pub fn run(args: &[String]) -> Result<()> {
     }
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
     let started = Instant::now();
-    let (commit, parameters, load_before) = (git_commit(root), parameters(root), load_average());
+    let (commit, parameters, load_before) = (git_commit(root), parameters(), load_average());
 
     // First, as it is quick and asserts that nothing is seen changed.
     eprintln!("== change detection in a {TREE_FILES}-file tree");
@@ -169,28 +172,18 @@ fn load_average() -> String {
 }
 
 /// The index parameters as the sources state them (most are private to quarry-store).
-fn parameters(root: &Path) -> Value {
-    let read = |file: &str| std::fs::read_to_string(root.join(file)).unwrap_or_default();
-    let ann = read("crates/quarry-store/src/ann.rs");
+fn parameters() -> Value {
     json!({
-        "max_connections": constant(&ann, "MAX_CONNECTIONS"),
-        "ef_construction": constant(&ann, "EF_CONSTRUCTION"),
-        "max_layers": constant(&ann, "MAX_LAYERS"),
-        "calibration_queries": constant(&ann, "CALIBRATION_QUERIES"),
+        "max_connections": MAX_CONNECTIONS,
+        "ef_construction": EF_CONSTRUCTION,
+        "max_layers": MAX_LAYERS,
+        "calibration_queries": CALIBRATION_QUERIES,
         "ef_search": EF_SEARCH,
         "max_ef": MAX_EF,
         "recall_target": RECALL_TARGET,
         "exact_scan_below": EXACT_SCAN_BELOW,
         "tombstone_rebuild_fraction": TOMBSTONE_REBUILD_FRACTION,
     })
-}
-
-/// The value of `const NAME: type = value;` in `source`, as written.
-fn constant(source: &str, name: &str) -> Option<String> {
-    let needle = format!("const {name}:");
-    let line = source.lines().find(|l| l.contains(&needle))?;
-    let value = line.split_once('=')?.1.trim().trim_end_matches(';').trim();
-    Some(value.replace('_', ""))
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -527,7 +520,7 @@ fn bench_reindex(store: &mut Store, data: &Data, checkpoint_s: f64) -> Result<Va
     let old: Vec<u128> = (file * CHUNKS_PER_FILE..((file + 1) * CHUNKS_PER_FILE).min(count))
         .map(|i| i as u128 + 1)
         .collect();
-    let vectors = Rng(3).unit_vectors(old.len());
+    let vectors = unit_vectors(&mut Rng::new(3), old.len());
     let new: Vec<u128> = (0..old.len()).map(|j| (count + 1 + j) as u128).collect();
     let chunks: Vec<(StoredChunk, &[f32])> = new
         .iter()

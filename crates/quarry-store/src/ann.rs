@@ -37,11 +37,11 @@ pub const EXACT_SCAN_BELOW: u64 = 10_000;
 /// The graph is rebuilt when more than this fraction of its nodes are tombstones.
 pub const TOMBSTONE_REBUILD_FRACTION: f64 = 0.25;
 /// Neighbours per node and layer (hnsw_rs's `max_nb_connection`).
-const MAX_CONNECTIONS: usize = 32;
+pub const MAX_CONNECTIONS: usize = 32;
 /// Candidates explored per insertion.
-const EF_CONSTRUCTION: usize = 200;
+pub const EF_CONSTRUCTION: usize = 200;
 /// hnsw_rs's default layer cap.
-const MAX_LAYERS: usize = 16;
+pub const MAX_LAYERS: usize = 16;
 /// The narrowest beam calibration tries, and the beam of graphs too small to calibrate.
 pub const EF_SEARCH: usize = 160;
 /// The widest beam a search uses; a search that would need more scans instead.
@@ -50,7 +50,7 @@ pub const MAX_EF: usize = 4096;
 /// sample. Set above the 0.99 goal: a sample of 100 queries estimates it within about ±0.005.
 pub const RECALL_TARGET: f64 = 0.995;
 /// Vectors held out for calibration (fewer in graphs under ten times as many).
-const CALIBRATION_QUERIES: usize = 100;
+pub const CALIBRATION_QUERIES: usize = 100;
 /// Graphs too small to hold out this many are not calibrated.
 const MIN_CALIBRATION_QUERIES: usize = 10;
 /// Neighbours calibration compares, as search results are usually asked for.

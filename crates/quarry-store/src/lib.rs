@@ -68,7 +68,8 @@ mod search;
 mod store;
 
 pub use ann::{
-    BeamTrial, Calibration, DenseStrategy, EF_SEARCH, EXACT_SCAN_BELOW, MAX_EF, RECALL_TARGET,
+    BeamTrial, CALIBRATION_QUERIES, Calibration, DenseStrategy, EF_CONSTRUCTION, EF_SEARCH,
+    EXACT_SCAN_BELOW, MAX_CONNECTIONS, MAX_EF, MAX_LAYERS, RECALL_TARGET,
     TOMBSTONE_REBUILD_FRACTION, VectorIndexInfo,
 };
 pub use changes::{

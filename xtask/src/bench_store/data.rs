@@ -1,5 +1,6 @@
 //! The vectors and chunks `bench store` measures: random-normal, or real embeddings of registry sources.
 
+use quarry_bench::stats::Rng;
 use std::collections::HashSet;
 use std::io::{BufWriter, Write as _};
 use std::path::{Path, PathBuf};
@@ -16,49 +17,33 @@ use crate::bench_embed::reference_python;
 
 use super::{DIMENSIONS, Data, REAL_BATCH, REAL_MAX_TOKENS, Vectors};
 
-/// SplitMix64, and Box-Muller for normal deviates.
-pub(super) struct Rng(pub(super) u64);
-
-impl Rng {
-    fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    /// Uniform in (0, 1].
-    fn uniform(&mut self) -> f64 {
-        ((self.next_u64() >> 11) + 1) as f64 / (1u64 << 53) as f64
-    }
-
-    /// Unit vectors drawn from a standard normal distribution, normalised.
-    pub(super) fn unit_vectors(&mut self, count: usize) -> Vectors {
-        let mut data = Vec::with_capacity(count * DIMENSIONS);
-        let mut vector = vec![0f64; DIMENSIONS];
-        for _ in 0..count {
-            for pair in vector.chunks_mut(2) {
-                let (r, theta) = (
-                    (-2.0 * self.uniform().ln()).sqrt(),
-                    std::f64::consts::TAU * self.uniform(),
-                );
-                pair[0] = r * theta.cos();
-                if let Some(second) = pair.get_mut(1) {
-                    *second = r * theta.sin();
-                }
+/// Unit vectors drawn from a standard normal distribution (Box-Muller), normalised.
+pub(super) fn unit_vectors(rng: &mut Rng, count: usize) -> Vectors {
+    // Uniform in (0, 1].
+    let mut uniform = || ((rng.next_u64() >> 11) + 1) as f64 / (1u64 << 53) as f64;
+    let mut data = Vec::with_capacity(count * DIMENSIONS);
+    let mut vector = vec![0f64; DIMENSIONS];
+    for _ in 0..count {
+        for pair in vector.chunks_mut(2) {
+            let (r, theta) = (
+                (-2.0 * uniform().ln()).sqrt(),
+                std::f64::consts::TAU * uniform(),
+            );
+            pair[0] = r * theta.cos();
+            if let Some(second) = pair.get_mut(1) {
+                *second = r * theta.sin();
             }
-            let norm = vector.iter().map(|x| x * x).sum::<f64>().sqrt();
-            data.extend(vector.iter().map(|x| (x / norm) as f32));
         }
-        Vectors { data }
+        let norm = vector.iter().map(|x| x * x).sum::<f64>().sqrt();
+        data.extend(vector.iter().map(|x| (x / norm) as f32));
     }
+    Vectors { data }
 }
 
 pub(super) fn random_data(count: usize, queries: usize) -> Data {
     Data {
-        corpus: Rng(1).unit_vectors(count),
-        queries: Rng(2).unit_vectors(queries),
+        corpus: unit_vectors(&mut Rng::new(1), count),
+        queries: unit_vectors(&mut Rng::new(2), queries),
         texts: None,
         description: format!(
             "{count} + {queries} queries, {DIMENSIONS}-d standard normal (SplitMix64, \

@@ -8,7 +8,7 @@ use anyhow::{Context, Result, ensure};
 use quarry_store::{FileState, GitUse, content_hash, detect_changes, head_commit, walk};
 use serde_json::{Value, json};
 
-use crate::bench_embed::percentile;
+use quarry_bench::stats::percentile;
 
 use super::{DETECT_RUNS, TREE_FILES, ms};
 

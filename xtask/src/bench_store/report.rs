@@ -15,7 +15,6 @@ fn num(value: &Value) -> f64 {
 pub(super) fn markdown(report: &Value) -> String {
     let mut out = String::new();
     let p = &report["parameters"];
-    let param = |name: &str| p[name].as_str().map_or("?".to_owned(), str::to_owned);
     let _ = writeln!(out, "# Store benchmark\n");
     let _ = writeln!(
         out,
@@ -33,10 +32,10 @@ pub(super) fn markdown(report: &Value) -> String {
          each build calibrates on {} held-out vectors: beams from {} doubling to at most {} \
          until recall@10 reaches {} or costs more than the in-memory scan, which answers then; \
          exact database scan below {} chunks; graph rebuilt past {} tombstones",
-        param("max_connections"),
-        param("ef_construction"),
-        param("max_layers"),
-        param("calibration_queries"),
+        p["max_connections"],
+        p["ef_construction"],
+        p["max_layers"],
+        p["calibration_queries"],
         p["ef_search"],
         p["max_ef"],
         p["recall_target"],
