@@ -7,10 +7,11 @@ use std::path::Path;
 use std::time::Instant;
 
 use anyhow::{Context, Result, bail, ensure};
+use quarry_changes::content_hash;
 use quarry_store::{
     CALIBRATION_QUERIES, DenseStrategy, EF_CONSTRUCTION, EF_SEARCH, EXACT_SCAN_BELOW, FileState,
     Filter, Hit, IndexSettings, MAX_CONNECTIONS, MAX_EF, MAX_LAYERS, RECALL_TARGET, Store,
-    StoredChunk, TOMBSTONE_REBUILD_FRACTION, content_hash,
+    StoredChunk, TOMBSTONE_REBUILD_FRACTION,
 };
 use serde_json::{Value, json};
 

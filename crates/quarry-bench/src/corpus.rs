@@ -423,7 +423,7 @@ impl Manifest {
             let path = dir.join(&relative);
             let bytes = fs::read(&path).map_err(|source| BenchError::Io { path, source })?;
             let lines = bytes.split(|&b| b == b'\n').count() - usize::from(bytes.ends_with(b"\n"));
-            files.insert(relative, (quarry_store::content_hash(&bytes), lines));
+            files.insert(relative, (quarry_changes::content_hash(&bytes), lines));
         }
         Ok(Manifest { files })
     }

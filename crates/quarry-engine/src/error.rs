@@ -8,6 +8,9 @@ pub enum EngineError {
     /// The index could not be opened, read or written.
     #[error(transparent)]
     Store(#[from] quarry_store::StoreError),
+    /// The tree could not be walked for changes.
+    #[error(transparent)]
+    Changes(#[from] quarry_changes::ChangesError),
     /// The model could not be loaded or run.
     #[error(transparent)]
     Embed(#[from] quarry_embed::EmbedError),

@@ -5,12 +5,10 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use quarry_changes::{GitUse, TreeFile, content_hash, detect_changes};
 use quarry_chunk::{Chunk, ChunkId};
 use quarry_graph::{FileImports, FileKey, GraphBuilder, PageRankConfig};
-use quarry_store::{
-    Batch, FileState, GitUse, PROJECT_SCOPE, Store, StoredChunk, TreeFile, content_hash,
-    detect_changes, scope_of,
-};
+use quarry_store::{Batch, FileState, PROJECT_SCOPE, Store, StoredChunk, scope_of};
 use rayon::prelude::*;
 
 use crate::{Engine, EngineError};
@@ -211,7 +209,7 @@ impl Engine {
             None => false,
         };
         let rank = !plan.is_empty() || !has_scores;
-        let new_head = match quarry_store::head_commit(&self.root) {
+        let new_head = match quarry_changes::head_commit(&self.root) {
             Some(head) if store.indexed_commit()?.as_deref() != Some(head.as_str()) => Some(head),
             _ => None,
         };

@@ -23,7 +23,7 @@
 //!   model or chunker is refused with the fix. Writes take the writer lock for their
 //!   duration only, so searches never wait on a writer, in this process or another.
 //! - [`Engine::index`] brings the index in step with the working tree (see
-//!   [`quarry_store::detect_changes`]): changed files are chunked again, only new chunks are
+//!   [`quarry_changes::detect_changes`]): changed files are chunked again, only new chunks are
 //!   embedded, each batch commits atomically, the import graph's PageRank is stored per file,
 //!   and the vector index is saved.
 //! - [`Engine::search`] runs the dense and lexical legs, fuses them by reciprocal rank

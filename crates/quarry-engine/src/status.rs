@@ -91,7 +91,7 @@ impl Engine {
     pub fn status(&self, drift_threshold: f32) -> Result<Status, EngineError> {
         let files = self.store.files()?;
         let plan = self.plan(&self.store, &files)?;
-        let paths = |list: &[(PathBuf, quarry_store::TreeFile)]| {
+        let paths = |list: &[(PathBuf, quarry_changes::TreeFile)]| {
             list.iter().map(|(_, f)| f.path.clone()).collect()
         };
         let stale = Stale {
@@ -109,7 +109,7 @@ impl Engine {
             files_skipped: files.iter().filter(|f| f.chunk_ids.is_empty()).count() as u64,
             coverage: Coverage::of(self.store.counts()?),
             indexed_commit: self.store.indexed_commit()?,
-            head_commit: quarry_store::head_commit(&self.root),
+            head_commit: quarry_changes::head_commit(&self.root),
             stale,
             drift: self.store.drifts(drift_threshold)?,
             vector_index: self.store.vector_index()?,

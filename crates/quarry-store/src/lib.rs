@@ -51,12 +51,12 @@
 //!   ([`Store::notes`] says when). [`Store::checkpoint`] saves the graph at the end of a run.
 //! - [`Batch::put_file`] records each re-indexed file's [`Drift`]; [`Store::drifts`] lists the
 //!   files that moved most.
-//! - [`detect_changes`] says which files to re-index: `git diff` against the indexed commit,
-//!   then mtime and size, then a [`content_hash`] as the arbiter; renames included.
+//!
+//! Which files changed since they were recorded is quarry-changes' work: the store keeps
+//! each file's [`FileState`] (size, mtime, content hash) for it to compare against.
 
 mod ann;
 mod best;
-mod changes;
 mod dot;
 mod drift;
 mod error;
@@ -71,9 +71,6 @@ pub use ann::{
     BeamTrial, CALIBRATION_QUERIES, Calibration, DenseStrategy, EF_CONSTRUCTION, EF_SEARCH,
     EXACT_SCAN_BELOW, MAX_CONNECTIONS, MAX_EF, MAX_LAYERS, RECALL_TARGET,
     TOMBSTONE_REBUILD_FRACTION, VectorIndexInfo,
-};
-pub use changes::{
-    ChangeSet, GitUse, Rename, TreeFile, Walk, content_hash, detect_changes, head_commit, walk,
 };
 pub use error::StoreError;
 pub use filter::{Filter, PROJECT_SCOPE, scope_of};

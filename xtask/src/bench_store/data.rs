@@ -8,9 +8,9 @@ use std::process::{Command, Stdio};
 use std::time::Instant;
 
 use anyhow::{Context, Result, ensure};
+use quarry_changes::content_hash;
 use quarry_chunk::Chunker;
 use quarry_embed::DEFAULT_MODEL;
-use quarry_store::content_hash;
 use serde_json::{Value, json};
 
 use crate::bench_embed::reference_python;

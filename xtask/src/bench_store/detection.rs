@@ -5,7 +5,8 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, ensure};
-use quarry_store::{FileState, GitUse, content_hash, detect_changes, head_commit, walk};
+use quarry_changes::{GitUse, content_hash, detect_changes, head_commit, walk};
+use quarry_store::FileState;
 use serde_json::{Value, json};
 
 use quarry_bench::stats::percentile;

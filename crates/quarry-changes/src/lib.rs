@@ -35,9 +35,20 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use ignore::{WalkBuilder, WalkState};
 
-use crate::StoreError;
-use crate::records::FileState;
-use crate::store::INDEX_DIR;
+use quarry_store::{FileState, INDEX_DIR};
+
+/// Why the tree could not be walked.
+#[derive(Debug, thiserror::Error)]
+pub enum ChangesError {
+    /// The root directory could not be read.
+    #[error("{path}: {source}")]
+    Io {
+        /// The directory.
+        path: std::path::PathBuf,
+        /// The operating system's error.
+        source: io::Error,
+    },
+}
 
 /// The hash the index keeps of a file's bytes ([`FileState::content_hash`]): XXH3, 64 bits.
 pub fn content_hash(bytes: &[u8]) -> u64 {
@@ -154,8 +165,8 @@ impl ChangeSet {
 /// excludes honoured (`.gitignore` also outside a git repository).
 ///
 /// An entry that cannot be read is a warning, not an error; only an unreadable `root` is.
-pub fn walk(root: &Path) -> Result<Walk, StoreError> {
-    fs::read_dir(root).map_err(|source| StoreError::Io {
+pub fn walk(root: &Path) -> Result<Walk, ChangesError> {
+    fs::read_dir(root).map_err(|source| ChangesError::Io {
         path: root.to_path_buf(),
         source,
     })?;
@@ -309,7 +320,7 @@ pub fn detect_changes(
     root: &Path,
     indexed: &[FileState],
     indexed_commit: Option<&str>,
-) -> Result<ChangeSet, StoreError> {
+) -> Result<ChangeSet, ChangesError> {
     let (walked, (git, git_changed)) = thread::scope(|scope| {
         let git = scope.spawn(|| git_changes(root, indexed_commit));
         let walked = walk(root);

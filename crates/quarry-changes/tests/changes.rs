@@ -5,9 +5,10 @@ use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, SystemTime};
 
-use quarry_store::{
-    ChangeSet, FileState, GitUse, Rename, TreeFile, content_hash, detect_changes, head_commit, walk,
+use quarry_changes::{
+    ChangeSet, GitUse, Rename, TreeFile, content_hash, detect_changes, head_commit, walk,
 };
+use quarry_store::FileState;
 
 fn write(root: &Path, path: &str, content: &str) {
     let path = root.join(path);
