@@ -2,6 +2,7 @@
 //! query latency against the exact scan's, build time, size on disk) on random-normal and real
 //! embedding vectors, change detection in a 10k-file tree, and re-indexing one file.
 
+use quarry_chunk::{ChunkKind, Language};
 use std::collections::HashSet;
 use std::path::Path;
 use std::time::Instant;
@@ -206,8 +207,8 @@ fn stored_chunk(id: u128, file: usize, part: usize, text: String) -> StoredChunk
     StoredChunk {
         id,
         path: file_path(file),
-        language: "rust".into(),
-        kind: "function".into(),
+        language: Language::Rust,
+        kind: ChunkKind::Function,
         name: Some(format!("f{id}")),
         container: Vec::new(),
         start_line: 1 + 10 * part,

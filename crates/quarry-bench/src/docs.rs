@@ -7,6 +7,7 @@
 //! after the `def` line. Blanking replaces the comment's lines with empty lines, so every
 //! line number (and every case's span) stays valid.
 
+use quarry_chunk::{ChunkKind, Language};
 use std::collections::BTreeMap;
 use std::fs;
 use std::path::Path;
@@ -39,7 +40,7 @@ pub struct DocCase {
 pub fn doc_cases(chunks: &[StoredChunk], per_corpus: usize) -> Vec<DocCase> {
     let mut found: Vec<(&StoredChunk, Documented)> = chunks
         .iter()
-        .filter(|c| c.kind == "function" || c.kind == "method")
+        .filter(|c| matches!(c.kind, ChunkKind::Function | ChunkKind::Method))
         .filter_map(|c| Some((c, doc_comment(c)?)))
         .collect();
     found.sort_by(|a, b| (&a.0.path, a.0.start_line).cmp(&(&b.0.path, b.0.start_line)));
@@ -79,7 +80,7 @@ struct Documented {
 
 fn doc_comment(chunk: &StoredChunk) -> Option<Documented> {
     let lines: Vec<&str> = chunk.text.lines().collect();
-    let (first, last, text) = if chunk.language == "python" {
+    let (first, last, text) = if chunk.language == Language::Python {
         python_docstring(&lines)?
     } else {
         leading_comment(&lines)?
@@ -88,8 +89,8 @@ fn doc_comment(chunk: &StoredChunk) -> Option<Documented> {
     let comment = (chunk.start_line + first, chunk.start_line + last);
     // In Python the docstring sits inside the function; elsewhere the answer starts below
     // the comment.
-    let answer = match chunk.language.as_str() {
-        "python" => (chunk.start_line, chunk.end_line),
+    let answer = match chunk.language {
+        Language::Python => (chunk.start_line, chunk.end_line),
         _ => (comment.1 + 1, chunk.end_line),
     };
     Some(Documented {
@@ -244,8 +245,8 @@ mod tests {
         StoredChunk {
             id: start_line as u128,
             path: format!("src/f{start_line}.{language}"),
-            language: language.into(),
-            kind: "function".into(),
+            language: language.parse().unwrap(),
+            kind: ChunkKind::Function,
             name: Some("f".into()),
             container: Vec::new(),
             start_line,

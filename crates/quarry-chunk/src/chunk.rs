@@ -73,6 +73,57 @@ impl fmt::Display for ChunkKind {
     }
 }
 
+/// Every [`ChunkKind`], in declaration order.
+pub const ALL_KINDS: [ChunkKind; 16] = [
+    ChunkKind::Function,
+    ChunkKind::Method,
+    ChunkKind::Class,
+    ChunkKind::Struct,
+    ChunkKind::Enum,
+    ChunkKind::Trait,
+    ChunkKind::Interface,
+    ChunkKind::Impl,
+    ChunkKind::Module,
+    ChunkKind::Type,
+    ChunkKind::Macro,
+    ChunkKind::Test,
+    ChunkKind::Header,
+    ChunkKind::Block,
+    ChunkKind::Section,
+    ChunkKind::Window,
+];
+
+/// The error for a kind name [`ChunkKind::from_str`] does not know.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown chunk kind {0:?}")]
+pub struct UnknownKind(pub String);
+
+impl std::str::FromStr for ChunkKind {
+    type Err = UnknownKind;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        ALL_KINDS
+            .iter()
+            .copied()
+            .find(|kind| kind.name() == s)
+            .ok_or_else(|| UnknownKind(s.to_owned()))
+    }
+}
+
+/// A kind is stored by its [`ChunkKind::name`], as a [`Language`] is by its name.
+impl serde::Serialize for ChunkKind {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.name())
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for ChunkKind {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let name = String::deserialize(deserializer)?;
+        name.parse().map_err(serde::de::Error::custom)
+    }
+}
+
 /// A chunk's stable identity: a 128-bit hash of its path, symbol path and text.
 ///
 /// Unchanged code keeps its id when the file around it changes, so the index
@@ -169,4 +220,20 @@ pub(crate) fn symbol_path(container: &[String], name: &str) -> String {
     }
     path.push_str(name);
     path
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kind_names_round_trip_and_are_stored_as_names() {
+        for kind in ALL_KINDS {
+            assert_eq!(kind.name().parse::<ChunkKind>(), Ok(kind));
+            let json = serde_json::to_string(&kind).unwrap();
+            assert_eq!(json, format!("{:?}", kind.name()));
+            assert_eq!(serde_json::from_str::<ChunkKind>(&json).unwrap(), kind);
+        }
+        assert!("lambda".parse::<ChunkKind>().is_err());
+    }
 }

@@ -54,7 +54,7 @@ mod rules;
 mod syntax;
 
 pub use check::{InvariantViolation, check_chunks};
-pub use chunk::{Chunk, ChunkId, ChunkKind, InvalidChunkId};
+pub use chunk::{ALL_KINDS, Chunk, ChunkId, ChunkKind, InvalidChunkId, UnknownKind};
 pub use detect::Skip;
 pub use language::{ALL_LANGUAGES, Language, UnknownLanguage};
 pub use parse::SyntaxTree;

@@ -161,7 +161,7 @@ fn run_related(args: RelatedArgs) -> Result<()> {
             source.path,
             source.start_line,
             source.end_line,
-            source.name.as_deref().unwrap_or(&source.kind)
+            source.name.as_deref().unwrap_or(source.kind.name())
         )?;
         output::print_results(&mut out, &response.results, detail, results.explain)?;
     }

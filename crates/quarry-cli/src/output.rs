@@ -96,7 +96,7 @@ pub fn print_results(
             c.path,
             c.start_line,
             c.end_line,
-            c.name.as_deref().unwrap_or(&c.kind),
+            c.name.as_deref().unwrap_or(c.kind.name()),
             result.score,
             c.chunk_id()
         )?;

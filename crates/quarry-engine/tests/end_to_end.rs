@@ -380,7 +380,7 @@ fn related_finds_similar_code_elsewhere_never_in_the_source_file() {
         response
             .results
             .iter()
-            .all(|r| r.chunk.language == "javascript" && r.score >= 0.2)
+            .all(|r| r.chunk.language == quarry_chunk::Language::JavaScript && r.score >= 0.2)
     );
 
     // Files linked in the import graph: cart.rs imports config.rs.

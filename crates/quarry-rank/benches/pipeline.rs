@@ -6,6 +6,7 @@
 //! tests, vendored, generated, minified, example and prose files, a few large files with
 //! many matching chunks, and scores falling from 0.85 to 0.2 with noise.
 
+use quarry_chunk::{ChunkKind, Language};
 use std::collections::HashMap;
 use std::hint::black_box;
 
@@ -91,8 +92,8 @@ fn candidates(count: usize) -> (Vec<(Candidate, f32)>, HashMap<String, f32>) {
                 path: paths[file].clone(),
                 start_line: start,
                 end_line: start + 10,
-                language: "rust".into(),
-                kind: "function".into(),
+                language: Language::Rust,
+                kind: ChunkKind::Function,
                 symbol: Some(format!("item_{i}")),
                 container: Vec::new(),
                 text: format!("fn item_{i}(input: &str) -> Result<Value, Error> {{ todo }}"),

@@ -1,5 +1,6 @@
 //! Candidates, the layer trait, and the chain that keeps them in order.
 
+use quarry_chunk::{ChunkKind, Language};
 use std::cmp::Ordering;
 
 use crate::{Effect, Explanation, LayerKind, LayerReport, RankError, Step, Summary};
@@ -19,10 +20,10 @@ pub struct Candidate {
     pub start_line: usize,
     /// Last line, 1-based, inclusive.
     pub end_line: usize,
-    /// The file's language (`quarry_chunk::Language::name`).
-    pub language: String,
-    /// What the chunk holds (`quarry_chunk::ChunkKind::name`).
-    pub kind: String,
+    /// The file's language.
+    pub language: Language,
+    /// What the chunk holds.
+    pub kind: ChunkKind,
     /// Its symbol, if it has one.
     pub symbol: Option<String>,
     /// The symbols enclosing it, outermost first (`impl Router` for `Router::merge`).
@@ -225,8 +226,8 @@ pub(crate) mod tests {
             path: path.into(),
             start_line: line,
             end_line: line + 9,
-            language: "rust".into(),
-            kind: "function".into(),
+            language: Language::Rust,
+            kind: ChunkKind::Function,
             symbol: None,
             container: Vec::new(),
             text: format!("fn at_{line}() {{}}"),

@@ -2,11 +2,12 @@
 //! through a chain of layers built from one [`RankingConfig`].
 //!
 //! ```
+//! use quarry_chunk::{ChunkKind, Language};
 //! use quarry_rank::{Candidate, Effect, Pipeline, RankingConfig};
 //!
 //! let chunk = |path: &str, line: usize| Candidate {
 //!     id: line as u128, path: path.into(), start_line: line, end_line: line + 5,
-//!     language: "rust".into(), kind: "function".into(), symbol: None, container: vec![],
+//!     language: Language::Rust, kind: ChunkKind::Function, symbol: None, container: vec![],
 //!     text: String::new(),
 //! };
 //! // One large file matches best, then its test, then two small files.

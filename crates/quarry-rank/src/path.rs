@@ -1,6 +1,7 @@
 //! What a path says about its file (test, vendored, docs...) and what a query says about
 //! its subject (tests, code). Conventions only: no file is read.
 
+use quarry_chunk::{ChunkKind, Language};
 use serde::{Deserialize, Serialize};
 
 use crate::Candidate;
@@ -169,7 +170,7 @@ pub(crate) fn classify(candidate: &Candidate) -> Classes {
     }
     classes.insert(
         PathClass::Test,
-        candidate.kind == "test"
+        candidate.kind == ChunkKind::Test
             || lower_stem.starts_with("test_")
             || lower_stem.ends_with("_test")
             || lower_stem.ends_with("_tests")
@@ -207,7 +208,7 @@ pub(crate) fn classify(candidate: &Candidate) -> Classes {
         });
     classes.insert(
         PathClass::Docs,
-        candidate.language == "markdown"
+        candidate.language == Language::Markdown
             || matches!(
                 extension,
                 "md" | "markdown"
@@ -411,7 +412,7 @@ mod tests {
             assert_eq!(classes(path), [], "{path}");
         }
         let mut zig = candidate("src/parse.zig", 1);
-        zig.kind = "test".into();
+        zig.kind = ChunkKind::Test;
         assert!(classify(&zig).has_test_code());
     }
 
@@ -461,7 +462,7 @@ mod tests {
             assert_eq!(classes(path), expected, "{path}");
         }
         let mut markdown = candidate("notes.mkd", 1);
-        markdown.language = "markdown".into();
+        markdown.language = Language::Markdown;
         assert_eq!(
             classify(&markdown).iter().collect::<Vec<_>>(),
             [PathClass::Docs]

@@ -1,5 +1,6 @@
 //! Invariants of the layers and the chain, over generated candidate lists.
 
+use quarry_chunk::{ChunkKind, Language};
 use std::collections::HashMap;
 
 use proptest::prelude::*;
@@ -64,8 +65,8 @@ fn candidates() -> impl Strategy<Value = Vec<(Candidate, f32)>> {
                     path: PATHS[file].into(),
                     start_line: line,
                     end_line: line + 5,
-                    language: "rust".into(),
-                    kind: "function".into(),
+                    language: Language::Rust,
+                    kind: ChunkKind::Function,
                     symbol: None,
                     container: Vec::new(),
                     text: ["fn parse", "config", "mock fs", "x"][i % 4].into(),
@@ -278,8 +279,8 @@ proptest! {
             path: path.into(),
             start_line: 1,
             end_line: 1,
-            language: "rust".into(),
-            kind: "function".into(),
+            language: Language::Rust,
+            kind: ChunkKind::Function,
             symbol: None,
             container: Vec::new(),
             text: String::new(),

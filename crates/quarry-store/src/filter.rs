@@ -104,6 +104,6 @@ impl Filter {
 
     /// Whether `chunk` may be returned.
     pub fn admits(&self, chunk: &StoredChunk) -> bool {
-        self.admits_path(&chunk.path) && self.admits_language(&chunk.language)
+        self.admits_path(&chunk.path) && self.admits_language(chunk.language.name())
     }
 }

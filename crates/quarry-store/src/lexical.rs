@@ -535,7 +535,7 @@ fn document(fields: Fields, chunk: &StoredChunk) -> TantivyDocument {
     doc.add_text(fields.comments, comments(&chunk.text));
     doc.add_text(fields.body, &chunk.text);
     doc.add_text(fields.path_exact, &chunk.path);
-    doc.add_text(fields.language, &chunk.language);
+    doc.add_text(fields.language, chunk.language.name());
     doc
 }
 

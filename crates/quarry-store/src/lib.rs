@@ -3,6 +3,7 @@
 //! ([tantivy]) derived from it.
 //!
 //! ```
+//! use quarry_chunk::{ChunkKind, Language};
 //! use quarry_store::{FileState, Filter, IndexSettings, Store, StoredChunk};
 //!
 //! let repo = tempfile::tempdir()?;
@@ -10,7 +11,7 @@
 //! let store = Store::open(repo.path(), settings)?;
 //!
 //! let chunk = StoredChunk {
-//!     id: 7, path: "src/lib.rs".into(), language: "rust".into(), kind: "function".into(),
+//!     id: 7, path: "src/lib.rs".into(), language: Language::Rust, kind: ChunkKind::Function,
 //!     name: Some("parse".into()), container: vec![], start_line: 1, end_line: 3,
 //!     text: "fn parse() {}".into(),
 //! };

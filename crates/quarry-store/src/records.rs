@@ -1,6 +1,6 @@
 //! What the index stores, and how it is encoded in redb.
 
-use quarry_chunk::{Chunk, ChunkId};
+use quarry_chunk::{Chunk, ChunkId, ChunkKind, Language};
 use redb::TableDefinition;
 use serde::{Deserialize, Serialize};
 
@@ -90,10 +90,10 @@ pub struct StoredChunk {
     pub id: u128,
     /// Repository-relative path of its file.
     pub path: String,
-    /// The file's language (`quarry_chunk::Language::name`).
-    pub language: String,
-    /// What it holds (`quarry_chunk::ChunkKind::name`).
-    pub kind: String,
+    /// The file's language (stored by its name).
+    pub language: Language,
+    /// What it holds (stored by its name).
+    pub kind: ChunkKind,
     /// Its symbol, if it has one.
     pub name: Option<String>,
     /// Enclosing symbols, outermost first.
@@ -118,8 +118,8 @@ impl From<&Chunk> for StoredChunk {
         Self {
             id: chunk.id.0,
             path: chunk.path.clone(),
-            language: chunk.language.name().into(),
-            kind: chunk.kind.name().into(),
+            language: chunk.language,
+            kind: chunk.kind,
             name: chunk.name.clone(),
             container: chunk.container.clone(),
             start_line: chunk.start_line,

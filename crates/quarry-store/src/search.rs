@@ -322,7 +322,7 @@ fn new_vectors(entries: &mut [(StoredChunk, Vec<f32>)]) -> Vec<NewVector<'_>> {
         .map(|(chunk, vector)| NewVector {
             id: chunk.id,
             path: &chunk.path,
-            language: &chunk.language,
+            language: chunk.language.name(),
             vector: std::mem::take(vector),
         })
         .collect()

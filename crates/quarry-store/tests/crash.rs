@@ -5,6 +5,7 @@
 //! repository): it rewrites every file of a small tree in each batch, all files carrying the
 //! batch's number, so a half-applied batch would show as files of two numbers.
 
+use quarry_chunk::{ChunkKind, Language};
 use std::process::Command;
 use std::time::Duration;
 
@@ -43,8 +44,8 @@ fn write_forever(root: &str) -> ! {
                     let chunk = StoredChunk {
                         id,
                         path: path.clone(),
-                        language: "rust".into(),
-                        kind: "function".into(),
+                        language: Language::Rust,
+                        kind: ChunkKind::Function,
                         name: None,
                         container: vec![],
                         start_line: 1,

@@ -1,6 +1,7 @@
 //! Searching a real on-disk index: the HNSW graph against the exact scan, the lexical index,
 //! filters inside both, drift, and the derived indexes' repair.
 
+use quarry_chunk::ChunkKind;
 use std::collections::HashSet;
 use std::path::Path;
 
@@ -49,8 +50,8 @@ fn chunk(id: u128, path: &str, text: &str) -> StoredChunk {
     StoredChunk {
         id,
         path: path.into(),
-        language: language.into(),
-        kind: "function".into(),
+        language: language.parse().unwrap(),
+        kind: ChunkKind::Function,
         name: None,
         container: vec![],
         start_line: 1,

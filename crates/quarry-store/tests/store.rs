@@ -2,6 +2,7 @@
 //! vectors included.
 
 use quarry_chunk::ChunkId;
+use quarry_chunk::ChunkKind;
 use quarry_store::{FileState, Filter, IndexSettings, Store, StoreError, StoredChunk};
 
 fn settings() -> IndexSettings {
@@ -16,8 +17,8 @@ fn chunk(id: u128, path: &str, language: &str) -> StoredChunk {
     StoredChunk {
         id,
         path: path.into(),
-        language: language.into(),
-        kind: "function".into(),
+        language: language.parse().unwrap(),
+        kind: ChunkKind::Function,
         name: Some(format!("f{id}")),
         container: vec![],
         start_line: 1,

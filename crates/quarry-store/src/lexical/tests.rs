@@ -1,6 +1,7 @@
 //! The lexical index: searches, filters, updates and what readers see.
 
 use super::*;
+use quarry_chunk::ChunkKind;
 
 #[test]
 fn a_definition_outranks_a_mention_and_weights_can_drop_a_field() {
@@ -52,8 +53,8 @@ fn chunk(id: u128, path: &str, language: &str, name: &str, text: &str) -> Stored
     StoredChunk {
         id,
         path: path.into(),
-        language: language.into(),
-        kind: "function".into(),
+        language: language.parse().unwrap(),
+        kind: ChunkKind::Function,
         name: Some(name.into()),
         container: vec![],
         start_line: 1,
