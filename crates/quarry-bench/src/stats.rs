@@ -57,15 +57,19 @@ pub struct Delta {
     pub high: f64,
 }
 
+/// Differences smaller than this are rounding (the same sums added in another order), not a
+/// change: a control arm scored twice differed by 1e-17 and was called worse.
+const ROUNDING: f64 = 1e-9;
+
 impl Delta {
     /// The interval lies wholly below zero: a drop beyond what resampling explains.
     pub fn is_drop(&self) -> bool {
-        self.high < 0.0
+        self.high < -ROUNDING
     }
 
     /// The interval lies wholly above zero.
     pub fn is_gain(&self) -> bool {
-        self.low > 0.0
+        self.low > ROUNDING
     }
 }
 
@@ -119,6 +123,9 @@ mod tests {
         let delta = paired_bootstrap(&drops);
         assert!(delta.is_drop() && delta.low <= delta.mean && delta.mean <= delta.high);
         assert_eq!(paired_bootstrap(&drops), delta, "the same draws every run");
+        // The same scores summed in another order: rounding, neither a drop nor a gain.
+        let rounding = paired_bootstrap(&[-1e-17; 50]);
+        assert!(!rounding.is_drop() && !rounding.is_gain());
     }
 
     #[test]
