@@ -15,7 +15,7 @@ pub const DEPTH: usize = 10;
 
 /// A result chunk's location.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Hit {
+pub struct Location {
     /// Corpus-relative path.
     pub path: String,
     /// First line, 1-based.
@@ -103,7 +103,7 @@ impl Judged {
     /// Finds each target's first hit among the top [`DEPTH`] of `results`. Targets `indexed`
     /// rejects are left out.
     pub fn new(
-        results: &[Hit],
+        results: &[Location],
         relevant: &[Target],
         secondary: &[Target],
         indexed: impl Fn(&str) -> bool,
@@ -178,7 +178,7 @@ impl Judged {
 /// Scores the top [`DEPTH`] of `results` for a case (see the module docs); `None` when
 /// none of its relevant targets is indexed.
 pub fn score(
-    results: &[Hit],
+    results: &[Location],
     relevant: &[Target],
     secondary: &[Target],
     indexed: impl Fn(&str) -> bool,
@@ -192,11 +192,11 @@ pub fn score(
 mod tests {
     use super::*;
 
-    fn hits(paths: &[&str]) -> Vec<Hit> {
+    fn hits(paths: &[&str]) -> Vec<Location> {
         paths
             .iter()
             .enumerate()
-            .map(|(i, p)| Hit {
+            .map(|(i, p)| Location {
                 path: p.to_string(),
                 start_line: 10 * i + 1,
                 end_line: 10 * i + 10,

@@ -16,7 +16,7 @@ use serde::Deserialize;
 
 use crate::BenchError;
 use crate::cases::Case;
-use crate::metrics::{DEPTH, Hit};
+use crate::metrics::{DEPTH, Location};
 
 /// How to run semble: a Python with `semble` installed, the driver script, and the
 /// directory of the stand-in model the script builds on first use.
@@ -36,7 +36,7 @@ pub struct PeerAnswers {
     /// Seconds the peer took to index the corpus cold (`None` for a tool without an index).
     pub index_seconds: Option<f64>,
     /// Per case id: the hits and the query's wall time in milliseconds.
-    pub answers: HashMap<String, (Vec<Hit>, f64)>,
+    pub answers: HashMap<String, (Vec<Location>, f64)>,
 }
 
 #[derive(Deserialize)]
@@ -54,7 +54,7 @@ struct SembleCorpus {
 struct SembleResult {
     id: String,
     seconds: f64,
-    hits: Vec<Hit>,
+    hits: Vec<Location>,
 }
 
 impl SemblePeer {
@@ -132,7 +132,7 @@ impl SemblePeer {
 /// three letters left out; case-insensitive, fixed strings), ranked by how many distinct
 /// words the line holds, then by how many its file holds, then path and line; the first
 /// [`DEPTH`] lines, each a one-line hit. Also the wall time in milliseconds.
-pub fn ripgrep(root: &Path, query: &str) -> Result<(Vec<Hit>, f64), BenchError> {
+pub fn ripgrep(root: &Path, query: &str) -> Result<(Vec<Location>, f64), BenchError> {
     let failed = |message: String| BenchError::Peer {
         peer: "ripgrep".into(),
         corpus: root.display().to_string(),
@@ -196,7 +196,7 @@ pub fn ripgrep(root: &Path, query: &str) -> Result<(Vec<Hit>, f64), BenchError> 
     let hits = lines
         .into_iter()
         .take(DEPTH)
-        .map(|(path, line, _)| Hit {
+        .map(|(path, line, _)| Location {
             path,
             start_line: line,
             end_line: line,

@@ -17,7 +17,7 @@ use crate::cases::{Case, CaseFile, Category, Split};
 use crate::corpus::Corpus;
 use crate::docs::{self, DocCase};
 use crate::files::{Index, copy_files, list_files};
-use crate::metrics::{self, DEPTH, Hit, Scores};
+use crate::metrics::{self, DEPTH, Location, Scores};
 use crate::peers::{self, PeerAnswers, SemblePeer};
 use crate::stats::Rng;
 
@@ -483,15 +483,15 @@ fn all_chunks(engine: &Engine) -> Result<Vec<StoredChunk>, BenchError> {
 
 /// The chunks' locations, by file, for the controls.
 struct IndexedChunks {
-    all: Vec<Hit>,
+    all: Vec<Location>,
     by_path: HashMap<String, Vec<usize>>,
 }
 
 impl IndexedChunks {
     fn new(chunks: Vec<StoredChunk>) -> Self {
-        let all: Vec<Hit> = chunks
+        let all: Vec<Location> = chunks
             .into_iter()
-            .map(|c| Hit {
+            .map(|c| Location {
                 path: c.path,
                 start_line: c.start_line,
                 end_line: c.end_line,
@@ -522,7 +522,7 @@ fn answer(
     arm: &Arm,
     corpus: &str,
     case: &Case,
-) -> Result<(Vec<Hit>, Option<f64>), BenchError> {
+) -> Result<(Vec<Location>, Option<f64>), BenchError> {
     let (engine, index) = (context.engine, context.index);
     match &arm.ranker {
         Ranker::Engine {
@@ -545,7 +545,7 @@ fn answer(
             let hits = response
                 .results
                 .into_iter()
-                .map(|r| Hit {
+                .map(|r| Location {
                     path: r.chunk.path,
                     start_line: r.chunk.start_line,
                     end_line: r.chunk.end_line,
@@ -586,7 +586,7 @@ fn answer(
             ))
         }
         Ranker::Oracle => {
-            let mut hits: Vec<Hit> = Vec::new();
+            let mut hits: Vec<Location> = Vec::new();
             for target in case.relevant.iter().chain(&case.secondary) {
                 let first = index.by_path.get(&target.path).and_then(|chunks| {
                     chunks

@@ -12,12 +12,12 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 
 use quarry_bench::cases::Target;
-use quarry_bench::metrics::{DEPTH, Hit, score};
+use quarry_bench::metrics::{DEPTH, Location, score};
 use quarry_bench::stats::Rng;
 use serde_json::{Value, json};
 
 struct Synthetic {
-    results: Vec<Hit>,
+    results: Vec<Location>,
     relevant: Vec<Target>,
     secondary: Vec<Target>,
 }
@@ -38,7 +38,7 @@ fn synthetic(rng: &mut Rng) -> Synthetic {
     let results = (0..1 + rng.below(14))
         .map(|_| {
             let start = 1 + rng.below(80);
-            Hit {
+            Location {
                 path: format!("src/f{}.rs", rng.below(8)),
                 start_line: start,
                 end_line: start + rng.below(15),

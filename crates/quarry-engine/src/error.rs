@@ -17,7 +17,7 @@ pub enum EngineError {
     /// The ranking configuration is invalid.
     #[error("ranking configuration: {0}")]
     RankConfig(#[from] quarry_rank::ConfigError),
-    /// Ranking failed.
+    /// PageRanking failed.
     #[error("ranking: {0}")]
     Rank(#[from] quarry_rank::RankError),
     /// A leg weight or a lexical field weight is out of range.

@@ -8,7 +8,7 @@ use petgraph::graph::{DiGraph, NodeIndex};
 
 use crate::imports::FileImports;
 use crate::lang;
-use crate::rank::{PageRankConfig, Ranking, pagerank, personalized_pagerank};
+use crate::rank::{PageRankConfig, PageRanking, pagerank, personalized_pagerank};
 use crate::repo::Repo;
 use crate::{FileKey, GraphError, graph_key};
 
@@ -153,7 +153,7 @@ pub struct FileGraph {
 
 impl FileGraph {
     /// The key of `path` in this repository ([`graph_key`]): the way to turn a path
-    /// from anywhere into something this graph and its [`Ranking`]s look up.
+    /// from anywhere into something this graph and its [`PageRanking`]s look up.
     ///
     /// # Errors
     ///
@@ -247,8 +247,8 @@ impl FileGraph {
     }
 
     /// Every file's PageRank and percentile.
-    pub fn rank(&self, config: &PageRankConfig) -> Ranking {
-        Ranking::new(self.files().cloned(), pagerank(&self.graph, config))
+    pub fn rank(&self, config: &PageRankConfig) -> PageRanking {
+        PageRanking::new(self.files().cloned(), pagerank(&self.graph, config))
     }
 
     /// PageRank personalised to `focus`, over imports in both directions: the walk
@@ -267,7 +267,7 @@ impl FileGraph {
         &self,
         focus: &[FileKey],
         config: &PageRankConfig,
-    ) -> Result<Ranking, GraphError> {
+    ) -> Result<PageRanking, GraphError> {
         if focus.is_empty() {
             return Err(GraphError::NoFocus);
         }
@@ -295,6 +295,6 @@ impl FileGraph {
         }
         undirected.extend_with_edges(pairs);
         let rank = personalized_pagerank(&undirected, &weights, config)?;
-        Ok(Ranking::new(self.files().cloned(), rank))
+        Ok(PageRanking::new(self.files().cloned(), rank))
     }
 }

@@ -81,4 +81,4 @@ pub use error::GraphError;
 pub use graph::{FileGraph, GraphBuilder};
 pub use imports::FileImports;
 pub use key::{FileKey, graph_key};
-pub use rank::{FileScore, PageRank, PageRankConfig, Ranking, pagerank, personalized_pagerank};
+pub use rank::{FileScore, PageRank, PageRankConfig, PageRanking, pagerank, personalized_pagerank};

@@ -165,9 +165,9 @@ pub struct FileScore {
 }
 
 /// Every file's [`FileScore`], sorted by key; serialisable as a whole, or file by
-/// file through [`Ranking::iter`].
+/// file through [`PageRanking::iter`].
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Ranking {
+pub struct PageRanking {
     files: Vec<(FileKey, FileScore)>,
     iterations: usize,
     converged: bool,
@@ -177,9 +177,9 @@ pub struct Ranking {
 /// that order between files that are equally central.
 const TIE: f64 = 1e-9;
 
-impl Ranking {
+impl PageRanking {
     /// `keys` and `rank.scores` in the same (sorted) order.
-    pub(crate) fn new(keys: impl IntoIterator<Item = FileKey>, rank: PageRank) -> Ranking {
+    pub(crate) fn new(keys: impl IntoIterator<Item = FileKey>, rank: PageRank) -> PageRanking {
         let n = rank.scores.len();
         let mut order: Vec<usize> = (0..n).collect();
         order.sort_by(|&a, &b| rank.scores[a].total_cmp(&rank.scores[b]));
@@ -199,7 +199,7 @@ impl Ranking {
             .zip(rank.scores.iter().zip(percentiles))
             .map(|(key, (&score, percentile))| (key, FileScore { score, percentile }))
             .collect();
-        Ranking {
+        PageRanking {
             files,
             iterations: rank.iterations,
             converged: rank.converged,
@@ -265,7 +265,7 @@ mod tests {
             iterations: 1,
             converged: true,
         };
-        let ranking = Ranking::new(keys(5), rank);
+        let ranking = PageRanking::new(keys(5), rank);
         let percentiles: Vec<f64> = ranking.iter().map(|(_, s)| s.percentile).collect();
         assert_eq!(percentiles, [0.0, 100.0, 0.0, 75.0, 0.0]);
         let top: Vec<&str> = ranking.top(2).iter().map(|(k, _)| k.as_str()).collect();
@@ -275,7 +275,7 @@ mod tests {
     #[test]
     fn a_lone_file_is_at_the_top() {
         let graph = DiGraph::<(), ()>::from_edges([(0, 0)]);
-        let ranking = Ranking::new(keys(1), pagerank(&graph, &PageRankConfig::default()));
+        let ranking = PageRanking::new(keys(1), pagerank(&graph, &PageRankConfig::default()));
         let (_, score) = ranking.iter().next().unwrap();
         assert_eq!((score.score, score.percentile), (1.0, 100.0));
     }

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use petgraph::graph::DiGraph;
 use quarry_graph::{
-    FileGraph, GraphBuilder, PageRankConfig, Ranking, pagerank, personalized_pagerank,
+    FileGraph, GraphBuilder, PageRankConfig, PageRanking, pagerank, personalized_pagerank,
 };
 use serde::Deserialize;
 
@@ -141,7 +141,7 @@ fn rust_fixture_graph() -> FileGraph {
     builder.build()
 }
 
-fn scores(ranking: &Ranking) -> Vec<f64> {
+fn scores(ranking: &PageRanking) -> Vec<f64> {
     ranking.iter().map(|(_, score)| score.score).collect()
 }
 

@@ -11,7 +11,7 @@ use crate::Hit;
 /// answer does not depend on the order it visits chunks in.
 pub(crate) struct Best {
     k: usize,
-    heap: BinaryHeap<Ranked>,
+    heap: BinaryHeap<BestFirst>,
 }
 
 impl Best {
@@ -23,7 +23,7 @@ impl Best {
     }
 
     pub fn push(&mut self, id: u128, score: f32) {
-        let hit = Ranked(Hit {
+        let hit = BestFirst(Hit {
             id: ChunkId(id),
             score,
         });
@@ -47,7 +47,7 @@ impl Best {
 
     /// The hits, best first.
     pub fn into_hits(self) -> Vec<Hit> {
-        // `Ranked` orders best first, so the ascending sort is the ranking.
+        // `BestFirst` orders best first, so the ascending sort is the ranking.
         self.heap
             .into_sorted_vec()
             .into_iter()
@@ -58,11 +58,11 @@ impl Best {
 
 /// Orders hits best first: higher score, then lower id.
 #[derive(PartialEq)]
-struct Ranked(Hit);
+struct BestFirst(Hit);
 
-impl Eq for Ranked {}
+impl Eq for BestFirst {}
 
-impl Ord for Ranked {
+impl Ord for BestFirst {
     fn cmp(&self, other: &Self) -> Ordering {
         other
             .0
@@ -72,7 +72,7 @@ impl Ord for Ranked {
     }
 }
 
-impl PartialOrd for Ranked {
+impl PartialOrd for BestFirst {
     fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
         Some(self.cmp(other))
     }

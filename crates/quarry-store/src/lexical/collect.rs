@@ -12,14 +12,14 @@ use super::{ID_HI, ID_LO};
 
 /// A hit; orders best first: higher score, then lower id.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub(super) struct Ranked {
+pub(super) struct ChunkScore {
     pub(super) score: Score,
     pub(super) id: u128,
 }
 
-impl Eq for Ranked {}
+impl Eq for ChunkScore {}
 
-impl Ord for Ranked {
+impl Ord for ChunkScore {
     fn cmp(&self, other: &Self) -> std::cmp::Ordering {
         other
             .score
@@ -28,7 +28,7 @@ impl Ord for Ranked {
     }
 }
 
-impl PartialOrd for Ranked {
+impl PartialOrd for ChunkScore {
     fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
         Some(self.cmp(other))
     }
@@ -45,7 +45,7 @@ pub(super) struct SegmentTopChunks {
     id_lo: Column<u64>,
     pub(super) k: usize,
     /// The worst kept hit on top.
-    best: BinaryHeap<Ranked>,
+    best: BinaryHeap<ChunkScore>,
 }
 
 impl SegmentTopChunks {
@@ -60,13 +60,13 @@ impl SegmentTopChunks {
 }
 
 impl SegmentCollector for SegmentTopChunks {
-    type Fruit = Vec<Ranked>;
+    type Fruit = Vec<ChunkScore>;
 
     fn collect(&mut self, doc: DocId, score: Score) {
         let (Some(hi), Some(lo)) = (self.id_hi.first(doc), self.id_lo.first(doc)) else {
             return;
         };
-        let hit = Ranked {
+        let hit = ChunkScore {
             score,
             id: (u128::from(hi) << 64) | u128::from(lo),
         };
@@ -78,13 +78,13 @@ impl SegmentCollector for SegmentTopChunks {
         }
     }
 
-    fn harvest(self) -> Vec<Ranked> {
+    fn harvest(self) -> Vec<ChunkScore> {
         self.best.into_sorted_vec()
     }
 }
 
 impl Collector for TopChunks {
-    type Fruit = Vec<Ranked>;
+    type Fruit = Vec<ChunkScore>;
     type Child = SegmentTopChunks;
 
     fn for_segment(
@@ -105,8 +105,8 @@ impl Collector for TopChunks {
         true
     }
 
-    fn merge_fruits(&self, fruits: Vec<Vec<Ranked>>) -> tantivy::Result<Vec<Ranked>> {
-        let mut all: Vec<Ranked> = fruits.into_iter().flatten().collect();
+    fn merge_fruits(&self, fruits: Vec<Vec<ChunkScore>>) -> tantivy::Result<Vec<ChunkScore>> {
+        let mut all: Vec<ChunkScore> = fruits.into_iter().flatten().collect();
         all.sort_unstable();
         all.truncate(self.k);
         Ok(all)
@@ -118,7 +118,7 @@ impl Collector for TopChunks {
         weight: &dyn Weight,
         segment: SegmentOrdinal,
         reader: &SegmentReader,
-    ) -> tantivy::Result<Vec<Ranked>> {
+    ) -> tantivy::Result<Vec<ChunkScore>> {
         let mut collector = self.for_segment(segment, reader)?;
         let alive = reader.alive_bitset();
         weight.for_each_pruning(Score::MIN, reader, &mut |doc, score| {
