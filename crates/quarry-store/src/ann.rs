@@ -530,22 +530,7 @@ fn per_query_ms(started: Instant, queries: usize) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn unit(seed: u64, dimensions: usize) -> Vec<f32> {
-        // A small xorshift: deterministic vectors without a dependency.
-        let mut state = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-        let mut v: Vec<f32> = (0..dimensions)
-            .map(|_| {
-                state ^= state << 13;
-                state ^= state >> 7;
-                state ^= state << 17;
-                (state >> 40) as f32 / (1u64 << 24) as f32 - 0.5
-            })
-            .collect();
-        let norm = dot(&v, &v).sqrt();
-        v.iter_mut().for_each(|x| *x /= norm);
-        v
-    }
+    use crate::dot::unit;
 
     fn vectors(range: std::ops::Range<u64>) -> Vec<NewVector<'static>> {
         range

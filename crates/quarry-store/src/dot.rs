@@ -38,24 +38,25 @@ impl pulp::WithSimd for Dot<'_> {
     }
 }
 
+/// A deterministic unit vector (a small xorshift: no dependency), for tests.
+#[cfg(test)]
+pub(crate) fn unit(seed: u64, dimensions: usize) -> Vec<f32> {
+    let mut state = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    let v: Vec<f32> = (0..dimensions)
+        .map(|_| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            (state >> 40) as f32 / (1u64 << 24) as f32 - 0.5
+        })
+        .collect();
+    let norm = dot(&v, &v).sqrt();
+    v.iter().map(|x| x / norm).collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// A deterministic unit vector.
-    fn unit(seed: u64, dimensions: usize) -> Vec<f32> {
-        let mut state = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-        let v: Vec<f32> = (0..dimensions)
-            .map(|_| {
-                state ^= state << 13;
-                state ^= state >> 7;
-                state ^= state << 17;
-                (state >> 40) as f32 / (1u64 << 24) as f32 - 0.5
-            })
-            .collect();
-        let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt();
-        v.iter().map(|x| x / norm).collect()
-    }
 
     #[test]
     fn dot_matches_a_plain_sum() {
