@@ -1,11 +1,6 @@
 //! Project chores, run as `cargo xtask <command>` (see `cargo xtask help`).
 
-mod bench_cli;
-mod bench_embed;
-mod bench_index;
-mod bench_mcp;
-mod bench_relevance;
-mod bench_store;
+mod bench;
 mod chunks;
 mod fuzz;
 mod model;
@@ -52,10 +47,12 @@ Commands:
         [--embed]         edit, p50/p95 against ripgrep over the same copy in the same run.
                           Default 20 runs; needs the release quarry beside xtask; writes
                           bench-suite/reports/cli-<commit>.*
-  bench mcp --root DIR    warm semantic_search latency p50/p95 through `quarry mcp` (the
-        [--calls N]       official Python MCP client over stdio) against the same searches
-                          in-process; DIR must be indexed. Default 100 calls; writes
-                          bench-suite/reports/mcp-<commit>.*
+  bench mcp --root DIR    warm semantic_search latency p50/p95 through `quarry mcp` (rmcp's
+        [--calls N]       client and the official Python one, over stdio) against the same
+        [--clients C]     searches in-process; then C callers x L searches over one server
+        [--load-calls L]  while it re-indexes E changed files, with `quarry search` in a
+        [--edits E]       loop beside it. DIR must be indexed. Defaults 100 calls, 8 x 250,
+                          20 edits; writes bench-suite/reports/mcp-<commit>.*
   chunks <file>...        print the chunks quarry makes of files
          [--budget N]     characters per chunk (default: from the model's 256 tokens)
          [--text]         print each chunk's text too
@@ -68,15 +65,7 @@ Commands:
 fn main() -> Result<()> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     match args.first().map(String::as_str) {
-        Some("bench") => match args.get(1).map(String::as_str) {
-            Some("embed") => bench_embed::run(&args[2..]),
-            Some("store") => bench_store::run(&args[2..]),
-            Some("relevance") => bench_relevance::run(&args[2..]),
-            Some("mcp") => bench_mcp::run(&args[2..]),
-            Some("index") => bench_index::run(&args[2..]),
-            Some("cli") => bench_cli::run(&args[2..]),
-            _ => bail!("cargo xtask bench embed|store|relevance|mcp|index|cli [...]\n\n{HELP}"),
-        },
+        Some("bench") => bench::run(&args[1..], HELP),
         Some("chunks") => chunks::run(&args[1..]),
         Some("fuzz") => fuzz::run(&args[1..]),
         Some("help" | "--help" | "-h") | None => {

@@ -13,14 +13,13 @@ use quarry_chunk::Chunker;
 use quarry_embed::{DEFAULT_MODEL, Embedder, EmbedderOptions};
 use serde_json::{Value, json};
 
+use crate::bench::common::{git_commit, reference_python, write_report};
+
 const LENGTHS: [usize; 2] = [128, 256];
 const BATCH_SIZES: [usize; 3] = [1, 8, 32];
 /// Twelve tokens with `[CLS]` and `[SEP]`.
 const QUERY: &str = "function that retries an http request with backoff";
 const QUERY_RUNS: usize = 100;
-/// The reference's pinned versions; the virtual environment is made once (about 6 GB, as
-/// PyPI's torch wheel brings its CUDA libraries).
-const REFERENCE_PACKAGES: [&str; 2] = ["sentence-transformers==6.2.0", "torch==2.15.0"];
 
 struct Run {
     length: usize,
@@ -256,39 +255,6 @@ fn run_reference(root: &Path, model_dir: &Path, texts: &[&str]) -> Result<(Value
     Ok((result, runs))
 }
 
-/// The reference's Python: `QUARRY_BENCH_PYTHON`, or a virtual environment in the user cache,
-/// made on first use.
-pub(crate) fn reference_python() -> Result<PathBuf> {
-    if let Some(python) = std::env::var_os("QUARRY_BENCH_PYTHON") {
-        return Ok(python.into());
-    }
-    let cache = directories::ProjectDirs::from("", "", "quarry")
-        .context("no user cache directory; set QUARRY_BENCH_PYTHON")?;
-    let venv = cache.cache_dir().join("bench-venv");
-    let python = venv.join("bin/python");
-    if !python.exists() {
-        eprintln!(
-            "creating {} with {REFERENCE_PACKAGES:?} (about 6 GB, once)",
-            venv.display()
-        );
-        let status = Command::new("python3")
-            .arg("-m")
-            .arg("venv")
-            .arg(&venv)
-            .status()?;
-        ensure!(status.success(), "python3 -m venv failed");
-        let status = Command::new(&python)
-            .args(["-m", "pip", "install", "--quiet"])
-            .args(REFERENCE_PACKAGES)
-            .status()?;
-        if !status.success() {
-            let _ = std::fs::remove_dir_all(&venv);
-            bail!("pip install {REFERENCE_PACKAGES:?} failed");
-        }
-    }
-    Ok(python)
-}
-
 fn peak_rss_mb() -> Result<f64> {
     let status = std::fs::read_to_string("/proc/self/status")?;
     let line = status
@@ -297,37 +263,6 @@ fn peak_rss_mb() -> Result<f64> {
         .context("no VmHWM in /proc/self/status")?;
     let kib: f64 = line.split_whitespace().nth(1).context("VmHWM")?.parse()?;
     Ok(kib / 1024.0)
-}
-
-/// Writes a benchmark's report as `bench-suite/reports/<name>.md` and `.json` under `root`.
-pub(crate) fn write_report(root: &Path, name: &str, markdown: &str, json: &Value) -> Result<()> {
-    let dir = root.join("bench-suite/reports");
-    std::fs::create_dir_all(&dir)?;
-    std::fs::write(dir.join(format!("{name}.md")), markdown)?;
-    std::fs::write(
-        dir.join(format!("{name}.json")),
-        serde_json::to_string_pretty(json)?,
-    )?;
-    eprintln!("wrote bench-suite/reports/{name}.md and .json");
-    Ok(())
-}
-
-pub(crate) fn git_commit(root: &Path) -> String {
-    let git = |args: &[&str]| {
-        Command::new("git")
-            .args(args)
-            .current_dir(root)
-            .output()
-            .ok()
-            .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned())
-            .unwrap_or_default()
-    };
-    let commit = git(&["rev-parse", "--short", "HEAD"]);
-    if git(&["status", "--porcelain", "--untracked-files=no"]).is_empty() {
-        commit
-    } else {
-        format!("{commit}-dirty")
-    }
 }
 
 struct Report {

@@ -11,8 +11,7 @@ use quarry_embed::{DEFAULT_MODEL, EmbedderOptions};
 use quarry_engine::{Engine, EngineOptions, SearchOptions};
 use serde_json::{Value, json};
 
-use crate::bench_cli::{append_comment, largest_source_files};
-use crate::bench_embed::{git_commit, write_report};
+use crate::bench::common::{append_comment, git_commit, largest_source_files, write_report};
 use crate::model::provisioner;
 
 /// Questions an agent working on an async runtime might ask (tokio's sources are the

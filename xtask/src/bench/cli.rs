@@ -3,7 +3,7 @@
 //! same copy in the same run.
 
 use std::fs;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 use std::time::Instant;
 
@@ -12,8 +12,10 @@ use serde_json::{Value, json};
 
 use quarry_bench::stats::percentile;
 
-use crate::bench_embed::{git_commit, write_report};
-use crate::bench_index::{CorpusArgs, release_quarry, repository_root};
+use crate::bench::common::{
+    CorpusArgs, append_comment, git_commit, largest_source_files, release_quarry, repository_root,
+    write_report,
+};
 
 /// The question every search asks; what it finds does not matter here.
 const QUERY: &str = "where is the configuration loaded";
@@ -199,48 +201,6 @@ fn run_checked(command: &mut Command, name: &str) -> Result<std::process::Output
         String::from_utf8_lossy(&out.stderr)
     );
     Ok(out)
-}
-
-/// The files edits go to: the `count` largest `.py` or `.rs` files (their chunks and imports
-/// are the most to redo), largest first, the same in every run.
-pub(crate) fn largest_source_files(dir: &Path, count: usize) -> Result<Vec<PathBuf>> {
-    let mut sources: Vec<(u64, PathBuf)> = Vec::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(current) = stack.pop() {
-        for entry in fs::read_dir(&current)? {
-            let entry = entry?;
-            let path = entry.path();
-            if entry.file_type()?.is_dir() {
-                if entry.file_name() != quarry_store::INDEX_DIR {
-                    stack.push(path);
-                }
-            } else if matches!(path.extension().and_then(|e| e.to_str()), Some("py" | "rs")) {
-                sources.push((entry.metadata()?.len(), path));
-            }
-        }
-    }
-    ensure!(
-        !sources.is_empty(),
-        "no .py or .rs file to edit in {}",
-        dir.display()
-    );
-    sources.sort_by(|a, b| b.cmp(a));
-    Ok(sources
-        .into_iter()
-        .take(count)
-        .map(|(_, path)| path)
-        .collect())
-}
-
-/// Appends a comment line (in the file's syntax) to `path`: a change to re-index.
-pub(crate) fn append_comment(path: &Path, text: &str) -> Result<()> {
-    let comment = match path.extension().and_then(|e| e.to_str()) {
-        Some("py" | "rb" | "sh") => "#",
-        _ => "//",
-    };
-    let mut source = fs::read_to_string(path)?;
-    source.push_str(&format!("\n{comment} {text}\n"));
-    Ok(fs::write(path, source)?)
 }
 
 fn markdown(commit: &str, runs: usize, measured: &[Measured]) -> String {

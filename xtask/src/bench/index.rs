@@ -3,17 +3,16 @@
 //! and optionally the second (chunks/s), with ripgrep over the same copy as the reference
 //! measured in the same run.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use anyhow::{Context, Result, bail, ensure};
-use quarry_bench::corpus::{CorporaFile, Corpus};
+use anyhow::{Context, Result, ensure};
 use quarry_embed::{DEFAULT_MODEL, EmbedderOptions, ModelDir};
 use quarry_engine::{Engine, EngineOptions};
 use serde_json::json;
 
-use crate::bench_embed::{git_commit, write_report};
+use crate::bench::common::{CorpusArgs, git_commit, release_quarry, repository_root, write_report};
 use crate::model::provisioner;
 
 /// The question each fresh copy is asked; what it finds does not matter here.
@@ -144,79 +143,6 @@ fn measure(
         ripgrep: median(ripgreps),
         phase_two,
     })
-}
-
-/// The options of the benchmarks over bench-suite/index-corpora.yaml (`bench index`,
-/// `bench cli`): `--runs N`, `--embed` (every corpus, not only flask's) and `--corpus C`.
-pub(crate) struct CorpusArgs {
-    pub runs: usize,
-    embed_all: bool,
-    only: Vec<String>,
-}
-
-impl CorpusArgs {
-    pub(crate) fn parse(args: &[String], default_runs: usize) -> Result<Self> {
-        let mut parsed = Self {
-            runs: default_runs,
-            embed_all: false,
-            only: Vec::new(),
-        };
-        let mut args = args.iter();
-        while let Some(arg) = args.next() {
-            let mut value = || args.next().with_context(|| format!("{arg} needs a value"));
-            match arg.as_str() {
-                "--runs" => parsed.runs = value()?.parse().context("--runs N")?,
-                "--embed" => parsed.embed_all = true,
-                "--corpus" => parsed.only.push(value()?.clone()),
-                other => bail!("unknown option {other:?} (see `cargo xtask help`)"),
-            }
-        }
-        ensure!(parsed.runs > 0, "--runs must be at least 1");
-        Ok(parsed)
-    }
-
-    /// Whether `corpus` gets its vectors: the flask-sized one by default (tokio's take
-    /// minutes on a laptop CPU), every one with --embed.
-    pub(crate) fn embeds(&self, corpus: &Corpus) -> bool {
-        self.embed_all || corpus.name == "flask-src"
-    }
-
-    /// The selected corpora of index-corpora.yaml, each fetched into the user cache.
-    pub(crate) fn corpora(&self, root: &Path) -> Result<Vec<(Corpus, PathBuf)>> {
-        let suite_dir = root.join("bench-suite");
-        let file = CorporaFile::load(&suite_dir.join("index-corpora.yaml"))?;
-        let cache = directories::ProjectDirs::from("", "", "quarry")
-            .context("no home directory for the cache")?
-            .cache_dir()
-            .join("bench")
-            .join("corpora");
-        file.corpora
-            .into_iter()
-            .filter(|corpus| self.only.is_empty() || self.only.contains(&corpus.name))
-            .map(|corpus| {
-                let source = corpus.fetch(&suite_dir, &cache)?;
-                Ok((corpus, source))
-            })
-            .collect()
-    }
-}
-
-/// The release `quarry` beside this xtask binary.
-pub(crate) fn release_quarry() -> Result<PathBuf> {
-    let quarry = std::env::current_exe()?.with_file_name("quarry");
-    ensure!(
-        quarry.is_file(),
-        "{} is missing: build it in the same profile (`cargo build --release -p quarry-cli`)",
-        quarry.display()
-    );
-    Ok(quarry)
-}
-
-/// The repository's root.
-pub(crate) fn repository_root() -> Result<&'static Path> {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .context("root")
 }
 
 fn engine_options() -> Result<EngineOptions> {

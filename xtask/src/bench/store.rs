@@ -18,7 +18,7 @@ use serde_json::{Value, json};
 
 use quarry_bench::stats::{Rng, percentile};
 
-use crate::bench_embed::{git_commit, write_report};
+use crate::bench::common::{git_commit, write_report};
 
 mod data;
 mod detection;

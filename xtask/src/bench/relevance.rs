@@ -14,7 +14,7 @@ use quarry_bench::{Progress, RunOptions};
 use quarry_embed::{DEFAULT_MODEL, EmbedderOptions};
 use quarry_engine::EngineOptions;
 
-use crate::bench_embed::git_commit;
+use crate::bench::common::git_commit;
 use crate::model::provisioner;
 
 /// What to compare.

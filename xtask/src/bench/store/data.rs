@@ -13,7 +13,7 @@ use quarry_chunk::Chunker;
 use quarry_embed::DEFAULT_MODEL;
 use serde_json::{Value, json};
 
-use crate::bench_embed::reference_python;
+use crate::bench::common::reference_python;
 
 use super::{DIMENSIONS, Data, REAL_BATCH, REAL_MAX_TOKENS, Vectors};
 

@@ -1,0 +1,194 @@
+//! What the benchmarks share: the repository and the release binary they measure, their
+//! corpora's arguments, edits to a copy, the PyTorch reference's environment and the
+//! reports they write.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use anyhow::{Context, Result, bail, ensure};
+use quarry_bench::corpus::{CorporaFile, Corpus};
+use serde_json::Value;
+
+/// The reference's pinned versions; the virtual environment is made once (about 6 GB, as
+/// PyPI's torch wheel brings its CUDA libraries).
+const REFERENCE_PACKAGES: [&str; 2] = ["sentence-transformers==6.2.0", "torch==2.15.0"];
+
+/// Writes a benchmark's report as `bench-suite/reports/<name>.md` and `.json` under `root`.
+pub(crate) fn write_report(root: &Path, name: &str, markdown: &str, json: &Value) -> Result<()> {
+    let dir = root.join("bench-suite/reports");
+    std::fs::create_dir_all(&dir)?;
+    std::fs::write(dir.join(format!("{name}.md")), markdown)?;
+    std::fs::write(
+        dir.join(format!("{name}.json")),
+        serde_json::to_string_pretty(json)?,
+    )?;
+    eprintln!("wrote bench-suite/reports/{name}.md and .json");
+    Ok(())
+}
+
+pub(crate) fn git_commit(root: &Path) -> String {
+    let git = |args: &[&str]| {
+        Command::new("git")
+            .args(args)
+            .current_dir(root)
+            .output()
+            .ok()
+            .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned())
+            .unwrap_or_default()
+    };
+    let commit = git(&["rev-parse", "--short", "HEAD"]);
+    if git(&["status", "--porcelain", "--untracked-files=no"]).is_empty() {
+        commit
+    } else {
+        format!("{commit}-dirty")
+    }
+}
+
+/// The reference's Python: `QUARRY_BENCH_PYTHON`, or a virtual environment in the user cache,
+/// made on first use.
+pub(crate) fn reference_python() -> Result<PathBuf> {
+    if let Some(python) = std::env::var_os("QUARRY_BENCH_PYTHON") {
+        return Ok(python.into());
+    }
+    let cache = directories::ProjectDirs::from("", "", "quarry")
+        .context("no user cache directory; set QUARRY_BENCH_PYTHON")?;
+    let venv = cache.cache_dir().join("bench-venv");
+    let python = venv.join("bin/python");
+    if !python.exists() {
+        eprintln!(
+            "creating {} with {REFERENCE_PACKAGES:?} (about 6 GB, once)",
+            venv.display()
+        );
+        let status = Command::new("python3")
+            .arg("-m")
+            .arg("venv")
+            .arg(&venv)
+            .status()?;
+        ensure!(status.success(), "python3 -m venv failed");
+        let status = Command::new(&python)
+            .args(["-m", "pip", "install", "--quiet"])
+            .args(REFERENCE_PACKAGES)
+            .status()?;
+        if !status.success() {
+            let _ = std::fs::remove_dir_all(&venv);
+            bail!("pip install {REFERENCE_PACKAGES:?} failed");
+        }
+    }
+    Ok(python)
+}
+
+/// The options of the benchmarks over bench-suite/index-corpora.yaml (`bench index`,
+/// `bench cli`): `--runs N`, `--embed` (every corpus, not only flask's) and `--corpus C`.
+pub(crate) struct CorpusArgs {
+    pub runs: usize,
+    embed_all: bool,
+    only: Vec<String>,
+}
+
+impl CorpusArgs {
+    pub(crate) fn parse(args: &[String], default_runs: usize) -> Result<Self> {
+        let mut parsed = Self {
+            runs: default_runs,
+            embed_all: false,
+            only: Vec::new(),
+        };
+        let mut args = args.iter();
+        while let Some(arg) = args.next() {
+            let mut value = || args.next().with_context(|| format!("{arg} needs a value"));
+            match arg.as_str() {
+                "--runs" => parsed.runs = value()?.parse().context("--runs N")?,
+                "--embed" => parsed.embed_all = true,
+                "--corpus" => parsed.only.push(value()?.clone()),
+                other => bail!("unknown option {other:?} (see `cargo xtask help`)"),
+            }
+        }
+        ensure!(parsed.runs > 0, "--runs must be at least 1");
+        Ok(parsed)
+    }
+
+    /// Whether `corpus` gets its vectors: the flask-sized one by default (tokio's take
+    /// minutes on a laptop CPU), every one with --embed.
+    pub(crate) fn embeds(&self, corpus: &Corpus) -> bool {
+        self.embed_all || corpus.name == "flask-src"
+    }
+
+    /// The selected corpora of index-corpora.yaml, each fetched into the user cache.
+    pub(crate) fn corpora(&self, root: &Path) -> Result<Vec<(Corpus, PathBuf)>> {
+        let suite_dir = root.join("bench-suite");
+        let file = CorporaFile::load(&suite_dir.join("index-corpora.yaml"))?;
+        let cache = directories::ProjectDirs::from("", "", "quarry")
+            .context("no home directory for the cache")?
+            .cache_dir()
+            .join("bench")
+            .join("corpora");
+        file.corpora
+            .into_iter()
+            .filter(|corpus| self.only.is_empty() || self.only.contains(&corpus.name))
+            .map(|corpus| {
+                let source = corpus.fetch(&suite_dir, &cache)?;
+                Ok((corpus, source))
+            })
+            .collect()
+    }
+}
+
+/// The release `quarry` beside this xtask binary.
+pub(crate) fn release_quarry() -> Result<PathBuf> {
+    let quarry = std::env::current_exe()?.with_file_name("quarry");
+    ensure!(
+        quarry.is_file(),
+        "{} is missing: build it in the same profile (`cargo build --release -p quarry-cli`)",
+        quarry.display()
+    );
+    Ok(quarry)
+}
+
+/// The repository's root.
+pub(crate) fn repository_root() -> Result<&'static Path> {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .context("root")
+}
+
+/// The files edits go to: the `count` largest `.py` or `.rs` files (their chunks and imports
+/// are the most to redo), largest first, the same in every run.
+pub(crate) fn largest_source_files(dir: &Path, count: usize) -> Result<Vec<PathBuf>> {
+    let mut sources: Vec<(u64, PathBuf)> = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(current) = stack.pop() {
+        for entry in fs::read_dir(&current)? {
+            let entry = entry?;
+            let path = entry.path();
+            if entry.file_type()?.is_dir() {
+                if entry.file_name() != quarry_store::INDEX_DIR {
+                    stack.push(path);
+                }
+            } else if matches!(path.extension().and_then(|e| e.to_str()), Some("py" | "rs")) {
+                sources.push((entry.metadata()?.len(), path));
+            }
+        }
+    }
+    ensure!(
+        !sources.is_empty(),
+        "no .py or .rs file to edit in {}",
+        dir.display()
+    );
+    sources.sort_by(|a, b| b.cmp(a));
+    Ok(sources
+        .into_iter()
+        .take(count)
+        .map(|(_, path)| path)
+        .collect())
+}
+
+/// Appends a comment line (in the file's syntax) to `path`: a change to re-index.
+pub(crate) fn append_comment(path: &Path, text: &str) -> Result<()> {
+    let comment = match path.extension().and_then(|e| e.to_str()) {
+        Some("py" | "rb" | "sh") => "#",
+        _ => "//",
+    };
+    let mut source = fs::read_to_string(path)?;
+    source.push_str(&format!("\n{comment} {text}\n"));
+    Ok(fs::write(path, source)?)
+}
