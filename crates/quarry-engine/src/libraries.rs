@@ -182,6 +182,18 @@ impl Engine {
                         .collect(),
                 });
             }
+        }
+        // Scopes that name every source admit every file: nothing to check per chunk (a
+        // repository without libraries searched in `project`, the default, pays nothing).
+        let every_source = scopes.iter().any(|s| s == PROJECT_SCOPE)
+            && registry
+                .libraries
+                .keys()
+                .all(|name| scopes.contains(&library_scope(name)));
+        if every_source {
+            return Ok(filter);
+        }
+        for scope in scopes {
             filter = filter.scope(scope);
         }
         Ok(filter)

@@ -519,6 +519,21 @@ fn libraries_are_searchable_alone_or_with_the_project() {
     assert_eq!(both[0], "lib:humantime/src/duration.rs", "{both:?}");
     assert!(both.len() > 1);
     assert_eq!(scoped(&["all"]), both);
+    // Scopes naming every source constrain nothing, so a search pays no per-chunk check.
+    let project = ["project".to_owned()];
+    let every = ["project".to_owned(), "lib:humantime".to_owned()];
+    assert!(
+        engine
+            .scope_filter(Filter::default(), &project)
+            .unwrap()
+            .constrains_paths()
+    );
+    assert!(
+        engine
+            .scope_filter(Filter::default(), &every)
+            .unwrap()
+            .is_empty()
+    );
     let error = engine
         .scope_filter(Filter::default(), &["lib:nope".to_owned()])
         .unwrap_err();
@@ -527,6 +542,12 @@ fn libraries_are_searchable_alone_or_with_the_project() {
     engine.remove_library("humantime").unwrap();
     assert!(engine.index(&mut |_| {}).unwrap().files_read == 0);
     assert!(scoped(&["all"]).iter().all(|p| !p.starts_with("lib:")));
+    assert!(
+        engine
+            .scope_filter(Filter::default(), &project)
+            .unwrap()
+            .is_empty()
+    );
     assert!(matches!(
         engine.remove_library("humantime"),
         Err(EngineError::UnknownLibrary { .. })
