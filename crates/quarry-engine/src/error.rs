@@ -17,10 +17,10 @@ pub enum EngineError {
     /// The ranking configuration is invalid.
     #[error("ranking configuration: {0}")]
     RankConfig(#[from] quarry_rank::ConfigError),
-    /// PageRanking failed.
+    /// Ranking failed.
     #[error("ranking: {0}")]
     Rank(#[from] quarry_rank::RankError),
-    /// A leg weight or a lexical field weight is out of range.
+    /// A leg weight or a lexical field weight is out of range, or a language unknown.
     #[error("search options: {0}")]
     SearchOptions(String),
     /// The repository root is missing or not a directory.

@@ -10,7 +10,7 @@ use crate::{Coverage, Engine, EngineError, SearchResult};
 /// What a related search asks for.
 #[derive(Debug, Clone, Default)]
 pub struct RelatedOptions {
-    /// PageRanking: how many results, the per-file cap, penalties, boosts.
+    /// Ranking: how many results, the per-file cap, penalties, boosts.
     pub ranking: RankingConfig,
     /// Which files may answer; applied inside the search, before the top-k cut.
     pub filter: Filter,

@@ -52,7 +52,11 @@ impl ResultRequest {
             filter = filter.path_glob(glob)?;
         }
         for language in &self.languages {
-            filter = filter.language(language);
+            // A misspelt language would match nothing and look like an empty result.
+            let known: quarry_chunk::Language = language.trim().to_lowercase().parse().map_err(
+                |e: quarry_chunk::UnknownLanguage| EngineError::SearchOptions(e.to_string()),
+            )?;
+            filter = filter.language(known.name());
         }
         let scopes = match self.scopes.is_empty() {
             true => &config.search.scopes,

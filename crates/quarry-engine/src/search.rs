@@ -39,7 +39,7 @@ pub enum SearchMode {
 /// What a search asks for.
 #[derive(Debug, Clone, Default)]
 pub struct SearchOptions {
-    /// PageRanking: how many results, the per-file cap, penalties, boosts.
+    /// Ranking: how many results, the per-file cap, penalties, boosts.
     pub ranking: RankingConfig,
     /// Which files may answer; applied inside both legs.
     pub filter: Filter,

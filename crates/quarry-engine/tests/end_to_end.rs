@@ -8,8 +8,8 @@ use std::path::Path;
 use quarry_chunk::ChunkId;
 use quarry_embed::ModelDir;
 use quarry_engine::{
-    Engine, EngineError, EngineOptions, IndexEvent, LINKS_DATA, LegWeights, MAX_QUERY_BYTES,
-    PAGERANK_DATA, RelatedOptions, SearchMode, SearchOptions,
+    Config, Engine, EngineError, EngineOptions, IndexEvent, LINKS_DATA, LegWeights,
+    MAX_QUERY_BYTES, PAGERANK_DATA, RelatedOptions, ResultRequest, SearchMode, SearchOptions,
 };
 use quarry_rank::RankingConfig;
 use quarry_store::{Filter, StoreError};
@@ -264,6 +264,19 @@ fn bad_input_is_a_clear_error() {
         engine.search("   ", &SearchOptions::default()),
         Err(EngineError::EmptyQuery)
     ));
+    // A misspelt language is refused with the known ones, not answered with nothing.
+    let config = Config::default();
+    let misspelt = ResultRequest {
+        languages: vec!["rustt".into()],
+        ..ResultRequest::default()
+    };
+    let error = misspelt.filter(&engine, &config).unwrap_err();
+    assert!(error.to_string().contains("\"rustt\"") && error.to_string().contains("python"));
+    let spelt = ResultRequest {
+        languages: vec!["Rust".into()],
+        ..ResultRequest::default()
+    };
+    assert!(!spelt.filter(&engine, &config).unwrap().is_empty());
     // An empty repository indexes to nothing, and searches find nothing.
     let empty = tempfile::tempdir().unwrap();
     let engine = open(empty.path());
