@@ -8,7 +8,9 @@
 //! // The query's answer is `src/retry.rs` (lines 10-30) and, less importantly, `src/lib.rs`.
 //! let relevant: Vec<Target> = vec!["src/retry.rs:10-30".parse()?];
 //! let secondary: Vec<Target> = vec!["src/lib.rs".parse()?];
-//! let hit = |path: &str, start_line, end_line| Location { path: path.into(), start_line, end_line };
+//! let hit = |path: &str, start_line, end_line| Location {
+//!     path: path.into(), start_line, end_line,
+//! };
 //! // The search returned a chunk of the right file but the wrong lines, then the answer.
 //! let results = [hit("src/retry.rs", 40, 60), hit("src/retry.rs", 12, 28), hit("src/lib.rs", 1, 9)];
 //!

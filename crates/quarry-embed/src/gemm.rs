@@ -22,10 +22,10 @@ use crate::prepared::Deferred;
 pub enum Precision {
     /// The `f32` weights: what documents are embedded with, and every product by default.
     Full,
-    /// Half-precision copies of the weights (IEEE `f16`, about three decimal digits), made
-    /// on first use and multiplied in `f32`: half the bytes to stream, and streaming the
-    /// weights is what a query's few rows wait on. The ablation in `bench-suite/README.md`
-    /// shows what it does to relevance.
+    /// Half-precision copies of the weights (IEEE `f16`, about three decimal digits), loaded
+    /// with prepared weights or made on first use, and multiplied in `f32`: half the bytes
+    /// to stream, and streaming the weights is what a query's few rows wait on. The ablation
+    /// in `bench-suite/README.md` shows what it does to relevance.
     Half,
 }
 
@@ -409,7 +409,8 @@ impl PanelElement for u16 {
 
 /// `panels` rounded to the nearest `f16` (the bits of each), or `None` when a weight lies
 /// past `f16`'s largest finite value and would become infinite. In one pass, on rayon's
-/// threads: a one-shot `quarry search` pays this before its query.
+/// threads: a load from safetensors pays this once, before it saves the prepared weights
+/// that later processes read the `f16` panels from.
 fn to_half(simd: V4, panels: &[f32]) -> Option<Vec<u16>> {
     const F16_MAX: f32 = 65504.0;
     // Panels are whole steps of NR lanes.

@@ -17,11 +17,12 @@ impl Store {
     ///
     /// Indexes under [`crate::EXACT_SCAN_BELOW`] vectors (see [`Store::set_exact_scan_below`])
     /// are scanned exactly, in memory: their vectors are read from the database by the first
-    /// search and kept up to date with its commits. Larger ones are answered from the vector index that
-    /// [`Store::checkpoint`] built, brought up to date with the database first (new vectors
-    /// inserted, removed ones tombstoned), as [`Store::set_dense_strategy`] says: by default
-    /// the graph with its calibrated beam, or an in-memory scan where that is cheaper. Until a
-    /// checkpoint has built one, the database is scanned: a search never builds the graph.
+    /// search and kept up to date with its commits. Larger ones are answered from the vector
+    /// index that [`Store::checkpoint`] built, brought up to date with the database first
+    /// (new vectors inserted, removed ones tombstoned), as [`Store::set_dense_strategy`]
+    /// says: by default the graph with its calibrated beam, or an in-memory scan where that
+    /// is cheaper. Until a checkpoint has built one, the database is scanned: a search never
+    /// builds the graph.
     pub fn search_dense(
         &self,
         query: &[f32],
@@ -143,10 +144,11 @@ impl Store {
     /// Brings the vector index up to date with the database and saves it, so that searches
     /// (in this process and in the next to open the index) use it: under
     /// [`Store::set_exact_scan_below`] vectors, the rows that searches scan, in one file;
-    /// above, the graph, built and calibrated when the index has grown large enough to need one, or when tombstones have passed
-    /// [`crate::TOMBSTONE_REBUILD_FRACTION`] of its nodes. Call it when an indexing run
-    /// ends; a writer only. Building takes a while (about a minute per 100,000 vectors of a
-    /// real model on two cores); catching up takes time in proportion to the change.
+    /// above, the graph, built and calibrated when the index has grown large enough to need
+    /// one, or when tombstones have passed [`crate::TOMBSTONE_REBUILD_FRACTION`] of its
+    /// nodes. Call it when an indexing run ends; a writer only. Building takes a while (about
+    /// a minute per 100,000 vectors of a real model on two cores); catching up takes time in
+    /// proportion to the change.
     pub fn checkpoint(&self) -> Result<(), StoreError> {
         if !self.is_writer() {
             return Err(StoreError::ReadOnly {
