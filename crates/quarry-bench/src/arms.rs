@@ -2,7 +2,7 @@
 //! validate the harness, and the settings and ablations that derive one arm from another.
 
 use quarry_engine::{LegWeights, SearchMode};
-use quarry_rank::{LayerKind, RankingConfig};
+use quarry_rank::{CapDecay, LayerKind, RankingConfig};
 use quarry_store::LexicalWeights;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -105,7 +105,7 @@ impl Arm {
 
     /// This arm with `key` set to `value`, named `key=value`: `mode`, `embed-header`,
     /// `diversity-cap` (the per-file cap, `max_per_file`), `legs.SHAPE` (the dense leg's
-    /// weight for `identifier`, `sentence` or `phrase` queries), `lexical.FIELD` (a lexical
+    /// weight for `identifier`, `question`, `sentence` or `phrase` queries), `lexical.FIELD` (a lexical
     /// field's weight) or any [`RankingConfig`] field (dashes for underscores; a dot reaches
     /// inside, as in `penalties.test`), its value as JSON or a bare string.
     pub fn with_setting(&self, key: &str, value: &str) -> Result<Arm, BenchError> {
@@ -201,9 +201,15 @@ impl Arm {
                 let even = 0.5;
                 settings.legs = LegWeights {
                     identifier: even,
+                    question: even,
                     sentence: even,
                     phrase: even,
                 };
+                None
+            }
+            "cap-by-shape" => {
+                // One decay for every shape: the one before decays followed the shape.
+                settings.ranking.soft_cap_decay = CapDecay::uniform(CapDecay::default().question);
                 None
             }
             "deep-pool" => {
@@ -298,11 +304,12 @@ fn zero(weight: &mut f32) -> Option<LayerKind> {
 }
 
 /// Every part `--ablate` can leave out: the retrieval legs, their weights by query shape
-/// (`leg-weights`: even instead), the deep candidate pool (`deep-pool`: three candidates
-/// per result, the fetch before it), each lexical field (`lexical-*`: weight 0), each ranking layer that
-/// runs by default, and the chunk header. (The cross-encoder rerank is off by default, so it
-/// has nothing to ablate.)
-pub const ABLATIONS: [&str; 18] = [
+/// (`leg-weights`: even instead), the soft cap's decay by query shape (`cap-by-shape`: the
+/// question's 0.5 for every shape), the deep candidate pool (`deep-pool`: three candidates
+/// per result, the fetch before it), each lexical field (`lexical-*`: weight 0), each
+/// ranking layer that runs by default, and the chunk header. (The cross-encoder rerank is
+/// off by default, so it has nothing to ablate.)
+pub const ABLATIONS: [&str; 19] = [
     "dense",
     "lexical",
     "leg-weights",
@@ -320,6 +327,7 @@ pub const ABLATIONS: [&str; 18] = [
     "source-boost",
     "threshold",
     "diversity-cap",
+    "cap-by-shape",
     "chunk-headers",
 ];
 

@@ -59,7 +59,10 @@ pub struct LegWeights {
     /// A bare or qualified identifier (`parse_config`, `fs::read`): 0.15, lexical leaning,
     /// since the name itself is the best evidence and the embedding of a name alone is vague.
     pub identifier: f32,
-    /// A question or description of four words or more: 0.7, dense leaning.
+    /// A question of four words or more (how, where, why...): 0.7, dense leaning, as for a
+    /// description.
+    pub question: f32,
+    /// A description of four words or more: 0.7, dense leaning.
     pub sentence: f32,
     /// Anything else (a word or a few): 0.5.
     pub phrase: f32,
@@ -69,6 +72,7 @@ impl Default for LegWeights {
     fn default() -> Self {
         Self {
             identifier: 0.15,
+            question: 0.7,
             sentence: 0.7,
             phrase: 0.5,
         }
@@ -80,6 +84,7 @@ impl LegWeights {
     pub fn for_query(&self, query: &str) -> (f32, f32) {
         let dense = match QueryTerms::of(query).shape() {
             QueryShape::Identifier => self.identifier,
+            QueryShape::Question => self.question,
             QueryShape::Sentence => self.sentence,
             QueryShape::Phrase => self.phrase,
         };
@@ -90,6 +95,7 @@ impl LegWeights {
     pub fn validate(&self) -> Result<(), String> {
         for (shape, weight) in [
             ("identifier", self.identifier),
+            ("question", self.question),
             ("sentence", self.sentence),
             ("phrase", self.phrase),
         ] {
@@ -366,6 +372,7 @@ mod tests {
         close("parseConfig", 0.15);
         close("fs::read", 0.15);
         close("where is the configuration file read", 0.7);
+        close("read the configuration file at startup", 0.7);
         close("retry backoff", 0.5);
         close("parse", 0.5);
         assert!(

@@ -6,9 +6,10 @@ use std::fmt;
 use serde::{Deserialize, Serialize};
 
 use crate::{
-    Candidate, CapMode, ConfigError, CrossEncoderRerank, Definition, DiversityCap, FileEvidence,
-    IncludeTests, LayerKind, PageRankBoost, PathMatch, PathPenalty, PenaltyFactors, Percentiles,
-    RankError, Ranking, RankingLayer, Reranker, SourceBoost, Threshold, TopK, apply_chain,
+    Candidate, CapDecay, CapMode, ConfigError, CrossEncoderRerank, Definition, DiversityCap,
+    FileEvidence, IncludeTests, LayerKind, PageRankBoost, PathMatch, PathPenalty, PenaltyFactors,
+    Percentiles, RankError, Ranking, RankingLayer, Reranker, SourceBoost, Threshold, TopK,
+    apply_chain,
 };
 
 /// Everything that shapes ranking. Every entry point (search, related, the MCP server, the
@@ -30,12 +31,12 @@ pub struct RankingConfig {
     /// holds the answer twice still shows it twice while other files get their turn.
     pub max_per_file: Option<usize>,
     /// Decay a file's extra chunks instead of dropping them (true: on the relevance suite's
-    /// hand-written cases it ranked better than dropping them, with about eight files in ten
-    /// results on average; false drops them, spilling back only into slots no other file
+    /// hand-written cases it ranked better than dropping them, with seven files or more in
+    /// ten results on average; false drops them, spilling back only into slots no other file
     /// fills).
     pub soft_cap: bool,
-    /// The soft cap's decay per extra chunk, in `(0, 1]` (0.5).
-    pub soft_cap_decay: f32,
+    /// The soft cap's decay per extra chunk, by query shape (see [`CapDecay`]).
+    pub soft_cap_decay: CapDecay,
     /// What to do with test code (`auto`).
     pub include_tests: IncludeTests,
     /// Penalty per path class.
@@ -70,7 +71,7 @@ impl Default for RankingConfig {
             pool: 100,
             max_per_file: None,
             soft_cap: true,
-            soft_cap_decay: 0.5,
+            soft_cap_decay: CapDecay::default(),
             include_tests: IncludeTests::Auto,
             penalties: PenaltyFactors::default(),
             definition_boost: 2.0,

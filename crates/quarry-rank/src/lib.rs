@@ -73,7 +73,7 @@ pub use config::{Pipeline, RankingConfig};
 pub use error::{ConfigError, RankError, RerankError};
 pub use explain::{Effect, Explanation, LayerKind, LayerReport, Step, Summary};
 pub use layers::{
-    CapMode, CrossEncoderRerank, Definition, DiversityCap, FileEvidence, IncludeTests,
+    CapDecay, CapMode, CrossEncoderRerank, Definition, DiversityCap, FileEvidence, IncludeTests,
     PageRankBoost, PathMatch, PathPenalty, PenaltyFactors, Percentiles, Reranker, SourceBoost,
     Threshold, TopK,
 };

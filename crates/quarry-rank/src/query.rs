@@ -21,7 +21,11 @@ pub struct QueryTerms {
     identifiers: Vec<String>,
     keywords: Vec<String>,
     words: usize,
+    question: bool,
 }
+
+/// The words that open a question about how or where something happens.
+const INTERROGATIVES: [&str; 7] = ["how", "where", "what", "which", "why", "when", "who"];
 
 /// Separators between the segments of a qualified name: `a::b`, `a.b`, `a->b`, `a\b`,
 /// `a#b`.
@@ -61,11 +65,15 @@ impl QueryTerms {
                 keywords.push(stemmed);
             }
         }
+        let opens_with_interrogative = tokens
+            .first()
+            .is_some_and(|first| INTERROGATIVES.contains(&first.to_lowercase().as_str()));
         QueryTerms {
             symbol,
             identifiers,
             keywords,
             words: tokens.len(),
+            question: opens_with_interrogative || query.ends_with('?'),
         }
     }
 
@@ -95,6 +103,7 @@ impl QueryTerms {
             (Some(segments), _) if segments.len() > 1 || self.symbol_is_compound() => {
                 QueryShape::Identifier
             }
+            (_, n) if n >= 4 && self.question => QueryShape::Question,
             (_, n) if n >= 4 => QueryShape::Sentence,
             _ => QueryShape::Phrase,
         }
@@ -110,12 +119,15 @@ impl QueryTerms {
     }
 }
 
-/// The shape of a query, for the weights of the retrieval legs.
+/// The shape of a query, for the weights of the retrieval legs and the per-file cap.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum QueryShape {
     /// One identifier with parts or qualifiers: `parse_config`, `parseConfig`, `fs::read`.
     Identifier,
-    /// A question or description of four words or more.
+    /// A question of four words or more, opening with how, where, what, which, why, when or
+    /// who, or ending with `?`: it asks how something works, which often spans files.
+    Question,
+    /// A description of four words or more: what a piece of code does.
     Sentence,
     /// Anything else: a word or a few (`retry backoff`).
     Phrase,
@@ -216,7 +228,19 @@ mod tests {
         assert_eq!(QueryTerms::of("retry backoff").shape(), QueryShape::Phrase);
         assert_eq!(
             QueryTerms::of("where is the configuration file read").shape(),
+            QueryShape::Question
+        );
+        assert_eq!(
+            QueryTerms::of("does the cache expire entries?").shape(),
+            QueryShape::Question
+        );
+        assert_eq!(
+            QueryTerms::of("read the configuration file at startup").shape(),
             QueryShape::Sentence
+        );
+        assert_eq!(
+            QueryTerms::of("how retries work").shape(),
+            QueryShape::Phrase
         );
     }
 

@@ -5,7 +5,7 @@ use std::collections::HashMap;
 
 use proptest::prelude::*;
 use quarry_rank::{
-    Candidate, CapMode, DiversityCap, Effect, IncludeTests, PageRankBoost, PathPenalty,
+    Candidate, CapDecay, CapMode, DiversityCap, Effect, IncludeTests, PageRankBoost, PathPenalty,
     PenaltyFactors, Pipeline, Ranked, RankingConfig, RankingLayer, RerankError, Reranker,
     apply_chain,
 };
@@ -215,7 +215,7 @@ proptest! {
         decay in 0.05f32..=1.0,
     ) {
         let layers: Vec<Box<dyn RankingLayer>> =
-            vec![Box::new(DiversityCap::new(cap, 10, CapMode::Soft { decay }).unwrap())];
+            vec![Box::new(DiversityCap::new(cap, 10, CapMode::Soft { decay: CapDecay::uniform(decay) }).unwrap())];
         let results = apply_chain(&layers, "", candidates.clone()).unwrap().results;
         prop_assert_eq!(results.len(), candidates.len());
         for result in results {

@@ -1,22 +1,141 @@
 //! [`DiversityCap`]: keep one file from filling the results.
 
 use std::collections::HashMap;
+use std::fmt;
+
+use serde::de::{self, Visitor};
+use serde::{Deserialize, Deserializer, Serialize};
 
 use super::penalty;
 use crate::chain::keep_where;
-use crate::{ConfigError, Effect, LayerKind, LayerReport, RankError, Ranked, RankingLayer};
+use crate::{
+    ConfigError, Effect, LayerKind, LayerReport, QueryShape, QueryTerms, RankError, Ranked,
+    RankingLayer,
+};
 
 /// How [`DiversityCap`] treats a file's chunks beyond the cap.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum CapMode {
     /// Drop them, except to fill result slots that no other file can.
     Hard,
-    /// Keep them, each scaled by `decay` once more than the one before it: the first
-    /// beyond the cap by `decay`, the next by `decay²`... `decay` is in `(0, 1]`.
+    /// Keep them, each scaled by the query shape's decay once more than the one before it:
+    /// the first beyond the cap by `decay`, the next by `decay²`...
     Soft {
-        /// The decay per extra chunk.
-        decay: f32,
+        /// The decay per extra chunk, by query shape.
+        decay: CapDecay,
     },
+}
+
+/// The soft cap's decay per extra chunk of a file, by the query's [`QueryShape`], each in
+/// `(0, 1]`. A configuration may also give one number for every shape.
+///
+/// A description of what code does asks for one piece of code, and the file that holds
+/// the best match is the likeliest to hold the answer when that match is not it, so its
+/// further chunks decay less (0.7). Other shapes (a question of how or where something
+/// happens, a name, a few words) ask about something that usually spans files, so a file's
+/// further chunks make room for other files (0.5).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct CapDecay {
+    /// A bare or qualified identifier.
+    pub identifier: f32,
+    /// A question of four words or more.
+    pub question: f32,
+    /// A description of four words or more.
+    pub sentence: f32,
+    /// A word or a few.
+    pub phrase: f32,
+}
+
+impl Default for CapDecay {
+    fn default() -> Self {
+        Self {
+            identifier: 0.5,
+            question: 0.5,
+            sentence: 0.7,
+            phrase: 0.5,
+        }
+    }
+}
+
+impl CapDecay {
+    /// The same decay for every shape.
+    pub fn uniform(decay: f32) -> Self {
+        Self {
+            identifier: decay,
+            question: decay,
+            sentence: decay,
+            phrase: decay,
+        }
+    }
+
+    /// The decay for a query of `shape`.
+    pub fn for_shape(&self, shape: QueryShape) -> f32 {
+        match shape {
+            QueryShape::Identifier => self.identifier,
+            QueryShape::Question => self.question,
+            QueryShape::Sentence => self.sentence,
+            QueryShape::Phrase => self.phrase,
+        }
+    }
+
+    fn validate(&self) -> Result<(), ConfigError> {
+        penalty("soft_cap_decay.identifier", self.identifier)?;
+        penalty("soft_cap_decay.question", self.question)?;
+        penalty("soft_cap_decay.sentence", self.sentence)?;
+        penalty("soft_cap_decay.phrase", self.phrase)?;
+        Ok(())
+    }
+}
+
+/// A configuration gives one number for every shape, or a table by shape whose missing
+/// entries keep their defaults.
+impl<'de> Deserialize<'de> for CapDecay {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_any(DecayVisitor)
+    }
+}
+
+struct DecayVisitor;
+
+impl<'de> Visitor<'de> for DecayVisitor {
+    type Value = CapDecay;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a number, or a table of identifier, question, sentence and phrase")
+    }
+
+    fn visit_f64<E: de::Error>(self, decay: f64) -> Result<CapDecay, E> {
+        Ok(CapDecay::uniform(decay as f32))
+    }
+
+    fn visit_i64<E: de::Error>(self, decay: i64) -> Result<CapDecay, E> {
+        Ok(CapDecay::uniform(decay as f32))
+    }
+
+    fn visit_u64<E: de::Error>(self, decay: u64) -> Result<CapDecay, E> {
+        Ok(CapDecay::uniform(decay as f32))
+    }
+
+    fn visit_map<A: de::MapAccess<'de>>(self, map: A) -> Result<CapDecay, A::Error> {
+        let table = ByShape::deserialize(de::value::MapAccessDeserializer::new(map))?;
+        let default = CapDecay::default();
+        Ok(CapDecay {
+            identifier: table.identifier.unwrap_or(default.identifier),
+            question: table.question.unwrap_or(default.question),
+            sentence: table.sentence.unwrap_or(default.sentence),
+            phrase: table.phrase.unwrap_or(default.phrase),
+        })
+    }
+}
+
+/// [`CapDecay`] as a table, for [`DecayVisitor`].
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ByShape {
+    identifier: Option<f32>,
+    question: Option<f32>,
+    sentence: Option<f32>,
+    phrase: Option<f32>,
 }
 
 /// At most `max_per_file` chunks of any one file among the results; 0 disables the cap.
@@ -39,7 +158,7 @@ impl DiversityCap {
     /// A cap of `max_per_file` chunks per file for a query that wants `limit` results.
     pub fn new(max_per_file: usize, limit: usize, mode: CapMode) -> Result<Self, ConfigError> {
         if let CapMode::Soft { decay } = mode {
-            penalty("soft_cap_decay", decay)?;
+            decay.validate()?;
         }
         Ok(Self {
             max_per_file,
@@ -56,7 +175,7 @@ impl RankingLayer for DiversityCap {
 
     fn apply(
         &self,
-        _query: &str,
+        query: &str,
         list: &mut Vec<Ranked>,
         report: &mut LayerReport,
     ) -> Result<(), RankError> {
@@ -93,6 +212,7 @@ impl RankingLayer for DiversityCap {
                 keep_where(list, report, |i, _| keep[i]);
             }
             CapMode::Soft { decay } => {
+                let decay = decay.for_shape(QueryTerms::of(query).shape());
                 for (ranked, &n) in list.iter_mut().zip(&nth) {
                     if n <= self.max_per_file {
                         continue;
@@ -209,7 +329,14 @@ mod tests {
             ("small.rs", 1, 0.4),
         ];
         let ranking = run(
-            DiversityCap::new(1, 10, CapMode::Soft { decay: 0.5 }).unwrap(),
+            DiversityCap::new(
+                1,
+                10,
+                CapMode::Soft {
+                    decay: CapDecay::uniform(0.5),
+                },
+            )
+            .unwrap(),
             "",
             &input,
         );
@@ -229,7 +356,95 @@ mod tests {
                 factor: 0.25
             }
         );
-        assert!(DiversityCap::new(1, 10, CapMode::Soft { decay: 0.0 }).is_err());
+        assert!(
+            DiversityCap::new(
+                1,
+                10,
+                CapMode::Soft {
+                    decay: CapDecay::uniform(0.0)
+                }
+            )
+            .is_err()
+        );
+    }
+
+    #[test]
+    fn a_description_keeps_more_of_its_best_file_than_a_question_does() {
+        let input = [
+            ("src/take.rs", 1, 0.9),
+            ("src/take.rs", 20, 0.8),
+            ("src/chain.rs", 1, 0.5),
+        ];
+        let cap = || {
+            DiversityCap::new(
+                1,
+                10,
+                CapMode::Soft {
+                    decay: CapDecay::default(),
+                },
+            )
+        };
+        let description = run(
+            cap().unwrap(),
+            "consume the adapter and return its inner value",
+            &input,
+        );
+        assert_eq!(
+            outline(&description),
+            [
+                ("src/take.rs", 1, 0.9),
+                ("src/take.rs", 20, 0.56),
+                ("src/chain.rs", 1, 0.5)
+            ]
+        );
+        let question = run(
+            cap().unwrap(),
+            "how do buffer adapters limit what is read?",
+            &input,
+        );
+        assert_eq!(
+            outline(&question),
+            [
+                ("src/take.rs", 1, 0.9),
+                ("src/chain.rs", 1, 0.5),
+                ("src/take.rs", 20, 0.4)
+            ]
+        );
+    }
+
+    #[test]
+    fn a_configuration_gives_one_decay_or_one_per_shape() {
+        let uniform: CapDecay = serde_json::from_str("0.6").unwrap();
+        assert_eq!(uniform, CapDecay::uniform(0.6));
+        let table: CapDecay = serde_json::from_str(r#"{"question": 0.9}"#).unwrap();
+        assert_eq!(
+            table,
+            CapDecay {
+                question: 0.9,
+                ..CapDecay::default()
+            }
+        );
+        let unknown = serde_json::from_str::<CapDecay>(r#"{"questions": 0.9}"#).unwrap_err();
+        assert!(unknown.to_string().contains("questions"), "{unknown}");
+        let round_trip: CapDecay =
+            serde_json::from_str(&serde_json::to_string(&table).unwrap()).unwrap();
+        assert_eq!(round_trip, table);
+        let out_of_range = CapDecay {
+            sentence: 1.5,
+            ..CapDecay::default()
+        };
+        let error = DiversityCap::new(
+            1,
+            10,
+            CapMode::Soft {
+                decay: out_of_range,
+            },
+        )
+        .unwrap_err();
+        assert!(
+            error.to_string().contains("soft_cap_decay.sentence"),
+            "{error}"
+        );
     }
 
     #[test]

@@ -9,7 +9,7 @@ mod query_match;
 mod rerank;
 
 pub use boost::{PageRankBoost, Percentiles, SourceBoost};
-pub use cap::{CapMode, DiversityCap};
+pub use cap::{CapDecay, CapMode, DiversityCap};
 pub use cut::{Threshold, TopK};
 pub use evidence::FileEvidence;
 pub use penalty::{IncludeTests, PathPenalty, PenaltyFactors};
