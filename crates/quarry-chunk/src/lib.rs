@@ -51,6 +51,8 @@ mod markdown;
 mod parse;
 mod piece;
 mod rules;
+#[cfg(feature = "schema")]
+mod schema;
 mod syntax;
 
 pub use check::{InvariantViolation, check_chunks};

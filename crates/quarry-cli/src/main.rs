@@ -16,9 +16,10 @@ use quarry_engine::model::{
     DEFAULT_MODEL, Embedder, EmbedderOptions, KnownModel, MS_MARCO_MINILM_L6, ModelDir, Progress,
     Provisioner,
 };
+use quarry_engine::view::{IndexReportView, RelatedView, SearchView, StatusView, json};
 use quarry_engine::{
     ChunkId, Config, Engine, EngineError, EngineOptions, Libraries, RelatedOptions, SearchMode,
-    SearchOptions, json,
+    SearchOptions,
 };
 use quarry_mcp::ServerOptions;
 
@@ -62,7 +63,7 @@ fn run_index(args: IndexArgs) -> Result<()> {
     let report = index(&engine)?;
     ensure_not_empty(&engine)?;
     if args.json {
-        println!("{}", json::index_report(&report));
+        println!("{}", json(&IndexReportView::new(&report)));
     } else {
         eprintln!("{}", output::report_summary(&report));
     }
@@ -109,8 +110,8 @@ fn run_search(args: SearchArgs) -> Result<()> {
     let detail = request.detail(&config);
     let mut out = std::io::stdout().lock();
     if results.json {
-        let json = json::search(&query, &response, detail, true);
-        writeln!(out, "{json}")?;
+        let view = SearchView::new(&query, &response, detail, true);
+        writeln!(out, "{}", json(&view))?;
     } else {
         output::print_results(&mut out, &response.results, detail, results.explain)?;
         if let Some(note) = output::coverage_note(response.coverage).filter(|_| dense) {
@@ -152,7 +153,8 @@ fn run_related(args: RelatedArgs) -> Result<()> {
     let detail = request.detail(&config);
     let mut out = std::io::stdout().lock();
     if results.json {
-        writeln!(out, "{}", json::related(&response, detail, true))?;
+        let view = RelatedView::new(&response, detail, true);
+        writeln!(out, "{}", json(&view))?;
     } else {
         let source = &response.source;
         writeln!(
@@ -175,7 +177,7 @@ fn run_status(args: StatusArgs) -> Result<()> {
     let status = engine.status(args.threshold.unwrap_or(config.search.drift_threshold))?;
     let mut out = std::io::stdout().lock();
     if args.json {
-        writeln!(out, "{}", json::status(&status))?;
+        writeln!(out, "{}", json(&StatusView::new(&status)))?;
     } else {
         output::print_status(&mut out, &status)?;
     }

@@ -1,10 +1,11 @@
 //! What `quarry` prints for people: colour only on a terminal, `NO_COLOR` respected. The
-//! JSON output is `quarry_engine::json`'s, shared with the MCP server.
+//! JSON output is `quarry_engine::view`'s, shared with the MCP server.
 
 use std::io::{IsTerminal, Write};
 
 use quarry_engine::model::{Embedder, ModelDir};
-use quarry_engine::{Coverage, Detail, IndexReport, SearchResult, Status, json};
+use quarry_engine::view::{dense_search, snippet};
+use quarry_engine::{Coverage, Detail, IndexReport, SearchResult, Status};
 use serde_json::{Value, json};
 
 pub fn report_summary(report: &IndexReport) -> String {
@@ -102,7 +103,7 @@ pub fn print_results(
         )?;
         match detail {
             Detail::Compact => {
-                for line in json::snippet(&c.text) {
+                for line in snippet(&c.text) {
                     writeln!(out, "    {}", truncate(line, 100))?;
                 }
             }
@@ -157,7 +158,7 @@ pub fn print_status(out: &mut impl Write, status: &Status) -> std::io::Result<()
             "{bold}vectors{reset}     {} live of {} graph nodes; searched by {}",
             info.live,
             info.nodes,
-            json::dense_search(info)
+            dense_search(info)
         )?;
     }
     let commit = |c: &Option<String>| {

@@ -40,12 +40,12 @@
 mod config;
 mod error;
 mod index;
-pub mod json;
 mod libraries;
 mod related;
 mod request;
 mod search;
 mod status;
+pub mod view;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -67,7 +67,7 @@ pub use search::{
 pub use status::{Coverage, Stale, Status};
 
 // What front ends name from the crates below the engine, so that they depend on it alone.
-pub use quarry_chunk::ChunkId;
+pub use quarry_chunk::{ChunkId, ChunkKind, Language};
 pub use quarry_rank::{IncludeTests, RankingConfig};
 
 /// The embedding models, as a front end finds, fetches and describes them.

@@ -44,6 +44,7 @@ pub struct Status {
 /// those with their vector by meaning too. An index run's first phase stores chunks, its
 /// second embeds them ([`Engine::index`]); until it ends, searches answer from what is there.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Coverage {
     /// Chunks indexed.
     pub chunks: u64,
@@ -67,7 +68,8 @@ impl Coverage {
 }
 
 /// Stored paths of the files that differ from the index.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Stale {
     /// New files.
     pub added: Vec<String>,

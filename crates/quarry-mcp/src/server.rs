@@ -4,9 +4,10 @@
 use std::sync::{Arc, Condvar, Mutex, RwLock};
 
 use quarry_engine::model::ModelDir;
+use quarry_engine::view::{Page, Partial, RelatedView, ResultView, SearchView, StatusView, json};
 use quarry_engine::{
     ChunkId, Config, Coverage, Engine, EngineError, EngineOptions, RankingConfig, RelatedOptions,
-    ResultRequest, SearchOptions, json,
+    ResultRequest, SearchOptions,
 };
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::model::{
@@ -14,6 +15,7 @@ use rmcp::model::{
 };
 use rmcp::{ErrorData, ServerHandler, ServiceExt, tool, tool_handler, tool_router};
 use schemars::JsonSchema;
+use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
@@ -103,6 +105,7 @@ impl Server {
     #[tool(
         name = "semantic_search",
         input_schema = input_schema::<SearchArgs>(),
+        output_schema = output_schema::<SearchView>(),
         description = "Find the code in this repository that does something: where a feature \
         is implemented, where an error is handled, how a concept is done. Give a question or \
         description in plain words (\"where are failed requests retried with backoff\") or an \
@@ -120,6 +123,7 @@ impl Server {
     #[tool(
         name = "get_related",
         input_schema = input_schema::<RelatedArgs>(),
+        output_schema = output_schema::<RelatedView>(),
         description = "Find code similar to a chunk from an earlier result (by its chunk_id): \
         other implementations of the same idea, callers' patterns, duplicated logic. Other \
         files only unless include_source_file; include_linked adds files connected to it by \
@@ -147,6 +151,7 @@ impl Server {
     #[tool(
         name = "find_similar",
         input_schema = input_schema::<SimilarArgs>(),
+        output_schema = output_schema::<RelatedView>(),
         description = "Find code similar to the code at a file and line (the function or \
         section covering that line): like get_related, starting from a location instead of a \
         chunk_id. Paths are repository-relative, as results show them."
@@ -221,6 +226,11 @@ fn input_schema<Args: JsonSchema + 'static>() -> Arc<JsonObject> {
     rmcp::handler::server::common::schema_for_type::<Args>()
 }
 
+/// A tool's output schema, from the view it returns: clients may check results against it.
+fn output_schema<View: JsonSchema + 'static>() -> Arc<JsonObject> {
+    rmcp::handler::server::common::schema_for_output::<View>()
+}
+
 /// `arguments` as `Args`, or a message naming the argument at fault: one the schema lacks
 /// (serde would ignore it, and a misspelt `max_results` would silently do nothing), or one
 /// of the wrong type.
@@ -289,18 +299,12 @@ impl Shared {
                 ..SearchOptions::default()
             };
             let response = engine.search(&args.query, &options).map_err(message)?;
-            let results = json::results(
-                &response.results,
-                request.detail(&self.config),
-                args.explain(),
-            );
-            let mut value = json!({
-                "query": args.query,
-                "weights": {"dense": response.weights.0, "lexical": response.weights.1},
-                "coverage": response.coverage,
-            });
-            self.page(&mut value, results, offset, page, response.coverage);
-            Ok(value)
+            let detail = request.detail(&self.config);
+            let mut view = SearchView::new(&args.query, &response, detail, args.explain());
+            let ranked = std::mem::take(&mut view.results);
+            (view.results, view.page, view.partial) =
+                self.page(&view, ranked, offset, page, response.coverage);
+            Ok(json(&view))
         })
     }
 
@@ -324,14 +328,11 @@ impl Shared {
             };
             let response = engine.related(id, &options).map_err(message)?;
             let detail = request.detail(&self.config);
-            let results = json::results(&response.results, detail, args.explain());
-            let mut value = json!({
-                "source": json::chunk(&response.source, quarry_engine::Detail::Compact),
-                "linked_files": response.linked_files,
-                "coverage": response.coverage,
-            });
-            self.page(&mut value, results, offset, page, response.coverage);
-            Ok(value)
+            let mut view = RelatedView::new(&response, detail, args.explain());
+            let ranked = std::mem::take(&mut view.results);
+            (view.results, view.page, view.partial) =
+                self.page(&view, ranked, offset, page, response.coverage);
+            Ok(json(&view))
         })
     }
 
@@ -372,9 +373,10 @@ impl Shared {
             let status = engine
                 .status(self.config.search.drift_threshold)
                 .map_err(message)?;
-            let mut value = json::status(&status);
-            value["indexing"] = indexing;
-            Ok(value)
+            Ok(json(&StatusWithIndexing {
+                status: StatusView::new(&status),
+                indexing,
+            }))
         })
     }
 
@@ -426,69 +428,91 @@ impl Shared {
         self.with_engine(|engine| Ok(Coverage::of(engine.store().counts().map_err(message)?)))
     }
 
-    /// Puts `results` into `value` as one page under the token budget, with `offset`,
-    /// `next_offset` and, while indexing runs or chunks wait for vectors, `partial`.
+    /// One page of `ranked` under the token budget (`head`, the view the page goes into, has
+    /// the rest of the response), where the page sits, and, while indexing runs or chunks
+    /// wait for vectors, why it may be incomplete.
     fn page(
         &self,
-        value: &mut Value,
-        results: Vec<Value>,
+        head: &impl Serialize,
+        ranked: Vec<ResultView>,
         offset: usize,
         page: usize,
         coverage: Coverage,
-    ) {
+    ) -> (Vec<ResultView>, Option<Page>, Option<Partial>) {
         let budget = self.options.max_tokens.saturating_mul(BYTES_PER_TOKEN);
         // What the page carries besides its results, with room for the paging fields.
-        let overhead = value.to_string().len() + 400;
-        let (shown, next) = fit_page(results, offset, page, budget.saturating_sub(overhead));
-        value["offset"] = json!(offset);
-        value["next_offset"] = json!(next);
-        value["results"] = Value::Array(shown);
-        if let Indexing::Running {
+        let overhead = json_len(head) + 400;
+        let (shown, next_offset) = fit_page(ranked, offset, page, budget.saturating_sub(overhead));
+        let partial = |note: String| Partial {
+            partial: true,
+            note,
+        };
+        let partial = if let Indexing::Running {
             searchable: false, ..
         } = self.indexing()
         {
-            value["partial"] = json!(true);
-            value["note"] = json!(
+            Some(partial(
                 "the index is being brought up to date: these results cover the files indexed \
                  so far"
-            );
+                    .into(),
+            ))
         } else if coverage.pending() > 0 {
-            value["partial"] = json!(true);
-            value["note"] = json!(format!(
+            Some(partial(format!(
                 "{} of {} chunks wait for their vectors (index status shows the progress): \
                  these are found by their words alone until then",
                 coverage.pending(),
                 coverage.chunks
-            ));
-        }
+            )))
+        } else {
+            None
+        };
+        let page = Page {
+            offset,
+            next_offset,
+        };
+        (shown, Some(page), partial)
     }
+}
+
+/// `index status`: the index's health and what the background indexer is doing.
+#[derive(Serialize)]
+struct StatusWithIndexing {
+    #[serde(flatten)]
+    status: StatusView,
+    indexing: Value,
+}
+
+/// The length of `view` as JSON.
+fn json_len(view: &impl Serialize) -> usize {
+    serde_json::to_string(view)
+        .expect("views serialise to JSON")
+        .len()
 }
 
 /// The page of `ranked` (all results up to the page's end) from `offset`, at most `page`
 /// results and `budget` bytes of JSON, and the next page's offset if there may be more.
 /// A first result over the budget alone is kept with its `text` cut to fit.
 fn fit_page(
-    ranked: Vec<Value>,
+    ranked: Vec<ResultView>,
     offset: usize,
     page: usize,
     budget: usize,
-) -> (Vec<Value>, Option<usize>) {
+) -> (Vec<ResultView>, Option<usize>) {
     let ranked_len = ranked.len();
     let mut used = 0;
     let mut shown = Vec::new();
     for mut result in ranked.into_iter().skip(offset).take(page) {
-        let mut size = result.to_string().len();
+        let mut size = json_len(&result);
         if used + size > budget {
             if !shown.is_empty() {
                 break;
             }
-            if let Some(text) = result.get("text").and_then(Value::as_str) {
+            if let Some(text) = &result.chunk.text {
                 let keep = budget.saturating_sub(size - text.len());
                 // JSON escapes can double a character's size; keep half to be safe.
-                let cut: String = text.chars().take(keep / 2).collect();
-                result["text"] = json!(cut);
-                result["text_truncated"] = json!(true);
-                size = result.to_string().len();
+                result.chunk.text = Some(text.chars().take(keep / 2).collect());
+                result.text_truncated = Some(true);
+                size = json_len(&result);
             }
         }
         used += size;
@@ -559,10 +583,28 @@ pub fn serve_stdio(
 mod tests {
     use super::*;
     use crate::{IndexArgs, SearchArgs};
+    use quarry_engine::view::ChunkView;
+    use quarry_engine::{ChunkKind, Language};
 
-    fn results(n: usize, text: &str) -> Vec<Value> {
+    fn results(n: usize, text: &str) -> Vec<ResultView> {
         (0..n)
-            .map(|i| json!({"chunk_id": i, "text": text}))
+            .map(|i| ResultView {
+                chunk: ChunkView {
+                    chunk_id: format!("{i:032x}"),
+                    path: "src/lib.rs".into(),
+                    start_line: 1,
+                    end_line: 1,
+                    language: Language::Rust,
+                    kind: ChunkKind::Function,
+                    symbol: None,
+                    container: Vec::new(),
+                    snippet: String::new(),
+                    text: Some(text.into()),
+                },
+                score: 0.5,
+                explanation: None,
+                text_truncated: None,
+            })
             .collect()
     }
 
@@ -578,7 +620,7 @@ mod tests {
         );
         let (shown, next) = fit_page(results(7, "x"), 4, 4, 10_000);
         assert_eq!((shown.len(), next), (3, None), "a short ranking has ended");
-        let one = results(1, "x")[0].to_string().len();
+        let one = json_len(&results(1, "x")[0]);
         let (shown, next) = fit_page(results(10, "x"), 0, 4, 2 * one + 1);
         assert_eq!(
             (shown.len(), next),
@@ -592,8 +634,8 @@ mod tests {
     fn a_single_result_over_the_budget_is_cut_to_fit() {
         let (shown, next) = fit_page(results(2, &"long line\n".repeat(500)), 0, 2, 1000);
         assert_eq!((shown.len(), next), (1, Some(1)));
-        assert!(shown[0].to_string().len() <= 1000);
-        assert_eq!(shown[0]["text_truncated"], true);
+        assert!(json_len(&shown[0]) <= 1000);
+        assert_eq!(shown[0].text_truncated, Some(true));
     }
 
     #[test]

@@ -325,3 +325,47 @@ fn the_server_answers_after_every_refusal() {
         "after {refused} refusals"
     );
 }
+
+#[test]
+fn result_tools_declare_the_views_they_return() {
+    let session = session();
+    let tools = session
+        .runtime
+        .block_on(session.client.list_all_tools())
+        .unwrap();
+    for (tool, fields) in [
+        (
+            "semantic_search",
+            &["query", "weights", "coverage", "results"][..],
+        ),
+        (
+            "get_related",
+            &["source", "linked_files", "coverage", "results"],
+        ),
+        (
+            "find_similar",
+            &["source", "linked_files", "coverage", "results"],
+        ),
+    ] {
+        let tool = tools.iter().find(|t| t.name == tool).unwrap();
+        let schema = tool.output_schema.as_ref().expect("an output schema");
+        let properties = schema["properties"].as_object().unwrap();
+        for field in fields
+            .iter()
+            .chain(&["offset", "next_offset", "partial", "note"])
+        {
+            assert!(
+                properties.contains_key(*field),
+                "{} lacks {field}",
+                tool.name
+            );
+        }
+        let required: Vec<&str> = schema["required"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(Value::as_str)
+            .collect();
+        assert_eq!(required, fields, "{}", tool.name);
+    }
+}

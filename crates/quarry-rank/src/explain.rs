@@ -11,6 +11,7 @@ use crate::{ConfigError, PathClass};
 /// The layers, in the order [`Pipeline::from_config`](crate::Pipeline::from_config) chains
 /// them. Their names (`Display`, `FromStr`, serde) are what configuration and `--ablate` use.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub enum LayerKind {
     /// [`CrossEncoderRerank`](crate::CrossEncoderRerank): `rerank`.
     #[serde(rename = "rerank")]
@@ -100,6 +101,7 @@ impl FromStr for LayerKind {
 
 /// What one layer did to one result.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum Effect {
     /// The cross-encoder's score replaced the score.
@@ -162,6 +164,7 @@ pub enum Effect {
 
 /// One layer's effect on a result, and the score it left.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Step {
     /// The layer.
     pub layer: LayerKind,
@@ -174,6 +177,7 @@ pub struct Step {
 /// How a result got its score: the retriever's score, then every layer that changed it or
 /// kept it by exception. Layers that simply let a result through leave no step.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Explanation {
     /// The score the candidate arrived with.
     pub retrieval_score: f32,

@@ -8,6 +8,7 @@ use crate::Candidate;
 
 /// A kind of file that is rarely the answer to "where is the code that does X?".
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum PathClass {
     /// Tests: `tests/`, `test/`, `__tests__/`, `spec/`, `e2e/`, `testing/`, `*_test.go`,

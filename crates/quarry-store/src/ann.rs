@@ -182,6 +182,7 @@ pub enum DenseStrategy {
 
 /// What a build measured of its graph, searching for held-out vectors.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Calibration {
     /// Held-out vectors searched for.
     pub queries: usize,
@@ -194,6 +195,7 @@ pub struct Calibration {
 
 /// One beam width calibration tried.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct BeamTrial {
     /// hnsw_rs's `ef`: the candidates kept while searching the bottom layer.
     pub ef: usize,

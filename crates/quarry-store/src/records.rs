@@ -44,6 +44,7 @@ pub(crate) mod meta_keys {
 /// similarity (drift `1 - cosine`, clamped to `[0, 1]`); a chunk left without a partner on
 /// either side counts 1.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Drift {
     /// The file.
     pub path: String,

@@ -3,7 +3,8 @@
 
 use std::sync::Arc;
 
-use quarry_engine::{Engine, IndexEvent, json};
+use quarry_engine::view::IndexReportView;
+use quarry_engine::{Engine, IndexEvent};
 use serde_json::{Value, json};
 
 use super::{Shared, message};
@@ -21,7 +22,7 @@ pub(super) enum Indexing {
     },
     /// Another process writes the index: this one waits its turn, searches answer meanwhile.
     WaitingForWriter,
-    Finished(Value),
+    Finished(IndexReportView),
     Failed(String),
 }
 
@@ -129,7 +130,7 @@ pub(super) fn run_indexer(shared: &Shared) {
             }
             Ok(result) => {
                 break result
-                    .map(|report| json::index_report(&report))
+                    .map(|report| IndexReportView::new(&report))
                     .map_err(message);
             }
             Err(error) => break Err(error),
