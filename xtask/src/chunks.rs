@@ -2,32 +2,34 @@
 
 use std::fmt::Write as _;
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result};
 use quarry_chunk::{Chunker, ChunkerConfig, Language};
 
-pub fn run(args: &[String]) -> Result<()> {
+/// `cargo xtask chunks`'s options.
+#[derive(clap::Args)]
+pub struct ChunksArgs {
+    /// The files to chunk.
+    #[arg(required = true, value_name = "FILE")]
+    files: Vec<String>,
+    /// Characters per chunk (default: from the model's 256 tokens).
+    #[arg(long, value_name = "N")]
+    budget: Option<usize>,
+    /// Print each chunk's text too.
+    #[arg(long)]
+    text: bool,
+    /// Print the tree-sitter syntax tree instead (for writing rules).
+    #[arg(long)]
+    tree: bool,
+}
+
+pub fn run(args: ChunksArgs) -> Result<()> {
     let mut config = ChunkerConfig::default();
-    let (mut show_text, mut show_tree, mut files) = (false, false, Vec::new());
-    let mut args = args.iter();
-    while let Some(arg) = args.next() {
-        match arg.as_str() {
-            "--text" => show_text = true,
-            "--tree" => show_tree = true,
-            "--budget" => {
-                let value = args.next().context("--budget needs a number")?;
-                config.budget = value
-                    .parse()
-                    .with_context(|| format!("--budget: {value:?} is not a number"))?;
-            }
-            flag if flag.starts_with('-') => bail!("unknown flag {flag:?}"),
-            file => files.push(file),
-        }
+    if let Some(budget) = args.budget {
+        config.budget = budget;
     }
-    if files.is_empty() {
-        bail!("no file given: cargo xtask chunks <file>...");
-    }
+    let (show_text, show_tree) = (args.text, args.tree);
     let chunker = Chunker::new(config);
-    for file in files {
+    for file in &args.files {
         let bytes = std::fs::read(file).with_context(|| format!("cannot read {file}"))?;
         if show_tree {
             print!("{}", syntax_tree(file, &bytes)?);

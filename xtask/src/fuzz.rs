@@ -3,31 +3,25 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use anyhow::{Context, Result, bail, ensure};
+use anyhow::{Context, Result, ensure};
 use quarry_chunk::{ALL_LANGUAGES, Language};
 
-pub fn run(args: &[String]) -> Result<()> {
-    let mut seconds: u64 = 60;
-    let mut libfuzzer_args: &[String] = &[];
-    let mut args = args.iter();
-    while let Some(arg) = args.next() {
-        match arg.as_str() {
-            // The rest goes to libFuzzer, e.g. `-- -fork=2 -ignore_ooms=1 -ignore_timeouts=1`.
-            "--" => {
-                libfuzzer_args = args.as_slice();
-                break;
-            }
-            "--seconds" => {
-                let value = args.next().context("--seconds needs a number")?;
-                seconds = value
-                    .parse()
-                    .with_context(|| format!("--seconds: {value:?} is not a number"))?;
-            }
-            other => bail!(
-                "unknown argument {other:?}: cargo xtask fuzz [--seconds N] [-- <libFuzzer flag>...]"
-            ),
-        }
-    }
+/// `cargo xtask fuzz`'s options.
+#[derive(clap::Args)]
+pub struct FuzzArgs {
+    /// How long to fuzz.
+    #[arg(long, default_value_t = 60)]
+    seconds: u64,
+    /// Flags for libFuzzer, after `--` (`-- -fork=2 -ignore_ooms=1`).
+    #[arg(last = true, value_name = "LIBFUZZER_FLAG")]
+    libfuzzer_args: Vec<String>,
+}
+
+pub fn run(args: FuzzArgs) -> Result<()> {
+    let FuzzArgs {
+        seconds,
+        libfuzzer_args,
+    } = args;
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
     let fuzz_dir = root.join("crates/quarry-chunk/fuzz");
     let seeded = seed_corpus(&root.join("fixtures/chunk"), &fuzz_dir.join("corpus/chunk"))?;
@@ -48,7 +42,7 @@ pub fn run(args: &[String]) -> Result<()> {
     let status = Command::new("cargo")
         .args(["fuzz", "run", "chunk", "--"])
         .arg(format!("-max_total_time={seconds}"))
-        .args(libfuzzer_args)
+        .args(&libfuzzer_args)
         .env("RUSTC_BOOTSTRAP", "1")
         .current_dir(&fuzz_dir)
         .status()

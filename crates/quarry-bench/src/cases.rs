@@ -49,6 +49,7 @@ impl Case {
 
 /// Which cases a run scores.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 pub enum Split {
     /// Every case.
     #[default]

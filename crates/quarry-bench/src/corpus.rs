@@ -49,6 +49,7 @@ pub struct Corpus {
 
 /// Which suite a corpus belongs to.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "clap", derive(clap::ValueEnum))]
 #[serde(rename_all = "lowercase")]
 pub enum Suite {
     /// The benchmark proper.

@@ -83,17 +83,26 @@ struct Measured {
     timed: Vec<Timed>,
 }
 
-pub fn run(args: &[String]) -> Result<()> {
-    let args = CorpusArgs::parse(args, 20)?;
+/// `cargo xtask bench cli`'s options.
+#[derive(clap::Args)]
+pub struct CliArgs {
+    /// Searches per kind and corpus; p50 and p95 are reported.
+    #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u32).range(1..))]
+    runs: u32,
+    #[command(flatten)]
+    corpora: CorpusArgs,
+}
+
+pub fn run(args: CliArgs) -> Result<()> {
+    let runs = args.runs as usize;
     let quarry = release_quarry()?;
     let root = repository_root()?;
     let mut measured = Vec::new();
-    for (corpus, source) in args.corpora(root)? {
-        let embed = args.embeds(&corpus);
-        eprintln!("{}: {} runs", corpus.name, args.runs);
-        measured.push(measure(&corpus.name, &source, &quarry, args.runs, embed)?);
+    for (corpus, source) in args.corpora.corpora(root)? {
+        let embed = args.corpora.embeds(&corpus);
+        eprintln!("{}: {runs} runs", corpus.name);
+        measured.push(measure(&corpus.name, &source, &quarry, runs, embed)?);
     }
-    let runs = args.runs;
 
     let commit = git_commit(root);
     let markdown = markdown(&commit, runs, &measured);

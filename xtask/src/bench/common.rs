@@ -78,35 +78,19 @@ pub(crate) fn reference_python() -> Result<PathBuf> {
     Ok(python)
 }
 
-/// The options of the benchmarks over bench-suite/index-corpora.yaml (`bench index`,
-/// `bench cli`): `--runs N`, `--embed` (every corpus, not only flask's) and `--corpus C`.
+/// Which corpora of bench-suite/index-corpora.yaml the benchmarks over it (`bench index`,
+/// `bench cli`) run on, and which get their vectors.
+#[derive(clap::Args)]
 pub(crate) struct CorpusArgs {
-    pub runs: usize,
-    embed_all: bool,
+    /// Only this corpus (repeatable; default: every one).
+    #[arg(long = "corpus", value_name = "C")]
     only: Vec<String>,
+    /// Embed every corpus, not only flask's (tokio's take minutes on a laptop CPU).
+    #[arg(long = "embed")]
+    embed_all: bool,
 }
 
 impl CorpusArgs {
-    pub(crate) fn parse(args: &[String], default_runs: usize) -> Result<Self> {
-        let mut parsed = Self {
-            runs: default_runs,
-            embed_all: false,
-            only: Vec::new(),
-        };
-        let mut args = args.iter();
-        while let Some(arg) = args.next() {
-            let mut value = || args.next().with_context(|| format!("{arg} needs a value"));
-            match arg.as_str() {
-                "--runs" => parsed.runs = value()?.parse().context("--runs N")?,
-                "--embed" => parsed.embed_all = true,
-                "--corpus" => parsed.only.push(value()?.clone()),
-                other => bail!("unknown option {other:?} (see `cargo xtask help`)"),
-            }
-        }
-        ensure!(parsed.runs > 0, "--runs must be at least 1");
-        Ok(parsed)
-    }
-
     /// Whether `corpus` gets its vectors: the flask-sized one by default (tokio's take
     /// minutes on a laptop CPU), every one with --embed.
     pub(crate) fn embeds(&self, corpus: &Corpus) -> bool {

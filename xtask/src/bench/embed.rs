@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Instant;
 
-use anyhow::{Context, Result, bail, ensure};
+use anyhow::{Context, Result, ensure};
 use quarry_bench::stats::percentile;
 use quarry_chunk::Chunker;
 use quarry_embed::{DEFAULT_MODEL, Embedder, EmbedderOptions};
@@ -27,17 +27,19 @@ struct Run {
     seconds: f64,
 }
 
-pub fn run(args: &[String]) -> Result<()> {
-    let usage = "cargo xtask bench embed [--texts N] [--no-reference]";
-    let (mut count, mut with_reference) = (128, true);
-    let mut args = args.iter();
-    while let Some(arg) = args.next() {
-        match arg.as_str() {
-            "--texts" => count = args.next().context(usage)?.parse().context(usage)?,
-            "--no-reference" => with_reference = false,
-            other => bail!("unknown argument {other:?}: {usage}"),
-        }
-    }
+/// `cargo xtask bench embed`'s options.
+#[derive(clap::Args)]
+pub struct EmbedArgs {
+    /// Code chunks embedded per length and batch size.
+    #[arg(long = "texts", value_name = "N", default_value_t = 128)]
+    count: usize,
+    /// Leave out the PyTorch reference (and its 6 GB environment).
+    #[arg(long)]
+    no_reference: bool,
+}
+
+pub fn run(args: EmbedArgs) -> Result<()> {
+    let (count, with_reference) = (args.count, !args.no_reference);
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
     let model = crate::model::provisioner().resolve(&DEFAULT_MODEL)?;
     let options = EmbedderOptions::from_env()?;

@@ -31,25 +31,34 @@ struct Measured {
     phase_two: Option<(usize, Duration)>,
 }
 
-pub fn run(args: &[String]) -> Result<()> {
-    let args = CorpusArgs::parse(args, 3)?;
+/// `cargo xtask bench index`'s options.
+#[derive(clap::Args)]
+pub struct IndexArgs {
+    /// Runs per corpus; medians are reported.
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..))]
+    runs: u32,
+    #[command(flatten)]
+    corpora: CorpusArgs,
+}
+
+pub fn run(args: IndexArgs) -> Result<()> {
+    let runs = args.runs as usize;
     let quarry = release_quarry()?;
     let root = repository_root()?;
     let model = provisioner().resolve(&DEFAULT_MODEL)?;
     let mut measured = Vec::new();
-    for (corpus, source) in args.corpora(root)? {
-        let embed = args.embeds(&corpus);
-        eprintln!("{}: {} runs", corpus.name, args.runs);
+    for (corpus, source) in args.corpora.corpora(root)? {
+        let embed = args.corpora.embeds(&corpus);
+        eprintln!("{}: {runs} runs", corpus.name);
         measured.push(measure(
             &corpus.name,
             &source,
             &quarry,
             &model,
-            args.runs,
+            runs,
             embed,
         )?);
     }
-    let runs = args.runs;
 
     let commit = git_commit(root);
     let markdown = markdown(&commit, runs, &measured);

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Instant;
 
-use anyhow::{Context, Result, bail, ensure};
+use anyhow::{Context, Result, ensure};
 use quarry_bench::stats::percentile;
 use quarry_embed::{DEFAULT_MODEL, EmbedderOptions};
 use quarry_engine::{Engine, EngineOptions, SearchOptions};
@@ -29,27 +29,39 @@ const QUERIES: [&str; 10] = [
     "bounded mpsc channel send",
 ];
 
-pub fn run(args: &[String]) -> Result<()> {
-    let mut root: Option<PathBuf> = None;
-    let mut calls = 100usize;
-    let mut load = Load {
-        clients: 8,
-        calls: 250,
-        edits: 20,
+/// `cargo xtask bench mcp`'s options.
+#[derive(clap::Args)]
+pub struct McpArgs {
+    /// An indexed repository (`quarry index DIR` first).
+    #[arg(long, value_name = "DIR")]
+    root: PathBuf,
+    /// Warm searches timed through each client.
+    #[arg(long, default_value_t = 100)]
+    calls: usize,
+    /// Concurrent callers under load.
+    #[arg(long, default_value_t = 8)]
+    clients: usize,
+    /// Searches per caller under load.
+    #[arg(long, default_value_t = 250)]
+    load_calls: usize,
+    /// Files changed, for the server to re-index under load.
+    #[arg(long, default_value_t = 20)]
+    edits: usize,
+}
+
+pub fn run(args: McpArgs) -> Result<()> {
+    let McpArgs {
+        root,
+        calls,
+        clients,
+        load_calls,
+        edits,
+    } = args;
+    let load = Load {
+        clients,
+        calls: load_calls,
+        edits,
     };
-    let mut args = args.iter();
-    while let Some(arg) = args.next() {
-        let mut value = || args.next().with_context(|| format!("{arg} needs a value"));
-        match arg.as_str() {
-            "--root" => root = Some(value()?.into()),
-            "--calls" => calls = value()?.parse().context("--calls N")?,
-            "--clients" => load.clients = value()?.parse().context("--clients N")?,
-            "--load-calls" => load.calls = value()?.parse().context("--load-calls N")?,
-            "--edits" => load.edits = value()?.parse().context("--edits N")?,
-            other => bail!("unknown option {other:?} (see `cargo xtask help`)"),
-        }
-    }
-    let root = root.context("--root DIR: an indexed repository (`quarry index DIR` first)")?;
     let quarry = std::env::current_exe()?.with_file_name("quarry");
     ensure!(
         quarry.is_file(),

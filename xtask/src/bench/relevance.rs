@@ -4,7 +4,7 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context, Result, bail, ensure};
+use anyhow::{Context, Result, ensure};
 use quarry_bench::arms::{ABLATIONS, Arm};
 use quarry_bench::cases::{CaseFile, Split};
 use quarry_bench::corpus::{CorporaFile, Suite};
@@ -31,90 +31,114 @@ enum Plan {
     Variants(Vec<String>),
 }
 
-pub fn run(args: &[String]) -> Result<()> {
+/// `cargo xtask bench relevance`'s options. Reports go to
+/// bench-suite/reports/relevance[-smoke|-tuning|-held-out][-ab-K|-ablate|-arms]-<commit>.*
+#[derive(clap::Args)]
+#[command(group(clap::ArgGroup::new("plan").args(["ab", "ablate", "arm", "no_controls"])))]
+pub struct RelevanceArgs {
+    /// Only this corpus (repeatable; default: every one of the suite).
+    #[arg(long = "corpus", value_name = "C")]
+    corpora: Vec<String>,
+    /// Cases from this file instead of bench-suite/cases/ (repeatable).
+    #[arg(long = "cases", value_name = "FILE")]
+    case_files: Vec<PathBuf>,
+    /// Which suite: the benchmark proper, or the fixture-sized one CI runs.
+    #[arg(long, value_enum, default_value_t = Suite::Full)]
+    suite: Suite,
+    /// Which cases: every one, those tuning may look at, or the held-out ones alone.
+    #[arg(long, value_enum, default_value_t = Split::All)]
+    split: Split,
+    /// Two values or more of one setting, hybrid under each: `diversity-cap=0,3`, `mode`,
+    /// `embed-header`, `legs.SHAPE`, `lexical.FIELD`, or any [ranking] key.
+    #[arg(long, value_name = "KEY=A,B", value_parser = setting_values)]
+    ab: Option<(String, Vec<String>)>,
+    /// Hybrid without this part, against hybrid (repeatable; `all` for every part).
+    #[arg(long, value_name = "PART")]
+    ablate: Vec<String>,
+    /// Hybrid with these settings, against hybrid (repeatable; `K=V+K=V`).
+    #[arg(long, value_name = "K=V+..")]
+    arm: Vec<String>,
+    /// Hybrid alone, without the controls.
+    #[arg(long)]
+    no_controls: bool,
+    /// Without the semble and ripgrep peers.
+    #[arg(long)]
+    no_peers: bool,
+    /// A setting for every quarry arm of the run (repeatable): a tuned default tried.
+    #[arg(long, value_name = "KEY=V", value_parser = setting)]
+    set: Vec<(String, String)>,
+    /// Fail on a drop beyond its 95% interval against this report's arm of the same name.
+    #[arg(long, value_name = "REPORT.json")]
+    baseline: Option<PathBuf>,
+    /// Generated doc-comment cases per corpus.
+    #[arg(long, value_name = "N", default_value_t = quarry_bench::docs::PER_CORPUS)]
+    doc_cases: usize,
+    /// Where reports go (default: bench-suite/reports).
+    #[arg(long, value_name = "DIR")]
+    out: Option<PathBuf>,
+}
+
+/// `KEY=VALUE`.
+fn setting(spec: &str) -> Result<(String, String), String> {
+    spec.split_once('=')
+        .map(|(key, value)| (key.to_owned(), value.to_owned()))
+        .ok_or_else(|| format!("KEY=VALUE, not {spec:?}"))
+}
+
+/// `KEY=A,B[,C...]`.
+fn setting_values(spec: &str) -> Result<(String, Vec<String>), String> {
+    let (key, values) = setting(spec)?;
+    let values: Vec<String> = values.split(',').map(str::to_owned).collect();
+    match values.len() {
+        0 | 1 => Err(format!("{key}= needs two values or more, comma-separated")),
+        _ => Ok((key, values)),
+    }
+}
+
+impl RelevanceArgs {
+    /// What the options ask to compare (clap lets at most one kind through).
+    fn plan(&self) -> Plan {
+        if let Some((key, values)) = &self.ab {
+            Plan::Ab {
+                key: key.clone(),
+                values: values.clone(),
+            }
+        } else if !self.ablate.is_empty() {
+            let parts = self.ablate.iter().flat_map(|part| match part.as_str() {
+                "all" => ABLATIONS.iter().map(|p| p.to_string()).collect(),
+                one => vec![one.to_owned()],
+            });
+            Plan::Ablate(parts.collect())
+        } else if !self.arm.is_empty() {
+            Plan::Variants(self.arm.clone())
+        } else if self.no_controls {
+            Plan::Hybrid
+        } else {
+            Plan::Controls
+        }
+    }
+}
+
+pub fn run(args: RelevanceArgs) -> Result<()> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"))
         .parent()
         .context("workspace root")?;
     let suite_dir = root.join("bench-suite");
-    let mut corpus_names: Vec<String> = Vec::new();
-    let mut case_paths: Vec<PathBuf> = Vec::new();
-    let mut suite = Suite::Full;
-    let mut plan = Plan::Controls;
-    let mut baseline: Option<PathBuf> = None;
-    let mut doc_cases = quarry_bench::docs::PER_CORPUS;
-    let mut split = Split::All;
-    let mut settings: Vec<(String, String)> = Vec::new();
-    let mut peers = true;
-    let mut out = suite_dir.join("reports");
-    let mut args = args.iter();
-    while let Some(arg) = args.next() {
-        let mut value = || args.next().with_context(|| format!("{arg} needs a value"));
-        match arg.as_str() {
-            "--corpus" => corpus_names.push(value()?.clone()),
-            "--cases" => case_paths.push(value()?.into()),
-            "--suite" => {
-                suite = match value()?.as_str() {
-                    "full" => Suite::Full,
-                    "smoke" => Suite::Smoke,
-                    other => bail!("--suite full|smoke, not {other:?}"),
-                }
-            }
-            "--ab" => {
-                let spec = value()?;
-                let (key, values) = spec
-                    .split_once('=')
-                    .with_context(|| format!("--ab KEY=A,B, not {spec:?}"))?;
-                let values: Vec<String> = values.split(',').map(str::to_owned).collect();
-                ensure!(
-                    values.len() >= 2,
-                    "--ab {key}= needs two values or more, comma-separated"
-                );
-                plan = Plan::Ab {
-                    key: key.to_owned(),
-                    values,
-                };
-            }
-            "--ablate" => {
-                let part = value()?;
-                let parts: Vec<String> = match part.as_str() {
-                    "all" => ABLATIONS.iter().map(|p| p.to_string()).collect(),
-                    one => vec![one.to_owned()],
-                };
-                match &mut plan {
-                    Plan::Ablate(existing) => existing.extend(parts),
-                    _ => plan = Plan::Ablate(parts),
-                }
-            }
-            "--arm" => {
-                let spec = value()?.clone();
-                match &mut plan {
-                    Plan::Variants(existing) => existing.push(spec),
-                    _ => plan = Plan::Variants(vec![spec]),
-                }
-            }
-            "--no-controls" => plan = Plan::Hybrid,
-            "--no-peers" => peers = false,
-            "--set" => {
-                let spec = value()?;
-                let (key, value) = spec
-                    .split_once('=')
-                    .with_context(|| format!("--set KEY=VALUE, not {spec:?}"))?;
-                settings.push((key.to_owned(), value.to_owned()));
-            }
-            "--split" => {
-                split = match value()?.as_str() {
-                    "all" => Split::All,
-                    "tuning" => Split::Tuning,
-                    "held-out" => Split::HeldOut,
-                    other => bail!("--split all|tuning|held-out, not {other:?}"),
-                }
-            }
-            "--baseline" => baseline = Some(value()?.into()),
-            "--doc-cases" => doc_cases = value()?.parse().context("--doc-cases N")?,
-            "--out" => out = value()?.into(),
-            other => bail!("unknown option {other:?} (see `cargo xtask help`)"),
-        }
-    }
+    let plan = args.plan();
+    let RelevanceArgs {
+        corpora: corpus_names,
+        case_files: case_paths,
+        suite,
+        split,
+        no_peers,
+        set: settings,
+        baseline,
+        doc_cases,
+        out,
+        ..
+    } = args;
+    let peers = !no_peers;
+    let out = out.unwrap_or_else(|| suite_dir.join("reports"));
 
     let corpora_file = CorporaFile::load(&suite_dir.join("corpora.yaml"))?;
     let cases: Vec<CaseFile> = if case_paths.is_empty() {

@@ -7,7 +7,7 @@ use std::collections::HashSet;
 use std::path::Path;
 use std::time::Instant;
 
-use anyhow::{Context, Result, bail, ensure};
+use anyhow::{Result, ensure};
 use quarry_changes::content_hash;
 use quarry_store::{
     CALIBRATION_QUERIES, DenseStrategy, EF_CONSTRUCTION, EF_SEARCH, EXACT_SCAN_BELOW, FileState,
@@ -95,30 +95,43 @@ struct Data {
     embedding: Option<Value>,
 }
 
-pub fn run(args: &[String]) -> Result<()> {
-    let usage = "cargo xtask bench store [--vectors N] [--queries Q] [--dataset random|real|both] \
-                 [--embed-threads T]";
-    let (mut count, mut queries, mut embed_threads) = (100_000, 500, 1);
-    let mut datasets = vec![Dataset::Random, Dataset::Real];
-    let mut args = args.iter();
-    while let Some(arg) = args.next() {
-        match arg.as_str() {
-            "--vectors" => count = args.next().context(usage)?.parse().context(usage)?,
-            "--queries" => queries = args.next().context(usage)?.parse().context(usage)?,
-            "--embed-threads" => {
-                embed_threads = args.next().context(usage)?.parse().context(usage)?;
-            }
-            "--dataset" => {
-                datasets = match args.next().map(String::as_str) {
-                    Some("random") => vec![Dataset::Random],
-                    Some("real") => vec![Dataset::Real],
-                    Some("both") => vec![Dataset::Random, Dataset::Real],
-                    _ => bail!("--dataset random|real|both: {usage}"),
-                }
-            }
-            other => bail!("unknown argument {other:?}: {usage}"),
-        }
-    }
+/// `cargo xtask bench store`'s options.
+#[derive(clap::Args)]
+pub struct StoreArgs {
+    /// Vectors in the index.
+    #[arg(long = "vectors", value_name = "N", default_value_t = 100_000)]
+    count: usize,
+    /// Queries searched.
+    #[arg(long, value_name = "Q", default_value_t = 500)]
+    queries: usize,
+    /// Which vectors: random-normal ones, real embeddings of registry code, or both.
+    #[arg(long, value_enum, default_value_t = Datasets::Both)]
+    dataset: Datasets,
+    /// Threads embedding the real vectors (once; they are cached).
+    #[arg(long, value_name = "T", default_value_t = 1)]
+    embed_threads: usize,
+}
+
+/// `--dataset`'s values.
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum Datasets {
+    Random,
+    Real,
+    Both,
+}
+
+pub fn run(args: StoreArgs) -> Result<()> {
+    let StoreArgs {
+        count,
+        queries,
+        dataset,
+        embed_threads,
+    } = args;
+    let datasets = match dataset {
+        Datasets::Random => vec![Dataset::Random],
+        Datasets::Real => vec![Dataset::Real],
+        Datasets::Both => vec![Dataset::Random, Dataset::Real],
+    };
     ensure!(
         count >= CHUNKS_PER_FILE && queries > 0,
         "need at least {CHUNKS_PER_FILE} vectors and one query"
