@@ -56,7 +56,7 @@ impl ResultRequest {
             let known: quarry_chunk::Language = language.trim().to_lowercase().parse().map_err(
                 |e: quarry_chunk::UnknownLanguage| EngineError::SearchOptions(e.to_string()),
             )?;
-            filter = filter.language(known.name());
+            filter = filter.language(known);
         }
         let scopes = match self.scopes.is_empty() {
             true => &config.search.scopes,

@@ -5,7 +5,7 @@ use std::fs;
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 
-use quarry_chunk::ChunkId;
+use quarry_chunk::{ChunkId, Language};
 use quarry_embed::ModelDir;
 use quarry_engine::{
     Config, Engine, EngineError, EngineOptions, IndexEvent, LINKS_DATA, LegWeights,
@@ -383,7 +383,7 @@ fn related_finds_similar_code_elsewhere_never_in_the_source_file() {
 
     // Filters apply before the cut, and min_score cuts by score.
     let python_only = RelatedOptions {
-        filter: Filter::default().language("javascript"),
+        filter: Filter::default().language(Language::JavaScript),
         min_score: 0.2,
         ..RelatedOptions::default()
     };

@@ -2,6 +2,7 @@
 //! never after a top-k cut, so a filtered search returns as many results as exist.
 
 use globset::{Glob, GlobSet, GlobSetBuilder};
+use quarry_chunk::Language;
 
 use crate::StoreError;
 use crate::records::StoredChunk;
@@ -11,7 +12,7 @@ use crate::records::StoredChunk;
 pub struct Filter {
     globs: Vec<String>,
     paths: Option<GlobSet>,
-    languages: Vec<String>,
+    languages: Vec<Language>,
     scopes: Vec<String>,
     excluded_file: Option<String>,
 }
@@ -51,9 +52,9 @@ impl Filter {
         Ok(self)
     }
 
-    /// Only chunks in one of the languages given (`quarry_chunk::Language::name`).
-    pub fn language(mut self, language: &str) -> Self {
-        self.languages.push(language.to_owned());
+    /// Only chunks in one of the languages given.
+    pub fn language(mut self, language: Language) -> Self {
+        self.languages.push(language);
         self
     }
 
@@ -88,12 +89,21 @@ impl Filter {
     }
 
     /// Whether chunks in `language` may be returned (paths aside).
-    pub fn admits_language(&self, language: &str) -> bool {
-        self.languages.is_empty() || self.languages.iter().any(|l| l == language)
+    pub fn admits_language(&self, language: Language) -> bool {
+        self.languages.is_empty() || self.languages.contains(&language)
+    }
+
+    /// Whether chunks in the language named `name` may be returned: a name no language has
+    /// only when every language is.
+    pub fn admits_language_named(&self, name: &str) -> bool {
+        match name.parse::<Language>() {
+            Ok(language) => self.admits_language(language),
+            Err(_) => self.languages.is_empty(),
+        }
     }
 
     /// The languages admitted; empty when every language is.
-    pub fn languages(&self) -> &[String] {
+    pub fn languages(&self) -> &[Language] {
         &self.languages
     }
 
@@ -104,6 +114,6 @@ impl Filter {
 
     /// Whether `chunk` may be returned.
     pub fn admits(&self, chunk: &StoredChunk) -> bool {
-        self.admits_path(&chunk.path) && self.admits_language(chunk.language.name())
+        self.admits_path(&chunk.path) && self.admits_language(chunk.language)
     }
 }

@@ -20,6 +20,7 @@ use std::collections::BTreeSet;
 use std::fs;
 use std::path::{Path, PathBuf};
 
+use quarry_chunk::Language;
 use serde::{Deserialize, Serialize};
 use tantivy::indexer::IndexWriterOptions;
 use tantivy::query::{
@@ -126,8 +127,8 @@ pub(crate) struct LexicalFilter {
     /// None: every path; Some(set): only chunks whose file path is in the set (the caller
     /// resolves globs and scopes against the indexed file list).
     pub paths: Option<Vec<String>>,
-    /// Empty: every language; else only these (language names like "rust", "python").
-    pub languages: Vec<String>,
+    /// Empty: every language; else only these.
+    pub languages: Vec<Language>,
     /// Chunks of this file are excluded.
     pub excluded_file: Option<String>,
 }
@@ -407,7 +408,7 @@ impl LexicalIndex {
             return scoring;
         }
 
-        let required = |field: Field, values: &[String]| -> Box<dyn Query> {
+        let required = |field: Field, values: &[&str]| -> Box<dyn Query> {
             let terms = values.iter().map(|v| Term::from_field_text(field, v));
             Box::new(ConstScoreQuery::new(
                 Box::new(TermSetQuery::new(terms)),
@@ -416,10 +417,12 @@ impl LexicalIndex {
         };
         let mut clauses: Vec<(Occur, Box<dyn Query>)> = vec![(Occur::Must, scoring)];
         if let Some(paths) = &filter.paths {
-            clauses.push((Occur::Must, required(f.path_exact, paths)));
+            let paths: Vec<&str> = paths.iter().map(String::as_str).collect();
+            clauses.push((Occur::Must, required(f.path_exact, &paths)));
         }
         if !filter.languages.is_empty() {
-            clauses.push((Occur::Must, required(f.language, &filter.languages)));
+            let names: Vec<&str> = filter.languages.iter().map(|l| l.name()).collect();
+            clauses.push((Occur::Must, required(f.language, &names)));
         }
         if let Some(excluded) = &filter.excluded_file {
             let term = Term::from_field_text(f.path_exact, excluded);

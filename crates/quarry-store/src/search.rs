@@ -54,7 +54,9 @@ impl Store {
         };
         let mask: Option<Vec<bool>> = (!filter.is_empty()).then(|| {
             let paths = ann.paths().admitted(|p| filter.admits_path(p));
-            let languages = ann.languages().admitted(|l| filter.admits_language(l));
+            let languages = ann
+                .languages()
+                .admitted(|l| filter.admits_language_named(l));
             ann.slots()
                 .iter()
                 .map(|s| s.alive && paths[s.path as usize] && languages[s.language as usize])

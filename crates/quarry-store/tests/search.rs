@@ -1,7 +1,7 @@
 //! Searching a real on-disk index: the HNSW graph against the exact scan, the lexical index,
 //! filters inside both, drift, and the derived indexes' repair.
 
-use quarry_chunk::ChunkKind;
+use quarry_chunk::{ChunkKind, Language};
 use std::collections::HashSet;
 use std::path::Path;
 
@@ -154,13 +154,13 @@ fn the_graph_agrees_with_the_exact_scan_with_and_without_filters() {
 
     assert!(recall(&store, 10, &Filter::default()) >= 0.97);
     // About a third of the chunks: searched in the graph with the filter inside.
-    let python = Filter::default().language("python");
+    let python = Filter::default().language(Language::Python);
     assert!(recall(&store, 10, &python) >= 0.97);
     // A few percent: scanned, so exact.
     let one_directory = Filter::default()
         .path_glob("src/dir3/**")
         .unwrap()
-        .language("python");
+        .language(Language::Python);
     assert_eq!(recall(&store, 10, &one_directory), 1.0);
     // Fewer matches than asked for: all of them.
     let one_file = Filter::default().path_glob("file42.py").unwrap();
@@ -208,7 +208,7 @@ fn a_small_index_is_scanned_in_memory_and_follows_the_writers_commits() {
     let writer = large_index(repo.path(), 100);
     let mut reader = Store::open_read_only(repo.path(), settings()).unwrap();
     reader.set_exact_scan_below(GRAPH_FROM);
-    let python = Filter::default().language("python");
+    let python = Filter::default().language(Language::Python);
     for filter in [Filter::default(), python] {
         for q in 0..10 {
             let query = unit(2_000_000 + q);
@@ -412,7 +412,10 @@ fn lexical_search_finds_identifiers_across_naming_conventions_with_filters_insid
     assert_eq!(found("parseConfig", &Filter::default()), [1, 3, 4]);
     assert_eq!(found("load_file", &Filter::default()), [2]);
     assert_eq!(
-        found("parse config", &Filter::default().language("python")),
+        found(
+            "parse config",
+            &Filter::default().language(Language::Python)
+        ),
         [3]
     );
     assert_eq!(

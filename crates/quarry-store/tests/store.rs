@@ -2,7 +2,7 @@
 //! vectors included.
 
 use quarry_chunk::ChunkId;
-use quarry_chunk::ChunkKind;
+use quarry_chunk::{ChunkKind, Language};
 use quarry_store::{FileState, Filter, IndexSettings, Store, StoreError, StoredChunk};
 
 fn settings() -> IndexSettings {
@@ -240,7 +240,7 @@ fn exact_search_ranks_by_cosine_and_filters_before_the_cut() {
         [1, 2, 3]
     );
     // The filtered chunks rank below the cut unfiltered; all of them are still found.
-    let python = Filter::default().language("python");
+    let python = Filter::default().language(Language::Python);
     assert_eq!(
         ids(store.search_exact(&query, 3, &python).unwrap()),
         [3, 4, 5]
@@ -248,7 +248,7 @@ fn exact_search_ranks_by_cosine_and_filters_before_the_cut() {
     let src_python = Filter::default()
         .path_glob("src/**")
         .unwrap()
-        .language("python");
+        .language(Language::Python);
     assert_eq!(
         ids(store.search_exact(&query, 10, &src_python).unwrap()),
         [3, 4]

@@ -1,7 +1,7 @@
 //! The lexical index: searches, filters, updates and what readers see.
 
 use super::*;
-use quarry_chunk::ChunkKind;
+use quarry_chunk::{ChunkKind, Language};
 
 #[test]
 fn a_definition_outranks_a_mention_and_weights_can_drop_a_field() {
@@ -214,7 +214,7 @@ fn filters_apply_before_the_top_k_cut() {
     );
 
     let python = LexicalFilter {
-        languages: vec!["python".into()],
+        languages: vec![Language::Python],
         ..all()
     };
     assert_eq!(
@@ -237,7 +237,7 @@ fn filters_apply_before_the_top_k_cut() {
 
     let both = LexicalFilter {
         paths: Some(vec!["a.rs".into(), "b.py".into()]),
-        languages: vec!["rust".into(), "python".into()],
+        languages: vec![Language::Rust, Language::Python],
         excluded_file: Some("a.rs".into()),
     };
     assert_eq!(
