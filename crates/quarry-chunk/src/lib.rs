@@ -53,6 +53,7 @@ mod piece;
 mod rules;
 #[cfg(feature = "schema")]
 mod schema;
+mod stored;
 mod syntax;
 
 pub use check::{InvariantViolation, check_chunks};
@@ -60,6 +61,7 @@ pub use chunk::{ALL_KINDS, Chunk, ChunkId, ChunkKind, InvalidChunkId, UnknownKin
 pub use detect::Skip;
 pub use language::{ALL_LANGUAGES, Language, UnknownLanguage};
 pub use parse::SyntaxTree;
+pub use stored::StoredChunk;
 
 use lines::Lines;
 use piece::Piece;

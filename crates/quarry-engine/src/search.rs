@@ -4,9 +4,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use quarry_embed::CrossEncoder;
-use quarry_rank::{
-    Candidate, Explanation, Pipeline, QueryShape, QueryTerms, RankingConfig, Summary,
-};
+use quarry_rank::{Explanation, Pipeline, QueryShape, QueryTerms, RankingConfig, Summary};
 use quarry_store::{Filter, Hit, LexicalWeights, StoredChunk};
 use serde::{Deserialize, Serialize};
 
@@ -239,7 +237,7 @@ impl Engine {
                 let score: FileScore = decode_file_data(&chunk.path, PAGERANK_DATA, &bytes)?;
                 percentiles.insert(chunk.path.clone(), (score.percentile / 100.0) as f32);
             }
-            candidates.push((candidate(chunk), score));
+            candidates.push((chunk, score));
         }
         drop(snapshot);
         let percentiles = (!percentiles.is_empty()).then(|| {
@@ -258,7 +256,7 @@ impl Engine {
             .results
             .into_iter()
             .map(|ranked| SearchResult {
-                chunk: stored(ranked.candidate),
+                chunk: ranked.candidate,
                 score: (ranked.score / ceiling).clamp(0.0, 1.0),
                 explanation: ranked.explanation,
             })
@@ -310,37 +308,6 @@ struct CrossEncoderReranker(Arc<CrossEncoder>);
 impl quarry_rank::Reranker for CrossEncoderReranker {
     fn rerank(&self, query: &str, texts: &[&str]) -> Result<Vec<f32>, quarry_rank::RerankError> {
         Ok(self.0.relevance(query, texts)?)
-    }
-}
-
-/// A stored chunk as the ranking takes it; moved, not copied: a pool of two hundred
-/// candidates carries a few hundred kilobytes of text.
-fn candidate(chunk: StoredChunk) -> Candidate {
-    Candidate {
-        id: chunk.id,
-        path: chunk.path,
-        start_line: chunk.start_line,
-        end_line: chunk.end_line,
-        language: chunk.language,
-        kind: chunk.kind,
-        symbol: chunk.name,
-        container: chunk.container,
-        text: chunk.text,
-    }
-}
-
-/// [`candidate`] undone, for the results.
-fn stored(candidate: Candidate) -> StoredChunk {
-    StoredChunk {
-        id: candidate.id,
-        path: candidate.path,
-        start_line: candidate.start_line,
-        end_line: candidate.end_line,
-        language: candidate.language,
-        kind: candidate.kind,
-        name: candidate.symbol,
-        container: candidate.container,
-        text: candidate.text,
     }
 }
 

@@ -11,7 +11,8 @@ use std::collections::HashMap;
 use std::hint::black_box;
 
 use criterion::{BatchSize, Criterion};
-use quarry_rank::{Candidate, Pipeline, RankingConfig};
+use quarry_chunk::StoredChunk;
+use quarry_rank::{Pipeline, RankingConfig};
 
 /// xorshift64*: a fixed sequence, so every run ranks the same candidates.
 struct Sequence(u64);
@@ -73,7 +74,7 @@ fn paths(sequence: &mut Sequence) -> Vec<String> {
 }
 
 /// `count` candidates, best first, and every file's PageRank percentile.
-fn candidates(count: usize) -> (Vec<(Candidate, f32)>, HashMap<String, f32>) {
+fn candidates(count: usize) -> (Vec<(StoredChunk, f32)>, HashMap<String, f32>) {
     let mut sequence = Sequence(0x9e37_79b9_7f4a_7c15);
     let paths = paths(&mut sequence);
     let mut lines: HashMap<usize, usize> = HashMap::new();
@@ -87,14 +88,14 @@ fn candidates(count: usize) -> (Vec<(Candidate, f32)>, HashMap<String, f32>) {
             *line += 12;
             let falling = 0.85 - 0.65 * i as f32 / count as f32;
             let score = falling + 0.05 * (sequence.unit() - 0.5);
-            let candidate = Candidate {
+            let candidate = StoredChunk {
                 id: i as u128,
                 path: paths[file].clone(),
                 start_line: start,
                 end_line: start + 10,
                 language: Language::Rust,
                 kind: ChunkKind::Function,
-                symbol: Some(format!("item_{i}")),
+                name: Some(format!("item_{i}")),
                 container: Vec::new(),
                 text: format!("fn item_{i}(input: &str) -> Result<Value, Error> {{ todo }}"),
             };

@@ -1,42 +1,15 @@
 //! Candidates, the layer trait, and the chain that keeps them in order.
 
-use quarry_chunk::{ChunkKind, Language};
+use quarry_chunk::StoredChunk;
 use std::cmp::Ordering;
 
 use crate::{Effect, Explanation, LayerKind, LayerReport, RankError, Step, Summary};
-
-/// A chunk to rank: what the layers read about it.
-///
-/// quarry-store's `StoredChunk` has all of it; this crate keeps its own type so that it stays
-/// a leaf (serde and thiserror) instead of pulling in the index's database, search engines
-/// and grammars. The engine moves a `StoredChunk`'s strings in; nothing is copied.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Candidate {
-    /// The chunk's id.
-    pub id: u128,
-    /// Repository-relative path of its file, `/`-separated.
-    pub path: String,
-    /// First line, 1-based.
-    pub start_line: usize,
-    /// Last line, 1-based, inclusive.
-    pub end_line: usize,
-    /// The file's language.
-    pub language: Language,
-    /// What the chunk holds.
-    pub kind: ChunkKind,
-    /// Its symbol, if it has one.
-    pub symbol: Option<String>,
-    /// The symbols enclosing it, outermost first (`impl Router` for `Router::merge`).
-    pub container: Vec<String>,
-    /// Its source text, what a reranker reads.
-    pub text: String,
-}
 
 /// A candidate with its current score and how it got it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Ranked {
     /// The chunk.
-    pub candidate: Candidate,
+    pub candidate: StoredChunk,
     /// Its score so far.
     pub score: f32,
     /// What the layers did to it.
@@ -109,7 +82,7 @@ pub struct Ranking {
 pub fn apply_chain(
     layers: &[Box<dyn RankingLayer>],
     query: &str,
-    candidates: Vec<(Candidate, f32)>,
+    candidates: Vec<(StoredChunk, f32)>,
 ) -> Result<Ranking, RankError> {
     let mut list = Vec::with_capacity(candidates.len());
     for (candidate, score) in candidates {
@@ -201,6 +174,7 @@ pub(crate) fn keep_where(
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
+    use quarry_chunk::{ChunkKind, Language};
 
     /// Scores a text by the share of the query's words it contains: a real, if crude,
     /// relevance model.
@@ -220,15 +194,15 @@ pub(crate) mod tests {
     }
 
     /// A Rust function chunk of `path` at `line`.
-    pub fn candidate(path: &str, line: usize) -> Candidate {
-        Candidate {
+    pub fn candidate(path: &str, line: usize) -> StoredChunk {
+        StoredChunk {
             id: (path.len() * 1000 + line) as u128,
             path: path.into(),
             start_line: line,
             end_line: line + 9,
             language: Language::Rust,
             kind: ChunkKind::Function,
-            symbol: None,
+            name: None,
             container: Vec::new(),
             text: format!("fn at_{line}() {{}}"),
         }

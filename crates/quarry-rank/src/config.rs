@@ -6,11 +6,11 @@ use std::fmt;
 use serde::{Deserialize, Serialize};
 
 use crate::{
-    Candidate, CapDecay, CapMode, ConfigError, CrossEncoderRerank, Definition, DiversityCap,
-    FileEvidence, IncludeTests, LayerKind, PageRankBoost, PathMatch, PathPenalty, PenaltyFactors,
-    Percentiles, RankError, Ranking, RankingLayer, Reranker, SourceBoost, Threshold, TopK,
-    apply_chain,
+    CapDecay, CapMode, ConfigError, CrossEncoderRerank, Definition, DiversityCap, FileEvidence,
+    IncludeTests, LayerKind, PageRankBoost, PathMatch, PathPenalty, PenaltyFactors, Percentiles,
+    RankError, Ranking, RankingLayer, Reranker, SourceBoost, Threshold, TopK, apply_chain,
 };
+use quarry_chunk::StoredChunk;
 
 /// Everything that shapes ranking. Every entry point (search, related, the MCP server, the
 /// benchmark) builds its pipeline from one of these with [`Pipeline::from_config`].
@@ -218,7 +218,7 @@ impl Pipeline {
     pub fn rank(
         &self,
         query: &str,
-        candidates: Vec<(Candidate, f32)>,
+        candidates: Vec<(StoredChunk, f32)>,
     ) -> Result<Ranking, RankError> {
         apply_chain(&self.layers, query, candidates)
     }

@@ -3,15 +3,16 @@
 //!
 //! ```
 //! use quarry_chunk::{ChunkKind, Language};
-//! use quarry_rank::{Candidate, Effect, Pipeline, RankingConfig};
+//! use quarry_chunk::StoredChunk;
+//! use quarry_rank::{Effect, Pipeline, RankingConfig};
 //!
-//! let chunk = |path: &str, line: usize| Candidate {
+//! let chunk = |path: &str, line: usize| StoredChunk {
 //!     id: line as u128, path: path.into(), start_line: line, end_line: line + 5,
-//!     language: Language::Rust, kind: ChunkKind::Function, symbol: None, container: vec![],
+//!     language: Language::Rust, kind: ChunkKind::Function, name: None, container: vec![],
 //!     text: String::new(),
 //! };
 //! // One large file matches best, then its test, then two small files.
-//! let mut candidates: Vec<(Candidate, f32)> = (0..6)
+//! let mut candidates: Vec<(StoredChunk, f32)> = (0..6)
 //!     .map(|i| (chunk("src/parser.rs", 1 + 10 * i), 0.9 - 0.01 * i as f32))
 //!     .collect();
 //! candidates.push((chunk("tests/parser.rs", 1), 0.88));
@@ -68,7 +69,7 @@ mod layers;
 mod path;
 mod query;
 
-pub use chain::{Candidate, Ranked, Ranking, RankingLayer, apply_chain};
+pub use chain::{Ranked, Ranking, RankingLayer, apply_chain};
 pub use config::{Pipeline, RankingConfig};
 pub use error::{ConfigError, RankError, RerankError};
 pub use explain::{Effect, Explanation, LayerKind, LayerReport, Step, Summary};

@@ -4,7 +4,7 @@
 use quarry_chunk::{ChunkKind, Language};
 use serde::{Deserialize, Serialize};
 
-use crate::Candidate;
+use quarry_chunk::StoredChunk;
 
 /// A kind of file that is rarely the answer to "where is the code that does X?".
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -140,7 +140,7 @@ fn split_extension(name: &str) -> (&str, &str) {
 }
 
 /// The classes of a candidate's file (and, for tests, of the chunk itself).
-pub(crate) fn classify(candidate: &Candidate) -> Classes {
+pub(crate) fn classify(candidate: &StoredChunk) -> Classes {
     // Lowercasing ASCII keeps every byte offset, so the cased name is the same slice.
     let lower_path = candidate.path.to_ascii_lowercase();
     let (dirs, lower) = split_name(&lower_path);

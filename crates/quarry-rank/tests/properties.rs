@@ -1,11 +1,11 @@
 //! Invariants of the layers and the chain, over generated candidate lists.
 
-use quarry_chunk::{ChunkKind, Language};
+use quarry_chunk::{ChunkKind, Language, StoredChunk};
 use std::collections::HashMap;
 
 use proptest::prelude::*;
 use quarry_rank::{
-    Candidate, CapDecay, CapMode, DiversityCap, Effect, IncludeTests, PageRankBoost, PathPenalty,
+    CapDecay, CapMode, DiversityCap, Effect, IncludeTests, PageRankBoost, PathPenalty,
     PenaltyFactors, Pipeline, Ranked, RankingConfig, RankingLayer, RerankError, Reranker,
     apply_chain,
 };
@@ -54,20 +54,20 @@ fn score() -> impl Strategy<Value = f32> {
 }
 
 /// Up to 60 candidates over `PATHS`: many per file, equal scores and overlaps included.
-fn candidates() -> impl Strategy<Value = Vec<(Candidate, f32)>> {
+fn candidates() -> impl Strategy<Value = Vec<(StoredChunk, f32)>> {
     prop::collection::vec((0..PATHS.len(), 1..40usize, score()), 0..60).prop_map(|items| {
         items
             .into_iter()
             .enumerate()
             .map(|(i, (file, line, score))| {
-                let candidate = Candidate {
+                let candidate = StoredChunk {
                     id: i as u128,
                     path: PATHS[file].into(),
                     start_line: line,
                     end_line: line + 5,
                     language: Language::Rust,
                     kind: ChunkKind::Function,
-                    symbol: None,
+                    name: None,
                     container: Vec::new(),
                     text: ["fn parse", "config", "mock fs", "x"][i % 4].into(),
                 };
@@ -121,7 +121,7 @@ fn ids(results: &[Ranked]) -> Vec<u128> {
 }
 
 /// The candidates in ranking order, through no layer.
-fn sorted(candidates: &[(Candidate, f32)]) -> Vec<Ranked> {
+fn sorted(candidates: &[(StoredChunk, f32)]) -> Vec<Ranked> {
     apply_chain(&[], "", candidates.to_vec()).unwrap().results
 }
 
@@ -274,14 +274,14 @@ proptest! {
         let layers: Vec<Box<dyn RankingLayer>> = vec![Box::new(
             PageRankBoost::new(strength, move |path| percentiles.get(path).copied()).unwrap(),
         )];
-        let candidate = |path: &str, id| Candidate {
+        let candidate = |path: &str, id| StoredChunk {
             id,
             path: path.into(),
             start_line: 1,
             end_line: 1,
             language: Language::Rust,
             kind: ChunkKind::Function,
-            symbol: None,
+            name: None,
             container: Vec::new(),
             text: String::new(),
         };

@@ -1,6 +1,6 @@
 //! What the index stores, and how it is encoded in redb.
 
-use quarry_chunk::{Chunk, ChunkId, ChunkKind, Language};
+pub use quarry_chunk::StoredChunk;
 use redb::TableDefinition;
 use serde::{Deserialize, Serialize};
 
@@ -82,52 +82,6 @@ pub struct FileState {
     pub size: u64,
     /// The file's chunks, in file order; empty for a file that was skipped.
     pub chunk_ids: Vec<u128>,
-}
-
-/// A chunk as the index keeps it: everything a search result shows, and what filters test.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct StoredChunk {
-    /// The chunk's id.
-    pub id: u128,
-    /// Repository-relative path of its file.
-    pub path: String,
-    /// The file's language (stored by its name).
-    pub language: Language,
-    /// What it holds (stored by its name).
-    pub kind: ChunkKind,
-    /// Its symbol, if it has one.
-    pub name: Option<String>,
-    /// Enclosing symbols, outermost first.
-    pub container: Vec<String>,
-    /// First line, 1-based.
-    pub start_line: usize,
-    /// Last line, 1-based, inclusive.
-    pub end_line: usize,
-    /// The chunk's source text.
-    pub text: String,
-}
-
-impl StoredChunk {
-    /// The chunk's [`ChunkId`].
-    pub fn chunk_id(&self) -> ChunkId {
-        ChunkId(self.id)
-    }
-}
-
-impl From<&Chunk> for StoredChunk {
-    fn from(chunk: &Chunk) -> Self {
-        Self {
-            id: chunk.id.0,
-            path: chunk.path.clone(),
-            language: chunk.language,
-            kind: chunk.kind,
-            name: chunk.name.clone(),
-            container: chunk.container.clone(),
-            start_line: chunk.start_line,
-            end_line: chunk.end_line,
-            text: chunk.text.clone(),
-        }
-    }
 }
 
 pub(crate) fn encode<T: Serialize>(value: &T) -> Vec<u8> {

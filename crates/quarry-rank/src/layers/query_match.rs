@@ -52,7 +52,7 @@ impl Wanted {
     /// The factor for `ranked`, if it defines this symbol.
     fn factor(&self, ranked: &Ranked) -> Option<f32> {
         let candidate = &ranked.candidate;
-        if candidate.symbol.as_deref().map(normalise).as_deref() != Some(self.name.as_str()) {
+        if candidate.name.as_deref().map(normalise).as_deref() != Some(self.name.as_str()) {
             return None;
         }
         let Some(qualifier) = &self.qualifier else {
@@ -205,11 +205,12 @@ fn file_stem(path: &str) -> &str {
 mod tests {
     use super::*;
     use crate::chain::tests::candidate;
-    use crate::{Candidate, RankingLayer, apply_chain};
+    use crate::{RankingLayer, apply_chain};
+    use quarry_chunk::StoredChunk;
 
-    fn symbol(path: &str, line: usize, name: &str, container: &[&str]) -> Candidate {
-        Candidate {
-            symbol: Some(name.into()),
+    fn symbol(path: &str, line: usize, name: &str, container: &[&str]) -> StoredChunk {
+        StoredChunk {
+            name: Some(name.into()),
             container: container.iter().map(|c| c.to_string()).collect(),
             ..candidate(path, line)
         }
@@ -218,7 +219,7 @@ mod tests {
     fn rank(
         layer: impl RankingLayer + 'static,
         query: &str,
-        input: Vec<(Candidate, f32)>,
+        input: Vec<(StoredChunk, f32)>,
     ) -> Vec<(String, usize)> {
         let layers: Vec<Box<dyn RankingLayer>> = vec![Box::new(layer)];
         apply_chain(&layers, query, input)
