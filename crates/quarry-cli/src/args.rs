@@ -178,7 +178,8 @@ pub struct ResultArgs {
     /// How many results [default: 10].
     #[arg(short = 'k', long = "limit")]
     pub limit: Option<usize>,
-    /// At most this many results per file (0: no cap) [default: max(3, k / 3)].
+    /// Results per file at full score; a file's further ones rank lower (0: no cap)
+    /// [default: 1].
     #[arg(long)]
     pub max_per_file: Option<usize>,
     /// Test code: penalised unless the query is about tests (auto), or always / never shown.

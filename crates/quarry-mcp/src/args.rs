@@ -35,7 +35,8 @@ macro_rules! tool_args {
             /// Skip this many results: pass the previous response's `next_offset` to read
             /// the next page (default 0).
             pub offset: Option<usize>,
-            /// At most this many chunks from one file (default 3; 0 = no cap).
+            /// Chunks from one file at full score; further ones rank lower, so that other
+            /// files come first (default 1; 0 = no cap).
             pub max_per_file: Option<usize>,
             /// Test code: "auto" (default: shown when the query is about tests, penalised
             /// otherwise), "always" or "never".

@@ -34,7 +34,7 @@ enum Plan {
 /// `cargo xtask bench relevance`'s options. Reports go to
 /// bench-suite/reports/relevance[-smoke|-tuning|-held-out][-ab-K|-ablate|-arms]-<commit>.*
 #[derive(clap::Args)]
-#[command(group(clap::ArgGroup::new("plan").args(["ab", "ablate", "arm", "no_controls"])))]
+#[command(group(clap::ArgGroup::new("plan").args(["ab", "ablate", "arm"])))]
 pub struct RelevanceArgs {
     /// Only this corpus (repeatable; default: every one of the suite).
     #[arg(long = "corpus", value_name = "C")]
@@ -58,7 +58,7 @@ pub struct RelevanceArgs {
     /// Hybrid with these settings, against hybrid (repeatable; `K=V+K=V`).
     #[arg(long, value_name = "K=V+..")]
     arm: Vec<String>,
-    /// Hybrid alone, without the controls.
+    /// Hybrid alone, without the controls (as --ab, --ablate and --arm run).
     #[arg(long)]
     no_controls: bool,
     /// Without the semble and ripgrep peers.
