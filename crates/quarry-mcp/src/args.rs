@@ -137,6 +137,39 @@ tool_args! {
     }
 }
 
+/// What `get_related` and `find_similar` take besides where to start and the result
+/// arguments.
+pub struct Similarity {
+    /// Only results scoring at least this.
+    pub min_score: Option<f32>,
+    /// Add the files linked by imports.
+    pub include_linked: Option<bool>,
+    /// Let other chunks of the source's file answer.
+    pub include_source_file: Option<bool>,
+}
+
+/// The tools that start from a chunk: their [`Similarity`] arguments.
+pub trait SimilarityArgs {
+    /// The similarity arguments given.
+    fn similarity(&self) -> Similarity;
+}
+
+macro_rules! similarity_args {
+    ($($name:ty),*) => {$(
+        impl SimilarityArgs for $name {
+            fn similarity(&self) -> Similarity {
+                Similarity {
+                    min_score: self.min_score,
+                    include_linked: self.include_linked,
+                    include_source_file: self.include_source_file,
+                }
+            }
+        }
+    )*};
+}
+
+similarity_args!(RelatedArgs, SimilarArgs);
+
 /// `index`.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 pub struct IndexArgs {

@@ -23,7 +23,10 @@ use crate::McpError;
 
 mod indexer;
 
-use crate::args::{IndexAction, IndexArgs, RelatedArgs, ResultArgs, SearchArgs, SimilarArgs};
+use crate::args::{
+    IndexAction, IndexArgs, RelatedArgs, ResultArgs, SearchArgs, SimilarArgs, Similarity,
+    SimilarityArgs,
+};
 use indexer::{Indexing, run_indexer, spawn_indexer};
 
 /// How the server runs.
@@ -138,12 +141,7 @@ impl Server {
                     args.chunk_id
                 )
             })?;
-            let similar = Similar {
-                min_score: args.min_score,
-                include_linked: args.include_linked,
-                include_source_file: args.include_source_file,
-            };
-            shared.related(id, similar, &args)
+            shared.related(id, &args)
         })
         .await
     }
@@ -159,12 +157,7 @@ impl Server {
     async fn find_similar(&self, arguments: JsonObject) -> Result<CallToolResult, ErrorData> {
         self.call(arguments, move |shared, args: SimilarArgs| {
             let id = shared.chunk_at(&args.path, args.line)?;
-            let similar = Similar {
-                min_score: args.min_score,
-                include_linked: args.include_linked,
-                include_source_file: args.include_source_file,
-            };
-            shared.related(id, similar, &args)
+            shared.related(id, &args)
         })
         .await
     }
@@ -262,13 +255,6 @@ fn parse<Args: DeserializeOwned + JsonSchema + 'static>(
     })
 }
 
-/// What `get_related` and `find_similar` add to the result arguments.
-struct Similar {
-    min_score: Option<f32>,
-    include_linked: Option<bool>,
-    include_source_file: Option<bool>,
-}
-
 impl Shared {
     /// Runs `work` on the engine (waiting out a forced rebuild's swap).
     fn with_engine<T>(&self, work: impl FnOnce(&Engine) -> Result<T, String>) -> Result<T, String> {
@@ -308,12 +294,12 @@ impl Shared {
         })
     }
 
-    fn related(&self, id: ChunkId, similar: Similar, args: &impl ResultArgs) -> Outcome {
-        let Similar {
+    fn related(&self, id: ChunkId, args: &(impl ResultArgs + SimilarityArgs)) -> Outcome {
+        let Similarity {
             min_score,
             include_linked,
             include_source_file,
-        } = similar;
+        } = args.similarity();
         let offset = args.page()?;
         let request = args.request(None);
         self.wait_until_searchable();
