@@ -230,8 +230,8 @@ pub struct ResultView {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub explanation: Option<Explanation>,
     /// Set when `text` was cut to fit a page's budget.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub text_truncated: Option<bool>,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub text_truncated: bool,
 }
 
 impl ResultView {
@@ -241,7 +241,7 @@ impl ResultView {
             chunk: ChunkView::new(&result.chunk, detail),
             score: result.score,
             explanation: explain.then(|| result.explanation.clone()),
-            text_truncated: None,
+            text_truncated: false,
         }
     }
 

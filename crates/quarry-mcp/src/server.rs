@@ -497,7 +497,7 @@ fn fit_page(
                 let keep = budget.saturating_sub(size - text.len());
                 // JSON escapes can double a character's size; keep half to be safe.
                 result.chunk.text = Some(text.chars().take(keep / 2).collect());
-                result.text_truncated = Some(true);
+                result.text_truncated = true;
                 size = json_len(&result);
             }
         }
@@ -589,7 +589,7 @@ mod tests {
                 },
                 score: 0.5,
                 explanation: None,
-                text_truncated: None,
+                text_truncated: false,
             })
             .collect()
     }
@@ -621,7 +621,7 @@ mod tests {
         let (shown, next) = fit_page(results(2, &"long line\n".repeat(500)), 0, 2, 1000);
         assert_eq!((shown.len(), next), (1, Some(1)));
         assert!(json_len(&shown[0]) <= 1000);
-        assert_eq!(shown[0].text_truncated, Some(true));
+        assert!(shown[0].text_truncated);
     }
 
     #[test]

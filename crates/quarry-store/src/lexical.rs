@@ -408,21 +408,14 @@ impl LexicalIndex {
             return scoring;
         }
 
-        let required = |field: Field, values: &[&str]| -> Box<dyn Query> {
-            let terms = values.iter().map(|v| Term::from_field_text(field, v));
-            Box::new(ConstScoreQuery::new(
-                Box::new(TermSetQuery::new(terms)),
-                0.0,
-            ))
-        };
         let mut clauses: Vec<(Occur, Box<dyn Query>)> = vec![(Occur::Must, scoring)];
         if let Some(paths) = &filter.paths {
-            let paths: Vec<&str> = paths.iter().map(String::as_str).collect();
-            clauses.push((Occur::Must, required(f.path_exact, &paths)));
+            let paths = paths.iter().map(String::as_str);
+            clauses.push((Occur::Must, required(f.path_exact, paths)));
         }
         if !filter.languages.is_empty() {
-            let names: Vec<&str> = filter.languages.iter().map(|l| l.name()).collect();
-            clauses.push((Occur::Must, required(f.language, &names)));
+            let names = filter.languages.iter().map(|l| l.name());
+            clauses.push((Occur::Must, required(f.language, names)));
         }
         if let Some(excluded) = &filter.excluded_file {
             let term = Term::from_field_text(f.path_exact, excluded);
@@ -540,6 +533,17 @@ fn document(fields: Fields, chunk: &StoredChunk) -> TantivyDocument {
     doc.add_text(fields.path_exact, &chunk.path);
     doc.add_text(fields.language, chunk.language.name());
     doc
+}
+
+/// A non-scoring clause that admits documents whose `field` holds one of `values`.
+fn required<'a>(field: Field, values: impl IntoIterator<Item = &'a str>) -> Box<dyn Query> {
+    let terms = values
+        .into_iter()
+        .map(|value| Term::from_field_text(field, value));
+    Box::new(ConstScoreQuery::new(
+        Box::new(TermSetQuery::new(terms)),
+        0.0,
+    ))
 }
 
 #[cfg(test)]
