@@ -406,7 +406,7 @@ fn open_indexed(
     // rebuilt: the cache holds nothing the corpus cannot give again.
     let engine = match Engine::open(work, options.model, engine_options) {
         Ok(engine) => engine,
-        Err(_) => Engine::rebuild(work, options.model, engine_options)?,
+        Err(_) => Engine::rebuild(work, options.model, engine_options)?.finish()?,
     };
     let started = Instant::now();
     let report = engine.index(&mut |event| {

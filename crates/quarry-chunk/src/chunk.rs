@@ -155,6 +155,54 @@ impl std::str::FromStr for ChunkId {
     }
 }
 
+/// The start of a chunk id, as a person types it: 8 to 32 hex digits, like a short git
+/// commit id. It names the ids in [`ChunkIdPrefix::range`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ChunkIdPrefix {
+    value: u128,
+    digits: u32,
+}
+
+impl ChunkIdPrefix {
+    /// The fewest digits a prefix may have: fewer would name many chunks of a large index.
+    pub const MIN_DIGITS: usize = 8;
+
+    /// The ids that start with this prefix (one id when it has all 32 digits).
+    pub fn range(&self) -> std::ops::RangeInclusive<u128> {
+        let free_bits = 4 * (32 - self.digits);
+        let low = self.value.checked_shl(free_bits).unwrap_or(0);
+        let high = low | u128::MAX.checked_shr(128 - free_bits).unwrap_or(0);
+        low..=high
+    }
+
+    /// The whole id, when the prefix has all 32 digits.
+    pub fn whole(&self) -> Option<ChunkId> {
+        (self.digits == 32).then_some(ChunkId(self.value))
+    }
+}
+
+impl fmt::Display for ChunkIdPrefix {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{:0width$x}", self.value, width = self.digits as usize)
+    }
+}
+
+impl std::str::FromStr for ChunkIdPrefix {
+    type Err = InvalidChunkId;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let digits = s.len();
+        if !(Self::MIN_DIGITS..=32).contains(&digits) || !s.bytes().all(|b| b.is_ascii_hexdigit()) {
+            return Err(InvalidChunkId(s.to_owned()));
+        }
+        let value = u128::from_str_radix(s, 16).map_err(|_| InvalidChunkId(s.to_owned()))?;
+        Ok(Self {
+            value,
+            digits: digits as u32,
+        })
+    }
+}
+
 /// One piece of a file, sized for the embedding model and readable on its own.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Chunk {
@@ -235,5 +283,24 @@ mod tests {
             assert_eq!(serde_json::from_str::<ChunkKind>(&json).unwrap(), kind);
         }
         assert!("lambda".parse::<ChunkKind>().is_err());
+    }
+
+    #[test]
+    fn a_prefix_names_the_ids_that_start_with_it() {
+        let id = ChunkId(0x3f9c0a12_00000000_00000000_0000abcd);
+        let short: ChunkIdPrefix = "3f9c0a12".parse().unwrap();
+        assert!(short.range().contains(&id.0));
+        assert_eq!(short.to_string(), "3f9c0a12");
+        assert_eq!(short.whole(), None);
+        assert_eq!(*short.range().start(), 0x3f9c0a12 << 96);
+        assert_eq!(*short.range().end(), (0x3f9c0a12 << 96) | (u128::MAX >> 32));
+        assert!(!short.range().contains(&(id.0 + (1 << 96))));
+        let whole: ChunkIdPrefix = id.to_string().parse().unwrap();
+        assert_eq!(whole.range(), id.0..=id.0);
+        assert_eq!(whole.whole(), Some(id));
+        assert_eq!(whole.to_string(), id.to_string());
+        for bad in ["3f9c0a1", "3f9c0a1g", "", "+3f9c0a12", &"0".repeat(33)] {
+            assert!(bad.parse::<ChunkIdPrefix>().is_err(), "{bad}");
+        }
     }
 }

@@ -57,7 +57,7 @@ mod stored;
 mod syntax;
 
 pub use check::{InvariantViolation, check_chunks};
-pub use chunk::{ALL_KINDS, Chunk, ChunkId, ChunkKind, InvalidChunkId, UnknownKind};
+pub use chunk::{ALL_KINDS, Chunk, ChunkId, ChunkIdPrefix, ChunkKind, InvalidChunkId, UnknownKind};
 pub use detect::Skip;
 pub use language::{ALL_LANGUAGES, Language, UnknownLanguage};
 pub use parse::SyntaxTree;

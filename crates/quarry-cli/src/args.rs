@@ -2,8 +2,9 @@
 
 use std::path::PathBuf;
 
+use clap::builder::RangedU64ValueParser;
 use clap::{Args, Parser, Subcommand, ValueEnum};
-use quarry_engine::{Detail, IncludeTests, ResultRequest, SearchMode};
+use quarry_engine::{Detail, IncludeTests, MAX_LIMIT, MAX_PER_FILE, ResultRequest, SearchMode};
 use quarry_mcp::ServerOptions;
 
 #[derive(Parser)]
@@ -95,7 +96,7 @@ pub struct RelatedArgs {
     #[arg(long)]
     pub include_linked: bool,
     /// Only results scoring at least this (0 to 1).
-    #[arg(long, default_value_t = 0.0)]
+    #[arg(long, default_value_t = 0.0, value_parser = unit_interval)]
     pub min_score: f32,
     #[command(flatten)]
     pub results: ResultArgs,
@@ -105,7 +106,7 @@ pub struct RelatedArgs {
 pub struct StatusArgs {
     /// List files whose last re-index moved their chunks by at least this (0 to 1)
     /// [default: 0.1, or `search.drift_threshold` in .quarry/config.toml].
-    #[arg(long)]
+    #[arg(long, value_parser = unit_interval)]
     pub threshold: Option<f32>,
     #[command(flatten)]
     pub root: RootArg,
@@ -129,8 +130,13 @@ pub struct McpArgs {
     /// Do not bring the index up to date when the server starts.
     #[arg(long)]
     pub no_index: bool,
-    /// The most one tool response may hold, in tokens (longer result lists are paged).
-    #[arg(long, default_value_t = ServerOptions::default().max_tokens)]
+    /// The most one tool response may hold, in tokens, 100 to 1000000 (longer result lists
+    /// are paged).
+    #[arg(
+        long,
+        default_value_t = ServerOptions::default().max_tokens,
+        value_parser = RangedU64ValueParser::<usize>::new().range(100..=1_000_000),
+    )]
     pub max_tokens: usize,
 }
 
@@ -175,12 +181,19 @@ pub enum ModelCommand {
 /// What `search` and `related` share: which results, and how they are shown.
 #[derive(Args)]
 pub struct ResultArgs {
-    /// How many results [default: 10].
-    #[arg(short = 'k', long = "limit")]
+    /// How many results, 1 to 1000 [default: 10].
+    #[arg(
+        short = 'k',
+        long = "limit",
+        value_parser = RangedU64ValueParser::<usize>::new().range(1..=MAX_LIMIT as u64),
+    )]
     pub limit: Option<usize>,
-    /// Results per file at full score; a file's further ones rank lower (0: no cap)
-    /// [default: 1].
-    #[arg(long)]
+    /// Results per file at full score, 0 to 1000; a file's further ones rank lower (0: no
+    /// cap) [default: 1].
+    #[arg(
+        long,
+        value_parser = RangedU64ValueParser::<usize>::new().range(0..=MAX_PER_FILE as u64),
+    )]
     pub max_per_file: Option<usize>,
     /// Test code: penalised unless the query is about tests (auto), or always / never shown.
     #[arg(long, value_enum)]
@@ -251,5 +264,14 @@ impl ResultArgs {
                 DetailArg::Full => Detail::Full,
             }),
         }
+    }
+}
+
+/// A number from 0 to 1 (a score or a drift), as a flag gives it.
+fn unit_interval(text: &str) -> Result<f32, String> {
+    match text.trim().parse::<f32>() {
+        Ok(value) if (0.0..=1.0).contains(&value) => Ok(value),
+        Ok(value) => Err(format!("{value} is not a number from 0 to 1")),
+        Err(_) => Err(format!("{text:?} is not a number; give one from 0 to 1")),
     }
 }

@@ -12,14 +12,15 @@ use std::process::ExitCode;
 
 use anyhow::{Context, Result};
 use clap::Parser;
+use quarry_engine::INDEX_DIR;
 use quarry_engine::model::{
     DEFAULT_MODEL, Embedder, EmbedderOptions, KnownModel, MS_MARCO_MINILM_L6, ModelDir, Progress,
     Provisioner,
 };
 use quarry_engine::view::{IndexReportView, RelatedView, SearchView, StatusView, json};
 use quarry_engine::{
-    ChunkId, Config, Engine, EngineError, EngineOptions, Libraries, RelatedOptions, SearchMode,
-    SearchOptions,
+    ChunkIdPrefix, Config, Engine, EngineError, EngineOptions, Libraries, RelatedOptions,
+    SearchMode, SearchOptions,
 };
 use quarry_mcp::ServerOptions;
 
@@ -30,7 +31,19 @@ use args::{
 use progress::{catch_up, index, progress_bar};
 
 fn main() -> ExitCode {
-    let outcome = match Cli::parse().command {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(error) if !error.use_stderr() => error.exit(), // --help, --version
+        Err(error) => {
+            // clap's first paragraph says what is wrong (a bad value: which, and its range,
+            // in one line); the usage and the pointer to --help after it are left out.
+            let rendered = error.to_string();
+            let first = rendered.split("\n\n").next().unwrap_or_default();
+            eprintln!("{}", first.trim_end());
+            return ExitCode::from(2);
+        }
+    };
+    let outcome = match cli.command {
         Command::Index(args) => run_index(args),
         Command::Search(args) => run_search(args),
         Command::Related(args) => run_related(args),
@@ -42,10 +55,26 @@ fn main() -> ExitCode {
     match outcome {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {
-            eprintln!("error: {error:#}");
+            eprintln!("error: {}", describe(&error));
             ExitCode::FAILURE
         }
     }
+}
+
+/// The error and its causes, each said once: a cause whose words the message before it
+/// already holds (an I/O error its context quotes) is not repeated.
+fn describe(error: &anyhow::Error) -> String {
+    let mut text = String::new();
+    for cause in error.chain().map(ToString::to_string) {
+        if text.contains(&cause) {
+            continue;
+        }
+        if !text.is_empty() {
+            text.push_str(": ");
+        }
+        text.push_str(&cause);
+    }
+    text
 }
 
 /// `quarry index`: both phases, with a report.
@@ -53,15 +82,19 @@ fn run_index(args: IndexArgs) -> Result<()> {
     let root = repository_root(args.path.or(args.root.root))?;
     let config = Config::load(&root)?;
     let model = provision(&DEFAULT_MODEL)?;
-    type Open = fn(&Path, &ModelDir, EngineOptions) -> Result<Engine, EngineError>;
-    let open: Open = if args.force {
-        Engine::rebuild
+    let fresh = IndexDir::of(&root);
+    let options = engine_options(&config)?;
+    let (engine, report) = if args.force {
+        // Built beside the live index, which searches read until it is swapped in.
+        let rebuild = Engine::rebuild(&root, &model, options)?;
+        let report = index(rebuild.engine())?;
+        (rebuild.finish()?, report)
     } else {
-        Engine::open
+        let engine = Engine::open(&root, &model, options)?;
+        let report = index(&engine)?;
+        (engine, report)
     };
-    let engine = open(&root, &model, engine_options(&config)?)?;
-    let report = index(&engine)?;
-    ensure_not_empty(&engine)?;
+    fresh.ensure_not_empty(engine)?;
     if args.json {
         println!("{}", json(&IndexReportView::new(&report)));
     } else {
@@ -85,6 +118,7 @@ fn run_search(args: SearchArgs) -> Result<()> {
         return Err(EngineError::EmptyQuery.into());
     }
     let (root, config) = root_and_config(results.root.root.clone())?;
+    let fresh = IndexDir::of(&root);
     let mut engine = open_engine(&root, &config)?;
     if rerank {
         engine = engine.with_reranker(&provision(&MS_MARCO_MINILM_L6)?)?;
@@ -105,7 +139,7 @@ fn run_search(args: SearchArgs) -> Result<()> {
         ),
         outcome => outcome?,
     }
-    ensure_not_empty(&engine)?;
+    let engine = fresh.ensure_not_empty(engine)?;
     let response = engine.search(&query, &options)?;
     let detail = request.detail(&config);
     let mut out = std::io::stdout().lock();
@@ -133,14 +167,16 @@ fn run_related(args: RelatedArgs) -> Result<()> {
         min_score,
         results,
     } = args;
-    let id: ChunkId = chunk_id.trim().parse().map_err(|_| {
+    let prefix: ChunkIdPrefix = chunk_id.trim().to_ascii_lowercase().parse().map_err(|_| {
         anyhow::anyhow!(
-            "{chunk_id:?} is not a chunk id (32 hex digits); `quarry search --json` gives each \
-             result's `chunk_id`"
+            "{chunk_id:?} is not a chunk id (8 to 32 hex digits, its start enough when only one \
+             chunk's id starts so); `quarry search` prints each result's id last"
         )
     })?;
     let (root, config) = root_and_config(results.root.root.clone())?;
-    let engine = open_engine(&root, &config)?;
+    let engine =
+        Engine::open_existing(&root, &provision(&DEFAULT_MODEL)?, engine_options(&config)?)?;
+    let id = engine.chunk_id(prefix)?;
     let request = results.request(None);
     let options = RelatedOptions {
         ranking: request.ranking(&config),
@@ -173,7 +209,8 @@ fn run_related(args: RelatedArgs) -> Result<()> {
 /// `quarry status`: health, stale files and drift.
 fn run_status(args: StatusArgs) -> Result<()> {
     let (root, config) = root_and_config(args.root.root)?;
-    let engine = open_engine(&root, &config)?;
+    let engine =
+        Engine::open_existing(&root, &provision(&DEFAULT_MODEL)?, engine_options(&config)?)?;
     let status = engine.status(args.threshold.unwrap_or(config.search.drift_threshold))?;
     let mut out = std::io::stdout().lock();
     if args.json {
@@ -276,17 +313,39 @@ fn repository_root(path: Option<PathBuf>) -> Result<PathBuf> {
         .to_path_buf())
 }
 
-/// An index without files means the wrong directory or an empty one: say so rather than
-/// answer every search with nothing.
-fn ensure_not_empty(engine: &Engine) -> Result<()> {
-    let counts = engine.store().counts()?;
-    anyhow::ensure!(
-        counts.files > 0,
-        "{}: no files to index (hidden files and files .gitignore excludes are skipped); give \
-         the repository's root",
-        engine.root().display()
-    );
-    Ok(())
+/// The index directory of a root as a command found it: whether the command is the one that
+/// creates it, and so must take it away again if it fails for want of files.
+struct IndexDir {
+    path: PathBuf,
+    fresh: bool,
+}
+
+impl IndexDir {
+    fn of(root: &Path) -> Self {
+        let path = root.join(INDEX_DIR);
+        let fresh = !path.exists();
+        Self { path, fresh }
+    }
+
+    /// `engine`, if its index holds files. An index without files means the wrong directory
+    /// or an empty one: say so rather than answer every search with nothing, and leave the
+    /// directory as it was.
+    fn ensure_not_empty(self, engine: Engine) -> Result<Engine> {
+        if engine.store().counts()?.files > 0 {
+            return Ok(engine);
+        }
+        let root = engine.root().to_path_buf();
+        drop(engine);
+        if self.fresh {
+            std::fs::remove_dir_all(&self.path)
+                .with_context(|| format!("removing {}", self.path.display()))?;
+        }
+        anyhow::bail!(
+            "{}: no files to index (hidden files and files .gitignore excludes are skipped); \
+             give the repository's root",
+            root.display()
+        )
+    }
 }
 
 fn root_and_config(root: Option<PathBuf>) -> Result<(PathBuf, Config)> {

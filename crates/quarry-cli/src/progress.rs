@@ -16,7 +16,7 @@ pub fn progress_bar() -> ProgressBar {
         bar.set_draw_target(ProgressDrawTarget::hidden());
     }
     bar.set_style(
-        ProgressStyle::with_template("{msg:24} [{bar:30}] {pos}/{len} ({eta} left)")
+        ProgressStyle::with_template("{msg:24} [{bar:30}] {pos}/{len} {prefix} ({eta} left)")
             .expect("a valid template")
             .progress_chars("=> "),
     );
@@ -71,6 +71,7 @@ fn show(bar: &ProgressBar, event: IndexEvent) {
     match event {
         IndexEvent::Changes { to_read, .. } => {
             bar.set_message("reading files");
+            bar.set_prefix("files");
             bar.set_length(to_read as u64);
         }
         IndexEvent::Chunked { files, total } => {
@@ -79,12 +80,15 @@ fn show(bar: &ProgressBar, event: IndexEvent) {
         }
         IndexEvent::Graph => bar.set_message("import graph"),
         IndexEvent::Searchable { pending } => {
+            // A new count of other things: a fresh bar, not the files' one going backwards.
+            bar.reset();
             bar.set_message("embedding");
+            bar.set_prefix("chunks");
             bar.set_length(pending as u64);
-            bar.set_position(0);
         }
         IndexEvent::Embedded { chunks, total } => {
             bar.set_message("embedding");
+            bar.set_prefix("chunks");
             bar.set_length(total as u64);
             bar.set_position(chunks as u64);
         }

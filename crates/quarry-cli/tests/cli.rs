@@ -5,19 +5,12 @@ use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use quarry_testkit::copy_dir;
+use quarry_testkit::shop;
 use serde_json::Value;
 
 mod support;
 
 use support::{quarry, text};
-
-fn shop() -> tempfile::TempDir {
-    let repo = tempfile::tempdir().unwrap();
-    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/engine/shop");
-    copy_dir(&fixture, repo.path());
-    repo
-}
 
 /// Runs quarry, expects success, and parses its standard output as JSON.
 fn json(dir: &Path, args: &[&str]) -> serde_json::Value {

@@ -8,7 +8,10 @@ every call returned; the Rust test checks it (and compares the results with the 
 import asyncio
 import json
 import os
+import queue
+import subprocess
 import sys
+import threading
 import time
 
 from mcp import ClientSession, MCPError, StdioServerParameters
@@ -50,6 +53,63 @@ async def while_indexing(quarry, root):
             await wait_for_index(session)
             after = await call(session, "semantic_search", {"query": "cart total with tax"})
             return {"during": during, "after": after}
+
+
+def raw_protocol(quarry, root):
+    """`quarry mcp` spoken to in raw JSON-RPC lines, as the SDK never would: a line that is not
+    JSON (malformed, invalid UTF-8, a lone surrogate) gets a parse error (-32700, id null) at
+    once, a tools/call without a name invalid params (-32602) naming it, and the server goes
+    on. Raises if not; returns the answers."""
+    process = subprocess.Popen(
+        [quarry, "mcp", "--root", root, "--no-index"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        env=dict(os.environ),
+    )
+    lines = queue.Queue()
+    threading.Thread(target=lambda: [lines.put(line) for line in process.stdout], daemon=True).start()
+
+    def send(raw):
+        process.stdin.write(raw)
+        process.stdin.flush()
+
+    def receive():
+        line = lines.get(timeout=60)  # queue.Empty: no answer
+        message = json.loads(line)
+        assert message["jsonrpc"] == "2.0", line
+        return message
+
+    def request(id, method, params):
+        send(json.dumps({"jsonrpc": "2.0", "id": id, "method": method, "params": params}).encode() + b"\n")
+        answer = receive()
+        assert answer.get("id") == id, answer
+        return answer
+
+    answers = {}
+    try:
+        init = request(1, "initialize", {"protocolVersion": "2025-06-18", "capabilities": {},
+                                         "clientInfo": {"name": "raw", "version": "0"}})
+        assert init["result"]["serverInfo"]["name"] == "quarry", init
+        send(b'{"jsonrpc": "2.0", "method": "notifications/initialized"}\n')
+        for key, raw in [
+            ("malformed", b'{"jsonrpc": "2.0", "id": 2, "method": "tools/list"\n'),
+            ("invalid_utf8", b'{"jsonrpc": "2.0", "id": 3, "method": "ping", "params": {"x": "\xff"}}\n'),
+            ("lone_surrogate", b'{"jsonrpc": "2.0", "id": 4, "method": "ping", "params": {"x": "\\ud800"}}\n'),
+        ]:
+            send(raw)
+            answer = answers[key] = receive()
+            assert "id" in answer and answer["id"] is None, (key, answer)
+            assert answer["error"]["code"] == -32700, (key, answer)
+        answer = answers["no_name"] = request(5, "tools/call", {"arguments": {"query": "cart"}})
+        assert answer["error"]["code"] == -32602 and "name" in answer["error"]["message"], answer
+        answers["alive"] = request(6, "tools/call", {"name": "semantic_search",
+                                                     "arguments": {"query": "cart", "mode": "lexical"}})
+        assert answers["alive"]["result"]["structuredContent"]["results"], answers["alive"]
+    finally:
+        process.stdin.close()
+        process.wait(timeout=30)
+    assert process.returncode == 0, process.returncode
+    return answers
 
 
 async def main(quarry, root, fresh_root):
@@ -121,6 +181,7 @@ async def main(quarry, root, fresh_root):
             out["alive_after_errors"] = await call(
                 session, "semantic_search", {"query": "cart total with tax", "limit": 1}
             )
+    out["raw"] = raw_protocol(quarry, root)
     json.dump(out, sys.stdout)
 
 

@@ -100,13 +100,33 @@ impl Config {
     pub fn load(root: &Path) -> Result<Self, EngineError> {
         let path = Self::path(root);
         match fs::read_to_string(&path) {
-            Ok(text) => toml::from_str(&text).map_err(|e| EngineError::Config {
-                path,
-                message: e.to_string(),
-            }),
+            Ok(text) => {
+                let config: Self = toml::from_str(&text).map_err(|e| EngineError::Config {
+                    path: path.clone(),
+                    message: e.to_string().trim_end().to_owned(),
+                })?;
+                config
+                    .check()
+                    .map_err(|message| EngineError::Config { path, message })?;
+                Ok(config)
+            }
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Self::default()),
             Err(source) => Err(EngineError::Io { path, source }),
         }
+    }
+
+    /// Whether every value is in its range (the ranking's counts and factors, the drift
+    /// threshold): a value out of range is refused when the file is read, not when a search
+    /// first uses it.
+    pub fn check(&self) -> Result<(), String> {
+        self.ranking.check().map_err(|e| format!("[ranking] {e}"))?;
+        let drift = self.search.drift_threshold;
+        if !(0.0..=1.0).contains(&drift) {
+            return Err(format!(
+                "[search] drift_threshold is {drift}, but it must be a number from 0 to 1"
+            ));
+        }
+        Ok(())
     }
 
     /// Where the configuration of the repository at `root` lives.
@@ -142,5 +162,28 @@ mod tests {
             error.contains("config.toml") && error.contains("mdoe"),
             "{error}"
         );
+    }
+
+    #[test]
+    fn values_out_of_range_are_refused_when_the_file_is_read() {
+        let dir = tempfile::tempdir().unwrap();
+        fs::create_dir(dir.path().join(INDEX_DIR)).unwrap();
+        for (text, names) in [
+            ("[ranking]\nlimit = 1000000000000000000\n", "limit"),
+            ("[ranking]\npool = 1000000000000\n", "pool"),
+            ("[ranking]\nmax_per_file = 100000000\n", "max_per_file"),
+            ("[ranking]\nlimit = 0\n", "limit"),
+            ("[ranking]\nsource_boost = 0.5\n", "source_boost"),
+            ("[search]\ndrift_threshold = -0.5\n", "drift_threshold"),
+            ("[search]\ndrift_threshold = nan\n", "drift_threshold"),
+            ("[ranking]\nlimit = 1e18\n", "limit"),
+        ] {
+            fs::write(Config::path(dir.path()), text).unwrap();
+            let error = Config::load(dir.path()).unwrap_err().to_string();
+            assert!(
+                error.contains("config.toml") && error.contains(names),
+                "{text}: {error}"
+            );
+        }
     }
 }

@@ -15,7 +15,7 @@ pub enum EngineError {
     #[error(transparent)]
     Embed(#[from] quarry_embed::EmbedError),
     /// The ranking configuration is invalid.
-    #[error("ranking configuration: {0}")]
+    #[error(transparent)]
     RankConfig(#[from] quarry_rank::ConfigError),
     /// Ranking failed.
     #[error("ranking: {0}")]
@@ -27,6 +27,25 @@ pub enum EngineError {
     #[error("{}: not a directory; give the root of the repository to index", path.display())]
     NotADirectory {
         /// The path given.
+        path: PathBuf,
+    },
+    /// The root is a system directory, a tree of special files, or a shared directory
+    /// (home, temporary) without a project marker.
+    #[error(
+        "{}: {what}, not a project; give the root of a repository (the directory holding \
+         its .git), with --root or from inside it",
+        path.display()
+    )]
+    NotAProject {
+        /// The path given.
+        path: PathBuf,
+        /// What it is instead.
+        what: &'static str,
+    },
+    /// A command that only reads found no index.
+    #[error("{}: no index here yet; `quarry index` builds one", path.display())]
+    NoIndex {
+        /// The repository root.
         path: PathBuf,
     },
     /// The query is empty.
@@ -99,6 +118,27 @@ pub enum EngineError {
     UnknownChunk {
         /// The id given.
         id: quarry_chunk::ChunkId,
+    },
+    /// No chunk's id starts with the prefix given.
+    #[error(
+        "no chunk id starts with {prefix}; chunk ids come from search results (`chunk_id` in \
+         --json, the last column otherwise) and change when the chunk's file is re-indexed \
+         with other text"
+    )]
+    UnknownChunkPrefix {
+        /// The prefix given.
+        prefix: quarry_chunk::ChunkIdPrefix,
+    },
+    /// Several chunks' ids start with the prefix given.
+    #[error(
+        "chunk id prefix {prefix} is ambiguous: {}; give more digits",
+        matches.join(", ")
+    )]
+    AmbiguousChunkId {
+        /// The prefix given.
+        prefix: quarry_chunk::ChunkIdPrefix,
+        /// The first few chunks it names: id, file and lines.
+        matches: Vec<String>,
     },
     /// The chunk is indexed but waits for its vector (the index run's second phase).
     #[error(

@@ -8,7 +8,9 @@ use std::time::{Duration, Instant};
 use quarry_changes::{GitUse, TreeFile, content_hash, detect_changes};
 use quarry_chunk::{Chunk, ChunkId};
 use quarry_graph::{FileImports, FileKey, GraphBuilder, PageRankConfig};
-use quarry_store::{Batch, FileState, PROJECT_SCOPE, Store, StoredChunk, scope_of};
+use quarry_store::{
+    Batch, Check, FileState, IndexPart, PROJECT_SCOPE, Store, StoredChunk, scope_of,
+};
 use rayon::prelude::*;
 
 use crate::{Engine, EngineError};
@@ -187,7 +189,9 @@ impl Engine {
     ) -> Result<IndexReport, EngineError> {
         let started = Instant::now();
         let phase = self.first_phase(&self.store)?;
-        if phase.writes_nothing() {
+        // A damaged lexical index is repaired (rebuilt from the database) by the writer's
+        // open, so it needs the writer even where nothing else is to be written.
+        if phase.writes_nothing() && !self.lexical_needs_repair()? {
             return self.index_files_in(&self.store, phase, started, progress);
         }
         // Planned again under the lock: another writer may have moved the index on.
@@ -195,6 +199,13 @@ impl Engine {
             let phase = self.first_phase(writer)?;
             self.index_files_in(writer, phase, started, progress)
         })
+    }
+
+    /// Whether the lexical index is missing, unreadable, behind the database, or was found
+    /// damaged by a search: a quick [`quarry_store::Store::check`], which reads metadata only.
+    fn lexical_needs_repair(&self) -> Result<bool, EngineError> {
+        let damage = self.store.check(Check::Quick)?;
+        Ok(damage.iter().any(|d| d.part == IndexPart::Lexical))
     }
 
     /// What the first phase has to do to `store`'s index.

@@ -43,6 +43,7 @@ mod index;
 mod libraries;
 mod related;
 mod request;
+mod root;
 mod search;
 mod status;
 pub mod view;
@@ -61,14 +62,16 @@ pub use index::{IMPORTS_DATA, IndexEvent, IndexReport, LINKS_DATA, PAGERANK_DATA
 pub use libraries::{ALL_SCOPES, LIBRARIES_FILE, Libraries, library_scope};
 pub use related::{RelatedOptions, RelatedResponse};
 pub use request::ResultRequest;
+pub use root::check_root;
 pub use search::{
     LegWeights, MAX_QUERY_BYTES, RRF_K, SearchMode, SearchOptions, SearchResponse, SearchResult,
 };
 pub use status::{Coverage, Stale, Status};
 
 // What front ends name from the crates below the engine, so that they depend on it alone.
-pub use quarry_chunk::{ChunkId, ChunkKind, Language};
-pub use quarry_rank::{IncludeTests, RankingConfig};
+pub use quarry_chunk::{ChunkId, ChunkIdPrefix, ChunkKind, Language};
+pub use quarry_rank::{IncludeTests, MAX_LIMIT, MAX_PER_FILE, MAX_POOL, RankingConfig};
+pub use quarry_store::INDEX_DIR;
 
 /// The embedding models, as a front end finds, fetches and describes them.
 pub mod model {
@@ -95,6 +98,29 @@ fn wait_for_writer(root: &Path, settings: IndexSettings) -> Result<Store, StoreE
             }
             opened => return opened,
         }
+    }
+}
+
+/// Opens the index at `root` to read, after creating it (when `create`; else a missing index
+/// is [`StoreError::NoIndex`]) or repairing it under the writer lock, which is then let go.
+fn open_reader(root: &Path, settings: IndexSettings, create: bool) -> Result<Store, StoreError> {
+    match Store::open_read_only(root, settings.clone()) {
+        // A forced rebuild swapping its index in: there is one again in a moment.
+        Err(StoreError::NoIndex { .. }) if Store::is_rebuilding(root) => {
+            wait_for_writer(root, settings)
+        }
+        Err(missing @ StoreError::NoIndex { .. }) if !create => Err(missing),
+        Err(StoreError::NoIndex { .. } | StoreError::NeedsRepair { .. }) => {
+            match Store::open(root, settings.clone()) {
+                Ok(written) => {
+                    drop(written);
+                    Store::open_read_only(root, settings)
+                }
+                Err(StoreError::Locked { .. }) => wait_for_writer(root, settings),
+                Err(error) => Err(error),
+            }
+        }
+        opened => opened,
     }
 }
 
@@ -140,6 +166,51 @@ pub struct Engine {
     options: EngineOptions,
     /// A cross-encoder that rescores candidates, when one was provisioned and asked for.
     reranker: Option<Arc<CrossEncoder>>,
+    /// A [`Rebuild`]'s writer of the index it builds beside the live one.
+    staged: Option<Store>,
+}
+
+/// A new index being built beside the live one ([`Engine::rebuild`]).
+#[derive(Debug)]
+pub struct Rebuild {
+    engine: Engine,
+}
+
+impl Rebuild {
+    /// The engine to index into: it reads and writes the new index alone.
+    pub fn engine(&self) -> &Engine {
+        &self.engine
+    }
+
+    /// Swaps the new index in for the live one, and returns the engine over it. Dropped
+    /// without this, the new index is left unpublished (and removed by the next writer):
+    /// a rebuild that failed or was killed changes nothing.
+    pub fn finish(self) -> Result<Engine, EngineError> {
+        let Engine {
+            root,
+            store,
+            embedder,
+            chunker,
+            options,
+            reranker,
+            staged,
+        } = self.engine;
+        let settings = store.settings().clone();
+        drop(store);
+        let writer_lock = staged.expect("a rebuild holds its writer").publish()?;
+        // Opened while the lock is still held: no writer comes between.
+        let store = Store::open_read_only(&root, settings)?;
+        drop(writer_lock);
+        Ok(Engine {
+            root,
+            store,
+            embedder,
+            chunker,
+            options,
+            reranker,
+            staged: None,
+        })
+    }
 }
 
 impl Engine {
@@ -156,33 +227,46 @@ impl Engine {
         options: EngineOptions,
     ) -> Result<Self, EngineError> {
         Self::open_with(root, model, options, |root, settings| {
-            match Store::open_read_only(root, settings.clone()) {
-                Err(StoreError::NoIndex { .. } | StoreError::NeedsRepair { .. }) => {
-                    match Store::open(root, settings.clone()) {
-                        // Created (or repaired) under the writer lock, then let go.
-                        Ok(created) => {
-                            drop(created);
-                            Store::open_read_only(root, settings)
-                        }
-                        Err(StoreError::Locked { .. }) => wait_for_writer(root, settings),
-                        Err(error) => Err(error),
-                    }
-                }
-                opened => opened,
-            }
+            open_reader(root, settings, true)
         })
     }
 
-    /// As [`Engine::open`], but first replaces the index, whatever state it is in (another
-    /// model, a damaged file), with an empty one.
-    pub fn rebuild(
+    /// As [`Engine::open`] for a command that only reads: an index that is not there is
+    /// [`EngineError::NoIndex`], and nothing is created.
+    pub fn open_existing(
         root: &Path,
         model: &ModelDir,
         options: EngineOptions,
     ) -> Result<Self, EngineError> {
-        Self::open_with(root, model, options, |root, settings| {
-            drop(Store::rebuild(root, settings.clone())?);
-            Store::open_read_only(root, settings)
+        let opened = Self::open_with(root, model, options, |root, settings| {
+            open_reader(root, settings, false)
+        });
+        match opened {
+            Err(EngineError::Store(StoreError::NoIndex { .. })) => Err(EngineError::NoIndex {
+                path: root.to_path_buf(),
+            }),
+            opened => opened,
+        }
+    }
+
+    /// Starts a new, empty index beside the one at `root`, whatever state that one is in
+    /// (another model, a damaged file): index into [`Rebuild::engine`], then
+    /// [`Rebuild::finish`] swaps it in. Until then every reader (in this process or
+    /// another) answers from the index as it was, and other writers are refused.
+    pub fn rebuild(
+        root: &Path,
+        model: &ModelDir,
+        options: EngineOptions,
+    ) -> Result<Rebuild, EngineError> {
+        let mut staged = None;
+        let engine = Self::open_with(root, model, options, |root, settings| {
+            let writer = Store::stage(root, settings)?;
+            let reader = writer.reader()?;
+            staged = Some(writer);
+            Ok(reader)
+        })?;
+        Ok(Rebuild {
+            engine: Self { staged, ..engine },
         })
     }
 
@@ -197,6 +281,7 @@ impl Engine {
                 path: root.to_path_buf(),
             });
         }
+        check_root(root)?;
         let embedder = LazyEmbedder::new(model, options.embedder)?;
         let chunker = Chunker::new(ChunkerConfig {
             embed_header: options.embed_header,
@@ -215,16 +300,21 @@ impl Engine {
             chunker,
             options,
             reranker: None,
+            staged: None,
         })
     }
 
     /// Runs `work` with the index opened for writing: other writers (in this process or
     /// another) are refused until it returns. What the writer brought up to date is then
-    /// handed to the engine's own handle ([`Store::hand_over`]).
+    /// handed to the engine's own handle ([`Store::hand_over`]). A rebuild's engine writes
+    /// through the staged writer it holds.
     pub(crate) fn writing<T>(
         &self,
         work: impl FnOnce(&Store) -> Result<T, EngineError>,
     ) -> Result<T, EngineError> {
+        if let Some(staged) = &self.staged {
+            return work(staged);
+        }
         let writer = Store::open(&self.root, self.store.settings().clone())?;
         let outcome = work(&writer);
         writer.hand_over(&self.store);

@@ -126,6 +126,8 @@ impl Engine {
                 path: path.to_path_buf(),
             });
         }
+        // A library's sources are walked like the project's.
+        crate::check_root(path)?;
         let path = path.canonicalize().map_err(|source| EngineError::Io {
             path: path.to_path_buf(),
             source,

@@ -1,6 +1,9 @@
 //! Related ("more like this"): a search seeded with a stored chunk's vector.
 
-use quarry_chunk::ChunkId;
+use quarry_chunk::{ChunkId, ChunkIdPrefix};
+
+/// How many of the chunks an ambiguous id prefix names are listed.
+const AMBIGUOUS_SHOWN: usize = 5;
 use quarry_rank::{LayerKind, RankingConfig, Summary};
 use quarry_store::{Filter, StoredChunk};
 
@@ -40,6 +43,33 @@ pub struct RelatedResponse {
 }
 
 impl Engine {
+    /// The one chunk whose id starts with `prefix` (8 hex digits or more, as git takes a
+    /// commit's): [`EngineError::UnknownChunk`] when none does,
+    /// [`EngineError::AmbiguousChunkId`] naming the first few when several do.
+    pub fn chunk_id(&self, prefix: ChunkIdPrefix) -> Result<ChunkId, EngineError> {
+        if let Some(id) = prefix.whole() {
+            return Ok(id);
+        }
+        let snapshot = self.store.snapshot()?;
+        let ids = snapshot.chunk_ids_in(prefix.range(), AMBIGUOUS_SHOWN)?;
+        match ids[..] {
+            [] => Err(EngineError::UnknownChunkPrefix { prefix }),
+            [id] => Ok(id),
+            _ => {
+                let chunks = snapshot.chunks(&ids)?;
+                let matches = ids
+                    .iter()
+                    .zip(chunks)
+                    .map(|(id, chunk)| match chunk {
+                        Some(c) => format!("{id} ({}:{}-{})", c.path, c.start_line, c.end_line),
+                        None => id.to_string(),
+                    })
+                    .collect();
+                Err(EngineError::AmbiguousChunkId { prefix, matches })
+            }
+        }
+    }
+
     /// The chunks most like chunk `id`: its stored vector searches the vector index (no
     /// model run), with the filter applied inside the search, and the candidates go through
     /// the same ranking as [`Engine::search`]'s. A candidate's retrieval score is its cosine
@@ -49,6 +79,13 @@ impl Engine {
         id: ChunkId,
         options: &RelatedOptions,
     ) -> Result<RelatedResponse, EngineError> {
+        options.ranking.check()?;
+        if !(0.0..=1.0).contains(&options.min_score) {
+            return Err(EngineError::SearchOptions(format!(
+                "min_score is {}, but it must be a number from 0 to 1 (a cosine similarity)",
+                options.min_score
+            )));
+        }
         let snapshot = self.store.snapshot()?;
         let coverage = Coverage::of(snapshot.counts()?);
         let Some(source) = snapshot.chunk(id)? else {

@@ -153,6 +153,8 @@ impl Engine {
         if query.len() > MAX_QUERY_BYTES {
             return Err(EngineError::QueryTooLong { bytes: query.len() });
         }
+        // Before anything is sized by it: the ranking's counts bound the legs' fetch.
+        options.ranking.check()?;
         options
             .legs
             .validate()

@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-use quarry_store::{Counts, Drift, VectorIndexInfo};
+use quarry_store::{Check, Counts, Drift, VectorIndexInfo};
 use serde::Serialize;
 
 use crate::{Engine, EngineError};
@@ -36,8 +36,13 @@ pub struct Status {
     pub vector_index: Option<VectorIndexInfo>,
     /// The registered libraries.
     pub libraries: BTreeMap<String, PathBuf>,
-    /// Files or libraries that could not be read, and repairs the index made.
+    /// Files or libraries that could not be read, and repairs the index made; the damage
+    /// lines too, so that a front end that shows warnings shows them.
     pub warnings: Vec<String>,
+    /// What is damaged in the index's files ([`quarry_store::Store::check`]), one line each
+    /// naming the file, the problem and the fix ("... is damaged: rebuild with `quarry index
+    /// --force`"); empty when the index is whole.
+    pub damage: Vec<String>,
 }
 
 /// How far the dense leg reaches: every indexed chunk is searchable by its words, and
@@ -88,8 +93,10 @@ impl Stale {
 
 impl Engine {
     /// The index's health: what it holds, the files it is behind on (by the change detection
-    /// [`Engine::index`] uses; nothing is read but to compare hashes), and the files whose
-    /// [`Drift`] (mean over their chunks) exceeds `drift_threshold`.
+    /// [`Engine::index`] uses; nothing is read but to compare hashes), the files whose
+    /// [`Drift`] (mean over their chunks) exceeds `drift_threshold`, and what is damaged in
+    /// the index's files (a full [`quarry_store::Store::check`]: the derived indexes are read
+    /// whole to verify their checksums, as a first search reads them).
     pub fn status(&self, drift_threshold: f32) -> Result<Status, EngineError> {
         let files = self.store.files()?;
         let plan = self.plan(&self.store, &files)?;
@@ -101,8 +108,15 @@ impl Engine {
             modified: paths(&plan.modified),
             removed: plan.removed.clone(),
         };
+        let damage: Vec<String> = self
+            .store
+            .check(Check::Full)?
+            .iter()
+            .map(ToString::to_string)
+            .collect();
         let mut warnings = plan.warnings;
         warnings.extend(self.store.notes());
+        warnings.extend(damage.iter().cloned());
         Ok(Status {
             root: self.root.clone(),
             model: self.embedder.fingerprint().to_string(),
@@ -117,6 +131,7 @@ impl Engine {
             vector_index: self.store.vector_index()?,
             libraries: self.libraries()?.libraries,
             warnings,
+            damage,
         })
     }
 }

@@ -142,8 +142,8 @@ impl SearchView {
         Self {
             query: query.to_owned(),
             weights: Weights {
-                dense: response.weights.0,
-                lexical: response.weights.1,
+                dense: as_written(response.weights.0),
+                lexical: as_written(response.weights.1),
             },
             coverage: response.coverage,
             page: None,
@@ -158,9 +158,15 @@ impl SearchView {
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Weights {
     /// The dense (embedding) leg's.
-    pub dense: f32,
+    pub dense: f64,
     /// The lexical (BM25) leg's.
-    pub lexical: f32,
+    pub lexical: f64,
+}
+
+/// The `f64` nearest to the decimal that `value` is written as: a setting of 0.7 is shown as
+/// 0.7, not as the `f32`'s exact binary value (0.699999988079071).
+fn as_written(value: f32) -> f64 {
+    value.to_string().parse().unwrap_or(f64::from(value))
 }
 
 /// Code like a chunk, best first: other files only unless the source's file was asked for.

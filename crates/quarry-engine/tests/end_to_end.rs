@@ -494,8 +494,28 @@ fn a_model_switch_is_refused_with_the_fix_and_the_index_is_kept() {
     let engine = open(repo.path());
     assert_eq!(engine.status(0.0).unwrap().files, 9, "the index is intact");
     drop(engine);
-    let rebuilt = Engine::rebuild(repo.path(), &other, EngineOptions::default()).unwrap();
-    assert_eq!(rebuilt.status(0.0).unwrap().files, 0);
+    let rebuild = Engine::rebuild(repo.path(), &other, EngineOptions::default()).unwrap();
+    assert_eq!(rebuild.engine().status(0.0).unwrap().files, 0);
+    let engine = open(repo.path());
+    assert_eq!(
+        engine.status(0.0).unwrap().files,
+        9,
+        "readers read the live index until the rebuild is published"
+    );
+    drop(engine);
+    assert_eq!(rebuild.engine().index(&mut |_| {}).unwrap().files_read, 9);
+    let rebuilt = rebuild.finish().unwrap();
+    assert_eq!(rebuilt.status(0.0).unwrap().files, 9);
+    drop(rebuilt);
+    // Published: the index is now the other model's.
+    Engine::open(repo.path(), &other, EngineOptions::default()).unwrap();
+    assert!(Engine::open(repo.path(), model(), EngineOptions::default()).is_err());
+    let leftovers: Vec<_> = fs::read_dir(repo.path().join(".quarry"))
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name().into_string().unwrap())
+        .filter(|name| name == "rebuild" || name == "retired")
+        .collect();
+    assert!(leftovers.is_empty(), "{leftovers:?}");
 }
 
 #[test]
@@ -624,8 +644,10 @@ fn bad_files_are_skipped_with_a_reason_and_the_index_survives() {
         bytes,
         "the damaged file is kept for inspection"
     );
-    let rebuilt = Engine::rebuild(root, model(), EngineOptions::default()).unwrap();
-    assert_eq!(rebuilt.index(&mut |_| {}).unwrap().files_read, 12);
+    let rebuild = Engine::rebuild(root, model(), EngineOptions::default()).unwrap();
+    assert_eq!(rebuild.engine().index(&mut |_| {}).unwrap().files_read, 12);
+    let rebuilt = rebuild.finish().unwrap();
+    assert_eq!(rebuilt.status(0.0).unwrap().files, 12);
 }
 
 #[test]

@@ -27,13 +27,17 @@
 //!   left for the next page (`next_offset`).
 //! - **Never a crash on bad input:** arguments that do not parse, unknown arguments, and
 //!   engine errors (an unknown chunk id, scope or file) come back as tool errors
-//!   (`isError`) that say what to fix; an unknown tool is a JSON-RPC error.
+//!   (`isError`) that say what to fix; an unknown tool is a JSON-RPC error, a `tools/call`
+//!   without `name` invalid params, and a line of input that is not JSON a parse error
+//!   (`-32700`, `id` null). Every request is answered, and the server goes on.
 //! - **Answers while indexing:** the index is brought up to date in the background at
-//!   start; results found meanwhile say they are partial.
+//!   start, once any other process writing it is done (the server waits its turn as long
+//!   as it takes); results found meanwhile say they are partial, and why.
 //! - **Stable schemas:** the tool list is built once, from types, and never changes.
 
 mod args;
 mod server;
+mod stdio;
 
 pub use args::{
     IndexAction, IndexArgs, MAX_LIMIT, MAX_OFFSET, RelatedArgs, ResultArgs, SearchArgs, SimilarArgs,

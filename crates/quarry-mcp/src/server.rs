@@ -1,7 +1,10 @@
 //! The server: tools over a shared engine, a background indexer, and paging under a token
 //! budget.
 
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex, RwLock};
+use std::time::Duration;
 
 use quarry_engine::model::ModelDir;
 use quarry_engine::view::{Page, Partial, RelatedView, ResultView, SearchView, StatusView, json};
@@ -11,23 +14,27 @@ use quarry_engine::{
 };
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::model::{
-    CallToolResult, ContentBlock, Implementation, JsonObject, ServerCapabilities, ServerConfig,
+    CallToolResult, ContentBlock, CustomRequest, CustomResult, Implementation, JsonObject,
+    ServerCapabilities, ServerConfig,
 };
+use rmcp::service::{RequestContext, RoleServer};
 use rmcp::{ErrorData, ServerHandler, ServiceExt, tool, tool_handler, tool_router};
 use schemars::JsonSchema;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use crate::McpError;
+use crate::stdio;
 
 mod indexer;
+mod protocol;
 
 use crate::args::{
     IndexAction, IndexArgs, RelatedArgs, ResultArgs, SearchArgs, SimilarArgs, Similarity,
     SimilarityArgs,
 };
-use indexer::{Indexing, run_indexer, spawn_indexer};
+use indexer::{Indexing, build, spawn_indexer};
 
 /// How the server runs.
 #[derive(Debug, Clone, Copy)]
@@ -54,12 +61,17 @@ impl Default for ServerOptions {
 struct Shared {
     /// `None` only while a forced rebuild replaces it.
     engine: RwLock<Option<Engine>>,
+    /// The repository root.
+    root: PathBuf,
     config: Config,
     model: ModelDir,
     options: ServerOptions,
     indexing: Mutex<Indexing>,
-    /// Signalled whenever `indexing` changes.
+    /// Signalled whenever `indexing` changes, and when the server stops.
     indexing_changed: Condvar,
+    /// Set (under `indexing`'s lock) when the server is dropped: an indexer waiting for
+    /// another writer gives up.
+    stopped: AtomicBool,
 }
 
 /// quarry's MCP server for one repository.
@@ -84,12 +96,14 @@ impl Server {
     pub fn new(engine: Engine, config: Config, model: ModelDir, options: ServerOptions) -> Self {
         Server {
             shared: Arc::new(Shared {
+                root: engine.root().to_path_buf(),
                 engine: RwLock::new(Some(engine)),
                 config,
                 model,
                 options,
                 indexing: Mutex::new(Indexing::Idle),
                 indexing_changed: Condvar::new(),
+                stopped: AtomicBool::new(false),
             }),
             tool_router: Self::tool_router(),
         }
@@ -175,7 +189,7 @@ impl Server {
             match args.action.unwrap_or_default() {
                 IndexAction::Status => shared.status(),
                 IndexAction::Build if args.force == Some(true) => Ok(spawn_indexer(shared, true)),
-                IndexAction::Build => shared.build(),
+                IndexAction::Build => build(shared),
             }
         })
         .await
@@ -188,6 +202,34 @@ impl ServerHandler for Server {
         ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
             .with_server_info(Implementation::new("quarry", env!("CARGO_PKG_VERSION")))
             .with_instructions(INSTRUCTIONS)
+    }
+
+    /// A request rmcp could not read as any it knows: a method it serves whose params do
+    /// not fit (a `tools/call` without `name`) is invalid params, naming what is wrong;
+    /// any other method is not found.
+    async fn on_custom_request(
+        &self,
+        request: CustomRequest,
+        _: RequestContext<RoleServer>,
+    ) -> Result<CustomResult, ErrorData> {
+        let tools: Vec<String> = self.tools().iter().map(|t| t.name.to_string()).collect();
+        Err(protocol::unreadable_request(
+            &request.method,
+            request.params.as_ref(),
+            &tools,
+        ))
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _state = self
+            .shared
+            .indexing
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        self.shared.stopped.store(true, Ordering::SeqCst);
+        self.shared.indexing_changed.notify_all();
     }
 }
 
@@ -398,15 +440,67 @@ impl Shared {
             .unwrap_or_else(|p| p.into_inner());
     }
 
-    /// Brings the index up to date now, unless the background indexer is at it.
-    fn build(&self) -> Outcome {
-        if self.indexing().in_progress() {
-            return Ok(json!({"indexing": self.indexing().json(),
-                "coverage": self.coverage()?,
-                "note": "indexing is already running; poll index status"}));
+    /// Why results answered now may be incomplete, if they may be: the index is being
+    /// brought up to date, nothing is indexed yet, another process writes it, or chunks
+    /// wait for their vectors.
+    fn partial(&self, coverage: Coverage) -> Option<String> {
+        let empty = coverage.chunks == 0;
+        match self.indexing() {
+            Indexing::Running {
+                searchable: false, ..
+            } => {
+                return Some(
+                    "the index is being brought up to date: these results cover the files \
+                     indexed so far"
+                        .into(),
+                );
+            }
+            Indexing::WaitingForWriter { .. } if empty => {
+                return Some(
+                    "nothing is indexed yet: another quarry process is writing the index (a \
+                     `quarry index` or a search catching up), and this server indexes the \
+                     repository as soon as it is done; search again then (index status says \
+                     when)"
+                        .into(),
+                );
+            }
+            Indexing::WaitingForWriter { .. } => {
+                return Some(
+                    "another quarry process is writing the index: these results are from its \
+                     last commit, and this server brings the index up to date as soon as it \
+                     is done (index status says when)"
+                        .into(),
+                );
+            }
+            Indexing::Idle if empty => {
+                return Some("nothing is indexed yet: call index with action build".into());
+            }
+            Indexing::Failed(error) if empty => {
+                return Some(format!(
+                    "nothing is indexed: the index run failed ({error}); call index with \
+                     action build once that is fixed"
+                ));
+            }
+            _ => {}
         }
-        run_indexer(self);
-        Ok(json!({"indexing": self.indexing().json(), "coverage": self.coverage()?}))
+        (coverage.pending() > 0).then(|| {
+            format!(
+                "{} of {} chunks wait for their vectors (index status shows the progress): \
+                 these are found by their words alone until then",
+                coverage.pending(),
+                coverage.chunks
+            )
+        })
+    }
+
+    /// Sleeps for `time`, or less if the server stops; whether it still runs.
+    fn pause(&self, time: Duration) -> bool {
+        let state = self.indexing.lock().unwrap_or_else(|p| p.into_inner());
+        let _ = self
+            .indexing_changed
+            .wait_timeout_while(state, time, |_| !self.stopped.load(Ordering::SeqCst))
+            .unwrap_or_else(|p| p.into_inner());
+        !self.stopped.load(Ordering::SeqCst)
     }
 
     /// How much of the index has its vectors.
@@ -429,29 +523,10 @@ impl Shared {
         // What the page carries besides its results, with room for the paging fields.
         let overhead = json_len(head) + 400;
         let (shown, next_offset) = fit_page(ranked, offset, page, budget.saturating_sub(overhead));
-        let partial = |note: String| Partial {
+        let partial = self.partial(coverage).map(|note| Partial {
             partial: true,
             note,
-        };
-        let partial = if let Indexing::Running {
-            searchable: false, ..
-        } = self.indexing()
-        {
-            Some(partial(
-                "the index is being brought up to date: these results cover the files indexed \
-                 so far"
-                    .into(),
-            ))
-        } else if coverage.pending() > 0 {
-            Some(partial(format!(
-                "{} of {} chunks wait for their vectors (index status shows the progress): \
-                 these are found by their words alone until then",
-                coverage.pending(),
-                coverage.chunks
-            )))
-        } else {
-            None
-        };
+        });
         let page = Page {
             offset,
             next_offset,
@@ -512,7 +587,7 @@ fn fit_page(
 }
 
 /// How long a search waits for the indexer's first phase before answering anyway.
-const SEARCHABLE_WAIT: std::time::Duration = std::time::Duration::from_secs(60);
+const SEARCHABLE_WAIT: Duration = Duration::from_secs(60);
 
 /// Four bytes of JSON per token: a cautious estimate for code and English.
 const BYTES_PER_TOKEN: usize = 4;
@@ -552,18 +627,34 @@ pub fn serve_stdio(
     if options.index_on_start {
         server.index_in_background();
     }
-    runtime.block_on(async move {
+    let outcome = runtime.block_on(async move {
+        let stdio = stdio::transport(tokio::io::stdin(), tokio::io::stdout());
+        let (reader, writer) = (stdio.reader, stdio.writer);
         let service = server
-            .serve(rmcp::transport::stdio())
+            .serve((stdio.input, stdio.output))
             .await
-            .map_err(|e| McpError::Handshake(e.to_string()))?;
-        service
-            .waiting()
-            .await
-            .map_err(|e| McpError::Connection(e.to_string()))?;
-        Ok(())
-    })
+            .map_err(|e| McpError::Handshake(e.to_string()));
+        let outcome = match service {
+            Ok(service) => service
+                .waiting()
+                .await
+                .map(drop)
+                .map_err(|e| McpError::Connection(e.to_string())),
+            Err(error) => Err(error),
+        };
+        // The input has ended, or rmcp stopped reading it; either way, every answer still
+        // to write is written before the server returns.
+        reader.abort();
+        let _ = tokio::time::timeout(OUTPUT_DRAIN, writer).await;
+        outcome
+    });
+    // Not waiting for a read of stdin that may never return (the client keeps it open).
+    runtime.shutdown_background();
+    outcome
 }
+
+/// How long the server, stopping, waits for its last answers to be written.
+const OUTPUT_DRAIN: Duration = Duration::from_secs(5);
 
 #[cfg(test)]
 mod tests {
@@ -571,6 +662,7 @@ mod tests {
     use crate::{IndexArgs, SearchArgs};
     use quarry_engine::view::ChunkView;
     use quarry_engine::{ChunkKind, Language};
+    use serde_json::json;
 
     fn results(n: usize, text: &str) -> Vec<ResultView> {
         (0..n)

@@ -186,7 +186,21 @@ fn value() -> BoxedStrategy<Value> {
 
 /// A value of the type `key` takes, in range or out of it.
 fn typed(key: &str) -> BoxedStrategy<Value> {
-    let count = || prop_oneof![-2i64..300, Just(50), Just(51), Just(200), Just(201)];
+    let count = || {
+        prop_oneof![
+            -2i64..300,
+            Just(50),
+            Just(51),
+            Just(200),
+            Just(201),
+            Just(1_000),
+            Just(1_001),
+            Just(1_000_000_000),
+            Just(1 << 32),
+            Just(1_000_000_000_000_000_000),
+            Just(i64::MAX),
+        ]
+    };
     match key {
         "query" => word(),
         "chunk_id" => prop_oneof![
@@ -305,6 +319,27 @@ fn the_server_answers_after_every_refusal() {
             json!({"path": "src/cart.rs", "line": 1e300}),
         ),
         ("index", json!({"action": {"build": true}})),
+        // Sized the search's buffers once: the process aborted.
+        (
+            "semantic_search",
+            json!({"query": "cart", "max_per_file": 1_000_000_000}),
+        ),
+        (
+            "semantic_search",
+            json!({"query": "cart", "max_per_file": 1u64 << 32}),
+        ),
+        (
+            "semantic_search",
+            json!({"query": "cart", "max_per_file": 1_000_000_000_000_000_000u64}),
+        ),
+        (
+            "get_related",
+            json!({"chunk_id": session().chunk_ids[0], "max_per_file": 1u64 << 40}),
+        ),
+        (
+            "get_related",
+            json!({"chunk_id": session().chunk_ids[0], "min_score": 2.0}),
+        ),
     ] {
         let Value::Object(arguments) = arguments else {
             unreachable!()
@@ -312,6 +347,13 @@ fn the_server_answers_after_every_refusal() {
         let result = call(tool, arguments.clone());
         assert_eq!(result.is_error, Some(true), "{tool} {arguments:?}");
         check_refusal(tool, &arguments, &result);
+        if let Some(key) = ["max_per_file", "min_score"]
+            .into_iter()
+            .find(|key| arguments.contains_key(*key))
+        {
+            let text = format!("{:?}", result.content);
+            assert!(text.contains(key) && text.contains(" to "), "{text}");
+        }
         refused += 1;
     }
     let Value::Object(search) = json!({"query": "cart total with tax", "mode": "lexical"}) else {

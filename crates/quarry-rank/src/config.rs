@@ -12,6 +12,15 @@ use crate::{
 };
 use quarry_chunk::StoredChunk;
 
+/// The most results one query may ask for ([`RankingConfig::limit`]): more than anyone
+/// reads, few enough that the retriever's work stays bounded.
+pub const MAX_LIMIT: usize = 1_000;
+/// The largest per-file cap ([`RankingConfig::max_per_file`]); a cap past the limit is no cap.
+pub const MAX_PER_FILE: usize = MAX_LIMIT;
+/// The deepest pool a retrieval leg fetches ([`RankingConfig::pool`], and
+/// [`RankingConfig::fetch_count`] at most).
+pub const MAX_POOL: usize = 10_000;
+
 /// Everything that shapes ranking. Every entry point (search, related, the MCP server, the
 /// benchmark) builds its pipeline from one of these with [`Pipeline::from_config`].
 ///
@@ -20,13 +29,14 @@ use quarry_chunk::StoredChunk;
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct RankingConfig {
-    /// Results per query (10: a screenful, and what an agent reads).
+    /// Results per query, 1 to [`MAX_LIMIT`] (10: a screenful, and what an agent reads).
     pub limit: usize,
     /// Candidates each retrieval leg fetches, at least (the fetch is never below
-    /// `limit × max_per_file`): deep enough that the per-file cap and the boosts choose among
+    /// `limit × max_per_file`; 0 fetches just that), at most [`MAX_POOL`]: deep enough that the per-file cap and the boosts choose among
     /// many files, not the few that fill the first places.
     pub pool: usize,
-    /// At most this many chunks per file at full score; `None` means 1; 0 disables the cap.
+    /// At most this many chunks per file at full score, up to [`MAX_PER_FILE`]; `None` means
+    /// 1; 0 disables the cap.
     /// With the soft cap (the default) a file's further chunks stay, decayed, so a file that
     /// holds the answer twice still shows it twice while other files get their turn.
     pub max_per_file: Option<usize>,
@@ -92,7 +102,7 @@ impl RankingConfig {
     }
 
     /// How many candidates the retriever should fetch: the `pool`, and at least
-    /// `limit × max_per_file`, so that after the cap keeps at most `max_per_file` of any
+    /// `limit × max_per_file` (up to [`MAX_POOL`]), so that after the cap keeps at most `max_per_file` of any
     /// file, `limit` results can remain, and the boosts have candidates to promote.
     ///
     /// It does not shrink when the cap is disabled (0 or in `disable`): an ablation then
@@ -102,7 +112,36 @@ impl RankingConfig {
             0 => self.default_cap(),
             cap => cap,
         };
-        self.limit.saturating_mul(per_file).max(self.pool)
+        self.limit
+            .saturating_mul(per_file)
+            .min(MAX_POOL)
+            .max(self.pool)
+    }
+
+    /// Whether every setting is in its range: the counts ([`MAX_LIMIT`], [`MAX_POOL`],
+    /// [`MAX_PER_FILE`]) and every layer's factor, enabled or not. The first setting out of
+    /// range is the error.
+    pub fn check(&self) -> Result<(), ConfigError> {
+        Pipeline::from_config(self, None, None).map(drop)
+    }
+
+    fn check_counts(&self) -> Result<(), ConfigError> {
+        let counts = [
+            ("limit", self.limit, 1, MAX_LIMIT),
+            ("pool", self.pool, 0, MAX_POOL),
+            ("max_per_file", self.max_per_file(), 0, MAX_PER_FILE),
+        ];
+        for (setting, value, min, max) in counts {
+            if !(min..=max).contains(&value) {
+                return Err(ConfigError::CountOutOfRange {
+                    setting,
+                    value,
+                    min,
+                    max,
+                });
+            }
+        }
+        Ok(())
     }
 
     /// The largest factor the boosts of the chain can multiply a score by together: what
@@ -153,9 +192,7 @@ impl Pipeline {
         pagerank: Option<Percentiles>,
         reranker: Option<Box<dyn Reranker>>,
     ) -> Result<Self, ConfigError> {
-        if config.limit == 0 {
-            return Err(ConfigError::ZeroLimit);
-        }
+        config.check_counts()?;
         let mut layers: Vec<Box<dyn RankingLayer>> = Vec::new();
         // Built (and so checked) even when disabled: an ablation must not hide a bad value.
         let penalty = PathPenalty::new(config.penalties.clone(), config.include_tests)?;
@@ -330,7 +367,50 @@ mod tests {
         };
         assert_eq!(
             Pipeline::from_config(&zero, None, None).unwrap_err(),
-            ConfigError::ZeroLimit
+            ConfigError::CountOutOfRange {
+                setting: "limit",
+                value: 0,
+                min: 1,
+                max: MAX_LIMIT
+            }
+        );
+        for (huge, setting) in [
+            (
+                RankingConfig {
+                    limit: 1_000_000_000,
+                    ..RankingConfig::default()
+                },
+                "limit",
+            ),
+            (
+                RankingConfig {
+                    pool: 1 << 40,
+                    ..RankingConfig::default()
+                },
+                "pool",
+            ),
+            (
+                RankingConfig {
+                    max_per_file: Some(usize::MAX),
+                    ..RankingConfig::default()
+                },
+                "max_per_file",
+            ),
+        ] {
+            let error = huge.check().unwrap_err().to_string();
+            assert!(error.contains(setting) && error.contains(" to "), "{error}");
+        }
+        let widest = RankingConfig {
+            limit: MAX_LIMIT,
+            max_per_file: Some(MAX_PER_FILE),
+            pool: 1,
+            ..RankingConfig::default()
+        };
+        widest.check().unwrap();
+        assert_eq!(
+            widest.fetch_count(),
+            MAX_POOL,
+            "the fetch is bounded by the deepest pool"
         );
     }
 

@@ -16,9 +16,19 @@ pub enum ConfigError {
         /// The range it must lie in, in words.
         expected: &'static str,
     },
-    /// `limit` is zero: a pipeline that returns nothing is a mistake.
-    #[error("ranking setting `limit` must be at least 1")]
-    ZeroLimit,
+    /// A count (`limit`, `pool`, `max_per_file`) outside its range: zero results is a
+    /// mistake, and a count past the range would size the retriever's work and memory.
+    #[error("ranking setting `{setting}` is {value}, but it must be {min} to {max}")]
+    CountOutOfRange {
+        /// The setting, as named in [`RankingConfig`](crate::RankingConfig).
+        setting: &'static str,
+        /// The value given.
+        value: usize,
+        /// The smallest value allowed.
+        min: usize,
+        /// The largest value allowed.
+        max: usize,
+    },
     /// A layer name (for example from `--ablate`) that names no layer.
     #[error("no ranking layer is called `{0}`; the layers are {names}", names = crate::LayerKind::names())]
     UnknownLayer(String),

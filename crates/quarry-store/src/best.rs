@@ -18,7 +18,8 @@ impl Best {
     pub fn new(k: usize) -> Self {
         Self {
             k,
-            heap: BinaryHeap::with_capacity(k + 1),
+            // The heap grows as hits come; `k` alone may be far larger than any index.
+            heap: BinaryHeap::with_capacity(k.saturating_add(1).min(1 << 12)),
         }
     }
 

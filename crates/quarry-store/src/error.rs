@@ -112,6 +112,20 @@ pub enum StoreError {
         /// The operating system's error.
         source: std::io::Error,
     },
+    /// A part of the index is damaged: its files were changed outside quarry (a disk error,
+    /// a tool, a hand), so that reading them failed, or panicked inside the library that
+    /// reads them (tantivy, redb). Nothing is read from it until it is rebuilt; a derived
+    /// part (the lexical index) is rebuilt from the database by the next writer to open the
+    /// index (`quarry index`).
+    #[error("{path}: {what} ({detail}) is damaged: rebuild with `quarry index --force`")]
+    Damaged {
+        /// The damaged file or directory.
+        path: PathBuf,
+        /// Which part of the index ("the lexical index", "the index database").
+        what: String,
+        /// What went wrong reading it.
+        detail: String,
+    },
     /// The lexical (BM25) index failed.
     #[error("{path}: lexical index: {message}; rebuild it with `quarry index --force`")]
     Lexical {

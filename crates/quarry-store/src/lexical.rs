@@ -11,6 +11,12 @@
 //!   `parsehttpresponse`, `pars`, `http`, `respons`: the whole identifier, then its parts
 //!   lightly stemmed ([`quarry_text::stem`]), so a query in one naming convention or
 //!   inflection finds code written in another, and an exact identifier still counts most.
+//! - **Live statistics.** BM25 weighs terms by statistics over the live chunks alone (see
+//!   `stats`), so an index updated incrementally ranks exactly as one built afresh.
+//! - **Damage is an error, never a panic.** tantivy's panics and its errors about damaged
+//!   files become [`StoreError::Damaged`]; a search that meets them leaves a mark, and the
+//!   next writer to open the index (or one that finds its files' checksums wrong) rebuilds
+//!   it from redb (see `health`).
 //! - **Fields with weights.** A chunk is indexed as its symbol name, its containers, its
 //!   file's name, its directories, its comments and its whole text; a query term scores
 //!   BM25 in each field, weighted by [`LexicalWeights`] (a definition's name outweighs a
@@ -27,6 +33,7 @@ use tantivy::query::{
     BooleanQuery, BoostQuery, ConstScoreQuery, Occur, Query, TermQuery, TermSetQuery,
 };
 use tantivy::schema::{FAST, Field, IndexRecordOption, Schema, TextFieldIndexing, TextOptions};
+use tantivy::tokenizer::PreTokenizedString;
 use tantivy::{Index, IndexReader, IndexWriter, ReloadPolicy, TantivyDocument, Term};
 
 use crate::StoreError;
@@ -34,10 +41,15 @@ use crate::records::StoredChunk;
 
 mod analysis;
 mod collect;
+mod health;
+mod stats;
 
 pub use analysis::CodeTokenizer;
 use analysis::{comments, query_tokens};
-use collect::TopChunks;
+use collect::{TopChunks, rescore};
+pub(crate) use health::{Depth, inspect};
+use health::{damaged, guarded, reading};
+use stats::{LiveStatistics, TokenTotals};
 
 /// The name [`CodeTokenizer`] is registered under. It is part of the schema, so changing the
 /// tokenizer's rules together with this name makes existing indexes another schema, which
@@ -55,6 +67,19 @@ const COMMENTS: &str = "comments";
 const BODY: &str = "body";
 const PATH_EXACT: &str = "path_exact";
 const LANGUAGE: &str = "language";
+
+/// The fields BM25 scores, in [`LexicalWeights`]' order.
+const SCORED: [&str; 6] = [NAME, CONTAINER, FILE, DIRS, COMMENTS, BODY];
+/// For each of [`SCORED`], a fast field holding how many tokens a chunk has there: exact
+/// counts, for the live statistics (`stats`), where tantivy keeps lossy ones per document.
+const TOKEN_COUNTS: [&str; 6] = [
+    "tokens_name",
+    "tokens_container",
+    "tokens_file",
+    "tokens_dirs",
+    "tokens_comments",
+    "tokens_body",
+];
 
 /// How much a query term's BM25 score in each field of a chunk counts. A weight of 0 leaves
 /// the field out of the query (the benchmark's ablations).
@@ -149,6 +174,22 @@ struct Fields {
     body: Field,
     path_exact: Field,
     language: Field,
+    /// [`TOKEN_COUNTS`]' fields.
+    token_counts: [Field; 6],
+}
+
+impl Fields {
+    /// The fields BM25 scores, in [`SCORED`]'s order.
+    fn scored(&self) -> [Field; 6] {
+        [
+            self.name,
+            self.container,
+            self.file,
+            self.dirs,
+            self.comments,
+            self.body,
+        ]
+    }
 }
 
 fn schema() -> (Schema, Fields) {
@@ -178,6 +219,7 @@ fn schema() -> (Schema, Fields) {
         body: builder.add_text_field(BODY, code),
         path_exact: builder.add_text_field(PATH_EXACT, raw.clone()),
         language: builder.add_text_field(LANGUAGE, raw),
+        token_counts: TOKEN_COUNTS.map(|name| builder.add_u64_field(name, FAST)),
     };
     (builder.build(), fields)
 }
@@ -217,6 +259,10 @@ pub(crate) struct LexicalIndex {
     writer: Option<IndexWriter>,
     fields: Fields,
     loaded: Loaded,
+    /// The live token totals of the segments searched so far.
+    token_totals: TokenTotals,
+    /// Why [`LexicalIndex::open_writer`] replaced what the directory held, until taken.
+    replaced: Option<String>,
 }
 
 impl std::fmt::Debug for LexicalIndex {
@@ -229,23 +275,38 @@ impl std::fmt::Debug for LexicalIndex {
     }
 }
 
+/// A writer waits for its merges to end: tantivy lets go of its directory lock when its
+/// writer is dropped, while merges it started may still be writing segment files there,
+/// which the next writer would race (a wipe meets files appearing under it) and whose
+/// result would be lost.
+impl Drop for LexicalIndex {
+    fn drop(&mut self) {
+        if let Some(writer) = self.writer.take() {
+            let _ = guarded(|| writer.wait_merging_threads());
+        }
+    }
+}
+
 impl LexicalIndex {
     /// Opens (creating if needed) for writing. A directory that is not a readable tantivy
-    /// index, or has another schema, is wiped and recreated empty (generation None): it is
-    /// derived data. The caller must hold the store's writer lock, so that no other process
-    /// writes here while it is wiped.
+    /// index, has another schema, or whose files are damaged (missing, not matching their
+    /// checksums, or marked by a search that failed on them) is wiped and recreated empty
+    /// (generation None), and [`LexicalIndex::take_replaced`] says why: it is derived data,
+    /// rebuilt from the database by the caller. The caller must hold the store's writer
+    /// lock, so that no other process writes here while it is wiped.
     pub(crate) fn open_writer(dir: &Path) -> Result<Self, StoreError> {
         let (schema, fields) = schema();
-        let (index, reader, loaded) = match open_existing(dir, &schema) {
-            Ok(opened) => opened,
-            Err(_unusable) => {
-                wipe(dir)?;
-                let index = Index::builder()
-                    .schema(schema)
-                    .create_in_dir(dir)
-                    .map_err(|e| lexical(dir, e))?;
-                let (reader, loaded) = open_reader_of(&index).map_err(|e| lexical(dir, e))?;
-                (index, reader, loaded)
+        let inspection = inspect(dir, Depth::Full);
+        let usable = match inspection.problems.first() {
+            Some(problem) => Err(Some(problem.clone())),
+            None if inspection.absent => Err(None),
+            None => open_existing(dir, &schema).map_err(Some),
+        };
+        let (index, reader, loaded, replaced) = match usable {
+            Ok((index, reader, loaded)) => (index, reader, loaded, None),
+            Err(replaced) => {
+                let (index, reader, loaded) = create(dir, schema)?;
+                (index, reader, loaded, replaced)
             }
         };
         let threads = std::thread::available_parallelism()
@@ -269,20 +330,43 @@ impl LexicalIndex {
             writer: Some(writer),
             fields,
             loaded,
+            token_totals: TokenTotals::default(),
+            replaced,
         })
     }
 
-    /// Opens for reading only; Ok(None) if there is no index there yet.
+    /// Why [`LexicalIndex::open_writer`] wiped what the directory held (damaged, another
+    /// schema); `None` if it opened the index there, or there was none. Taken once.
+    pub(crate) fn take_replaced(&mut self) -> Option<String> {
+        self.replaced.take()
+    }
+
+    /// Wipes the index in `dir` and opens an empty one for writing, whatever the directory
+    /// held: for a writer whose own index turned out damaged. `self` (the writer on the old
+    /// files) must be dropped first, to let go of tantivy's lock.
+    pub(crate) fn recreate(dir: &Path) -> Result<Self, StoreError> {
+        let (schema, _) = schema();
+        drop(create(dir, schema)?);
+        Self::open_writer(dir)
+    }
+
+    /// Opens for reading only; Ok(None) if there is no index there yet, and
+    /// [`StoreError::Damaged`] if what is there cannot be read (or has another schema).
     pub(crate) fn open_reader(dir: &Path) -> Result<Option<Self>, StoreError> {
         if !dir.join("meta.json").is_file() {
             return Ok(None);
         }
         let (schema, fields) = schema();
-        let (index, reader, loaded) =
-            open_existing(dir, &schema).map_err(|message| StoreError::Lexical {
-                path: dir.to_path_buf(),
-                message,
-            })?;
+        let (index, reader, loaded) = open_existing(dir, &schema).map_err(|detail| {
+            // For the next writer: the mark names the segments this reader failed on, so that
+            // one replaced since (a writer's merge) does not count.
+            let segments = guarded(|| Index::open_in_dir(dir)?.searchable_segment_ids())
+                .unwrap_or_default()
+                .into_iter()
+                .map(|id| id.uuid_string());
+            health::mark(dir, &detail, segments);
+            damaged(dir, detail)
+        })?;
         Ok(Some(Self {
             dir: dir.to_path_buf(),
             index,
@@ -290,6 +374,8 @@ impl LexicalIndex {
             writer: None,
             fields,
             loaded,
+            token_totals: TokenTotals::default(),
+            replaced: None,
         }))
     }
 
@@ -342,7 +428,7 @@ impl LexicalIndex {
 
     /// Reader: reload to see the writer's newest commit (cheap if nothing changed).
     pub(crate) fn refresh(&mut self) -> Result<(), StoreError> {
-        let meta = self.index.load_metas().map_err(|e| lexical(&self.dir, e))?;
+        let meta = reading(&self.dir, || self.index.load_metas())?;
         if Loaded::of(&meta) == self.loaded {
             return Ok(());
         }
@@ -364,43 +450,71 @@ impl LexicalIndex {
         if k == 0 || tokens.is_empty() || filter.paths.as_ref().is_some_and(Vec::is_empty) {
             return Ok(Vec::new());
         }
-        let query = self.query(&tokens, filter, weights);
+        let clauses = self.scoring_clauses(&tokens, weights);
+        let query = self.query(&clauses, filter);
         let searcher = self.reader.searcher();
-        let hits = searcher
-            .search(query.as_ref(), &TopChunks { k })
-            .map_err(|e| lexical(&self.dir, e))?;
+        let hits = reading(&self.dir, || {
+            let statistics = LiveStatistics {
+                searcher: &searcher,
+                fields: self.fields.scored(),
+                tokens: self.token_totals.of(&searcher)?,
+            };
+            let kept = searcher.search_with_statistics_provider(
+                query.as_ref(),
+                &TopChunks { k },
+                &statistics,
+            )?;
+            rescore(&searcher, &statistics, &clauses, kept, k)
+        })
+        .inspect_err(|error| self.mark_if_damaged(error))?;
         Ok(hits.into_iter().map(|r| (r.id, r.score)).collect())
     }
 
-    /// Scoring clauses for the tokens, required non-scoring ones for the filter.
-    fn query(
+    /// Leaves the mark of a search that found this index damaged, for the next writer.
+    fn mark_if_damaged(&self, error: &StoreError) {
+        if let StoreError::Damaged { detail, .. } = error {
+            let segments = self.loaded.segments.iter().map(|(id, _)| id.uuid_string());
+            health::mark(&self.dir, detail, segments);
+        }
+    }
+
+    /// Each query token in each field with a weight above 0, with that weight: the clauses
+    /// a chunk's score sums, in the order [`rescore`] sums them.
+    fn scoring_clauses(
         &self,
         tokens: &BTreeSet<String>,
-        filter: &LexicalFilter,
         weights: &LexicalWeights,
-    ) -> Box<dyn Query> {
+    ) -> Vec<(Term, f32)> {
+        let weights = weights.fields().map(|(_, weight)| weight);
+        let fields: Vec<(Field, f32)> = self
+            .fields
+            .scored()
+            .into_iter()
+            .zip(weights)
+            .filter(|(_, weight)| *weight > 0.0)
+            .collect();
+        tokens
+            .iter()
+            .flat_map(|token| {
+                fields
+                    .iter()
+                    .map(move |&(field, weight)| (Term::from_field_text(field, token), weight))
+            })
+            .collect()
+    }
+
+    /// The scoring `clauses` (each a `Should`), with required non-scoring ones for the
+    /// filter.
+    fn query(&self, clauses: &[(Term, f32)], filter: &LexicalFilter) -> Box<dyn Query> {
         let f = self.fields;
-        let fields = [
-            (f.name, weights.name),
-            (f.container, weights.container),
-            (f.file, weights.file),
-            (f.dirs, weights.dirs),
-            (f.comments, weights.comments),
-            (f.body, weights.body),
-        ];
-        let mut scoring: Vec<(Occur, Box<dyn Query>)> = Vec::with_capacity(tokens.len() * 6);
-        for token in tokens {
-            for &(field, weight) in fields.iter().filter(|(_, w)| *w > 0.0) {
-                let term = TermQuery::new(
-                    Term::from_field_text(field, token),
-                    IndexRecordOption::WithFreqs,
-                );
-                scoring.push((
-                    Occur::Should,
-                    Box::new(BoostQuery::new(Box::new(term), weight)),
-                ));
-            }
-        }
+        let scoring: Vec<(Occur, Box<dyn Query>)> = clauses
+            .iter()
+            .map(|(term, weight)| {
+                let term = TermQuery::new(term.clone(), IndexRecordOption::WithFreqs);
+                let clause: Box<dyn Query> = Box::new(BoostQuery::new(Box::new(term), *weight));
+                (Occur::Should, clause)
+            })
+            .collect();
         let scoring = Box::new(BooleanQuery::new(scoring));
         let no_filter =
             filter.paths.is_none() && filter.languages.is_empty() && filter.excluded_file.is_none();
@@ -439,15 +553,16 @@ impl LexicalIndex {
                 path: self.dir.clone(),
             });
         };
-        let result = ops(writer).and_then(|()| {
+        let result = reading(&self.dir, || {
+            ops(writer)?;
             let mut prepared = writer.prepare_commit()?;
             prepared.set_payload(&generation.to_string());
             prepared.commit()
         });
         if let Err(error) = result {
             // The error reported is the first one; a failed rollback changes nothing for it.
-            let _ = writer.rollback();
-            return Err(lexical(&self.dir, error));
+            let _ = guarded(|| writer.rollback());
+            return Err(error);
         }
         self.reload()
     }
@@ -455,8 +570,8 @@ impl LexicalIndex {
     /// Loads the newest commit. The metadata is read before the segments, so the generation
     /// recorded is never newer than what searches see.
     fn reload(&mut self) -> Result<(), StoreError> {
-        let meta = self.index.load_metas().map_err(|e| lexical(&self.dir, e))?;
-        self.reader.reload().map_err(|e| lexical(&self.dir, e))?;
+        let meta = reading(&self.dir, || self.index.load_metas())?;
+        reading(&self.dir, || self.reader.reload()).inspect_err(|e| self.mark_if_damaged(e))?;
         self.loaded = Loaded::of(&meta);
         Ok(())
     }
@@ -466,13 +581,24 @@ impl LexicalIndex {
 /// not.
 fn open_existing(dir: &Path, schema: &Schema) -> Result<(Index, IndexReader, Loaded), String> {
     if !dir.join("meta.json").is_file() {
-        return Err("no index".into());
+        return Err("its meta.json is missing".into());
     }
-    let index = Index::open_in_dir(dir).map_err(|e| e.to_string())?;
+    let index = guarded(|| Index::open_in_dir(dir))?;
     if index.schema() != *schema {
-        return Err("built by another version of quarry".into());
+        return Err("it was built by another version of quarry".into());
     }
-    let (reader, loaded) = open_reader_of(&index).map_err(|e| e.to_string())?;
+    let (reader, loaded) = guarded(|| open_reader_of(&index))?;
+    Ok((index, reader, loaded))
+}
+
+/// Wipes `dir` and creates an empty index there, with its reader.
+fn create(dir: &Path, schema: Schema) -> Result<(Index, IndexReader, Loaded), StoreError> {
+    wipe(dir)?;
+    let index = Index::builder()
+        .schema(schema)
+        .create_in_dir(dir)
+        .map_err(|e| lexical(dir, e))?;
+    let (reader, loaded) = open_reader_of(&index).map_err(|e| lexical(dir, e))?;
     Ok((index, reader, loaded))
 }
 
@@ -513,23 +639,41 @@ fn id_term(fields: Fields, id: u128) -> Term {
     Term::from_field_text(fields.id, &format!("{id:032x}"))
 }
 
+/// The document of `chunk`. Its scored fields are given as tokens (the same as
+/// [`CodeTokenizer`] would make of them), so that how many each holds is known exactly and
+/// kept beside them ([`TOKEN_COUNTS`]).
 fn document(fields: Fields, chunk: &StoredChunk) -> TantivyDocument {
     let mut doc = TantivyDocument::default();
     doc.add_text(fields.id, format!("{:032x}", chunk.id));
     doc.add_u64(fields.id_hi, (chunk.id >> 64) as u64);
     doc.add_u64(fields.id_lo, chunk.id as u64);
-    if let Some(name) = &chunk.name {
-        doc.add_text(fields.name, name);
-    }
-    for container in &chunk.container {
-        doc.add_text(fields.container, container);
-    }
     let (dirs, file) = chunk.path.rsplit_once('/').unwrap_or(("", &chunk.path));
     let stem = file.split_once('.').map_or(file, |(stem, _)| stem);
-    doc.add_text(fields.file, stem);
-    doc.add_text(fields.dirs, dirs);
-    doc.add_text(fields.comments, comments(&chunk.text));
-    doc.add_text(fields.body, &chunk.text);
+    let comments = comments(&chunk.text);
+    // In SCORED's order: name, container, file, dirs, comments, body.
+    let values: [Vec<&str>; 6] = [
+        chunk.name.as_deref().into_iter().collect(),
+        chunk.container.iter().map(String::as_str).collect(),
+        vec![stem],
+        vec![dirs],
+        vec![&comments],
+        vec![&chunk.text],
+    ];
+    for ((field, count_field), texts) in fields
+        .scored()
+        .into_iter()
+        .zip(fields.token_counts)
+        .zip(values)
+    {
+        let mut count = 0;
+        for text in texts {
+            let tokens = analysis::tokens(text);
+            count += tokens.len() as u64;
+            let text = text.to_owned();
+            doc.add_pre_tokenized_text(field, PreTokenizedString { text, tokens });
+        }
+        doc.add_u64(count_field, count);
+    }
     doc.add_text(fields.path_exact, &chunk.path);
     doc.add_text(fields.language, chunk.language.name());
     doc

@@ -50,6 +50,9 @@
 //! - The graph and the lexical index are derived: tagged with the commit generation they
 //!   reflect, brought up to date or rebuilt from redb when they lag or are damaged
 //!   ([`Store::notes`] says when). [`Store::checkpoint`] saves the graph at the end of a run.
+//! - Damaged files are an error, never a panic: a panic or a damaged-file error inside
+//!   tantivy or redb is [`StoreError::Damaged`] or [`StoreError::Corrupt`], whose message
+//!   says to rebuild. [`Store::check`] lists what is damaged ([`Damage`]), for a status.
 //! - [`Batch::put_file`] records each re-indexed file's [`Drift`]; [`Store::drifts`] lists the
 //!   files that moved most.
 //!
@@ -58,6 +61,7 @@
 
 mod ann;
 mod best;
+mod damage;
 mod dot;
 mod drift;
 mod error;
@@ -73,6 +77,7 @@ pub use ann::{
     EXACT_SCAN_BELOW, MAX_CONNECTIONS, MAX_EF, MAX_LAYERS, RECALL_TARGET,
     TOMBSTONE_REBUILD_FRACTION, VectorIndexInfo,
 };
+pub use damage::{Check, Damage, IndexPart};
 pub use error::StoreError;
 pub use filter::{Filter, PROJECT_SCOPE, scope_of};
 pub use lexical::{CodeTokenizer, LexicalWeights};

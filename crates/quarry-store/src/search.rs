@@ -37,11 +37,14 @@ impl Store {
             });
         }
         let snapshot = self.snapshot()?;
+        let embedded = snapshot.counts()?.embedded;
+        // Never more than there are: `k` may come from a user, and sizes the buffers below.
+        let k = k.min(usize::try_from(embedded).unwrap_or(usize::MAX));
         if k == 0 {
             return Ok(Vec::new());
         }
         let mut vectors = self.vectors();
-        let ann = if snapshot.counts()?.embedded < self.exact_scan_below {
+        let ann = if embedded < self.exact_scan_below {
             current_rows(self, &mut vectors, &snapshot)?
         } else {
             match current_ann(self, &mut vectors, &snapshot, Build::Never)? {
@@ -118,18 +121,31 @@ impl Store {
             excluded_file: filter.excluded_file().map(str::to_owned),
         };
         let mut lexical = self.lexical();
-        if self.is_writer() {
-            self.sync_lexical(&mut lexical)?;
-        } else if let Some(lexical) = lexical.as_mut() {
-            lexical.refresh()?;
-        } else {
-            // The writer may have created it since this reader opened.
-            *lexical = LexicalIndex::open_reader(&self.lexical_dir())?;
-        }
-        let Some(lexical) = lexical.as_ref() else {
+        let found = match self.lexical_search(&mut lexical, query, k, &lexical_filter, weights) {
+            // A writer rebuilds its own index from the database at once, and searches again.
+            Err(StoreError::Damaged { detail, .. }) if self.is_writer() => {
+                self.replace_lexical(&mut lexical, &detail)?;
+                self.lexical_search(&mut lexical, query, k, &lexical_filter, weights)?
+            }
+            // A reader opens it afresh once: it may have read files a writer's merge had just
+            // replaced (tantivy deletes them without regard for other processes).
+            Err(StoreError::Damaged { .. }) => {
+                *lexical = None;
+                self.lexical_search(&mut lexical, query, k, &lexical_filter, weights)?
+            }
+            found => found?,
+        };
+        drop(lexical);
+        let Some(found) = found else {
+            if snapshot.counts()?.chunks > 0 {
+                return Err(StoreError::Damaged {
+                    path: self.lexical_dir(),
+                    what: "the lexical index".into(),
+                    detail: "it is missing (no meta.json), while the database holds chunks".into(),
+                });
+            }
             return Ok(Vec::new());
         };
-        let found = lexical.search(query, k, &lexical_filter, weights)?;
         let ids: Vec<ChunkId> = found.iter().map(|&(id, _)| ChunkId(id)).collect();
         let present = snapshot.contains_chunks(&ids)?;
         Ok(found
@@ -141,6 +157,30 @@ impl Store {
                 score,
             })
             .collect())
+    }
+
+    /// The lexical index brought up to date (a writer's with the database, a reader's with
+    /// the writer's last commit) and searched; `None` where a reader finds none.
+    fn lexical_search(
+        &self,
+        lexical: &mut Option<LexicalIndex>,
+        query: &str,
+        k: usize,
+        filter: &LexicalFilter,
+        weights: &LexicalWeights,
+    ) -> Result<Option<Vec<(u128, f32)>>, StoreError> {
+        if self.is_writer() {
+            self.sync_lexical(lexical)?;
+        } else if let Some(lexical) = lexical.as_mut() {
+            lexical.refresh()?;
+        } else {
+            // The writer may have created (or repaired) it since this reader looked.
+            *lexical = LexicalIndex::open_reader(&self.lexical_dir())?;
+        }
+        lexical
+            .as_ref()
+            .map(|lexical| lexical.search(query, k, filter, weights))
+            .transpose()
     }
 
     /// Brings the vector index up to date with the database and saves it, so that searches
@@ -188,19 +228,20 @@ impl Store {
     }
 
     /// Rebuilds the lexical index from the database if it does not reflect the last commit
-    /// (the process died between the two, or updating it failed).
+    /// (the process died between the two, or updating it failed); returns how many chunks it
+    /// indexed, if it rebuilt.
     pub(crate) fn sync_lexical(
         &self,
         lexical: &mut Option<LexicalIndex>,
-    ) -> Result<(), StoreError> {
+    ) -> Result<Option<usize>, StoreError> {
         let snapshot = self.snapshot()?;
         let generation = snapshot.generation()?;
         let Some(lexical) = lexical.as_mut() else {
-            return Ok(());
+            return Ok(None);
         };
         let found = lexical.generation();
         if found == Some(generation) {
-            return Ok(());
+            return Ok(None);
         }
         let mut chunks = Vec::new();
         snapshot.for_each_chunk(|chunk| chunks.push(chunk))?;
@@ -211,6 +252,26 @@ impl Store {
                 "the lexical index was behind the database; rebuilt it ({count} chunks)"
             ));
         }
+        Ok(Some(count))
+    }
+
+    /// Replaces this writer's lexical index, found damaged (`why`), with one rebuilt from the
+    /// database, and says so in [`Store::notes`].
+    pub(crate) fn replace_lexical(
+        &self,
+        lexical: &mut Option<LexicalIndex>,
+        why: &str,
+    ) -> Result<(), StoreError> {
+        // The old writer lets go of tantivy's lock before the directory is wiped.
+        *lexical = None;
+        let dir = self.lexical_dir();
+        *lexical = Some(LexicalIndex::recreate(&dir)?);
+        let chunks = self.sync_lexical(lexical)?.unwrap_or(0);
+        self.note(format!(
+            "{}: the lexical index was damaged ({why}); rebuilt it from the database ({chunks} \
+             chunks)",
+            dir.display()
+        ));
         Ok(())
     }
 }

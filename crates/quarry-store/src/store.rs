@@ -18,7 +18,10 @@ use crate::records::{
 };
 
 mod batch;
+mod rebuild;
 mod snapshot;
+
+use rebuild::staging_database;
 
 pub use batch::Batch;
 pub use snapshot::Snapshot;
@@ -26,6 +29,8 @@ pub use snapshot::Snapshot;
 /// The index directory's name, at the repository root.
 pub const INDEX_DIR: &str = ".quarry";
 const DATABASE_FILE: &str = "index.redb";
+/// The file a writer holds locked, beside the database.
+const WRITER_LOCK: &str = "writer.lock";
 /// The vector index's directory, beside the database.
 const ANN_DIR: &str = "vectors";
 /// The lexical index's directory, beside the database.
@@ -73,6 +78,11 @@ pub struct Store {
     pub(crate) notes: Mutex<Vec<String>>,
     /// A writer's exclusive lock on `writer.lock`, released when the store is dropped.
     _writer_lock: Option<fs::File>,
+    /// For a [`Store::stage`]d writer, the live database its index replaces when published.
+    live: Option<PathBuf>,
+    /// The file a writer of this index holds locked: beside the database, or beside the live
+    /// one for a staged index (and its readers).
+    pub(crate) lock_path: PathBuf,
 }
 
 /// The vector index derived from the database, brought up to date as it is used.
@@ -142,6 +152,10 @@ impl Store {
         // redb would make a second writer wait for the first; quarry says so at once.
         within_lock_grace(|| {
             let writer_lock = lock_for_writing(&path)?;
+            // Under the lock no rebuild runs: what one left was killed before publishing.
+            let staged = staging_database(root);
+            let staged = staged.parent().expect("in a directory");
+            remove_if_present(staged, fs::remove_dir_all(staged))?;
             Self::open_locked(path.clone(), settings.clone(), writer_lock)
         })
     }
@@ -151,10 +165,10 @@ impl Store {
         settings: IndexSettings,
         writer_lock: fs::File,
     ) -> Result<Self, StoreError> {
-        let db = builder()
-            .create(&path)
-            .map_err(|e| database_error(&path, e.into()))?;
-        let lexical = LexicalIndex::open_writer(&path.with_file_name(LEXICAL_DIR))?;
+        let db = open_database(&path, |builder| builder.create(&path))?;
+        let mut lexical = LexicalIndex::open_writer(&path.with_file_name(LEXICAL_DIR))?;
+        let replaced = lexical.take_replaced();
+        let fresh = lexical.generation().is_none();
         let store = Self::new(
             Handle::Writer(db),
             path,
@@ -163,7 +177,21 @@ impl Store {
             Some(writer_lock),
         );
         store.check_or_record_settings()?;
-        store.sync_lexical(&mut store.lexical())?;
+        let rebuilt = store.sync_lexical(&mut store.lexical())?;
+        let dir = store.lexical_dir();
+        match (replaced, rebuilt) {
+            (Some(why), Some(chunks)) => store.note(format!(
+                "{}: the lexical index was damaged ({why}); rebuilt it from the database \
+                 ({chunks} chunks)",
+                dir.display()
+            )),
+            (None, Some(chunks)) if fresh && chunks > 0 => store.note(format!(
+                "{}: the lexical index was missing; rebuilt it from the database ({chunks} \
+                 chunks)",
+                dir.display()
+            )),
+            _ => {}
+        }
         Ok(store)
     }
 
@@ -174,10 +202,8 @@ impl Store {
         if !path.is_file() {
             return Err(StoreError::NoIndex { path });
         }
-        let db = builder()
-            .open_read_only(&path)
-            .map_err(|e| database_error(&path, e.into()))?;
-        let lexical = LexicalIndex::open_reader(&path.with_file_name(LEXICAL_DIR))?;
+        let db = open_database(&path, |builder| builder.open_read_only(&path))?;
+        let lexical = open_lexical_reader(&path.with_file_name(LEXICAL_DIR))?;
         let store = Self::new(Handle::Reader(db), path, settings, lexical, None);
         let stored = store.read(|txn| match txn.open_table(META) {
             Ok(meta) => Ok(Some(stored_settings(&meta)?)),
@@ -192,19 +218,6 @@ impl Store {
         Ok(store)
     }
 
-    /// Replaces the index at `root`, whatever state it is in, with an empty one.
-    pub fn rebuild(root: &Path, settings: IndexSettings) -> Result<Self, StoreError> {
-        let path = Self::database_path(root);
-        create_index_dir(&path)?;
-        let writer_lock = within_lock_grace(|| lock_for_writing(&path))?;
-        remove_if_present(&path, fs::remove_file(&path))?;
-        for derived in [ANN_DIR, LEXICAL_DIR, ROWS_DIR] {
-            let dir = path.with_file_name(derived);
-            remove_if_present(&dir, fs::remove_dir_all(&dir))?;
-        }
-        Self::open_locked(path, settings, writer_lock)
-    }
-
     fn new(
         db: Handle,
         path: PathBuf,
@@ -213,6 +226,7 @@ impl Store {
         writer_lock: Option<fs::File>,
     ) -> Self {
         Self {
+            lock_path: path.with_file_name(WRITER_LOCK),
             db,
             path,
             settings,
@@ -222,6 +236,7 @@ impl Store {
             lexical: Mutex::new(lexical),
             notes: Mutex::default(),
             _writer_lock: writer_lock,
+            live: None,
         }
     }
 
@@ -447,6 +462,32 @@ impl Store {
     }
 }
 
+/// Opens the database at `path` with `open`: an error, or a panic inside redb (which a
+/// plain open of a damaged file may raise), is the store's error.
+fn open_database<D>(
+    path: &Path,
+    open: impl FnOnce(&Builder) -> Result<D, redb::DatabaseError>,
+) -> Result<D, StoreError> {
+    let builder = builder();
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| open(&builder))) {
+        Ok(opened) => opened.map_err(|e| database_error(path, e.into())),
+        Err(panic) => Err(corrupt(
+            path,
+            format!("redb panicked: {}", crate::damage::panic_message(&*panic)),
+        )),
+    }
+}
+
+/// A reader's lexical index in `dir`: `None` where there is none yet, and where it cannot be
+/// read, so that the database opens anyway (for status to report the damage, and searches by
+/// meaning); its lexical searches then say it is damaged.
+fn open_lexical_reader(dir: &Path) -> Result<Option<LexicalIndex>, StoreError> {
+    match LexicalIndex::open_reader(dir) {
+        Err(StoreError::Damaged { .. }) => Ok(None),
+        opened => opened,
+    }
+}
+
 /// A panic while a derived index was being updated leaves it possibly behind the database,
 /// which it tolerates: it is brought up to date when next used.
 fn unpoisoned<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -511,7 +552,7 @@ fn within_lock_grace<T>(mut open: impl FnMut() -> Result<T, StoreError>) -> Resu
 /// Takes the index's writer lock, or fails with [`StoreError::Locked`] if another handle
 /// holds it.
 fn lock_for_writing(database: &Path) -> Result<fs::File, StoreError> {
-    let path = database.with_file_name("writer.lock");
+    let path = database.with_file_name(WRITER_LOCK);
     let file = fs::OpenOptions::new()
         .create(true)
         .truncate(false)
@@ -573,6 +614,12 @@ pub(crate) fn database_error(path: &Path, error: redb::Error) -> StoreError {
         redb::Error::DatabaseAlreadyOpen => StoreError::Locked { path },
         redb::Error::RepairAborted => StoreError::NeedsRepair { path },
         redb::Error::Corrupted(message) => StoreError::Corrupt { path, message },
+        // A read or write failed before (a truncated file is the usual reason), and redb
+        // refuses the file until it is opened again.
+        redb::Error::PreviousIo => StoreError::Corrupt {
+            path,
+            message: "a read or write of the file failed earlier (is it truncated?)".into(),
+        },
         redb::Error::Io(source) if source.kind() == std::io::ErrorKind::UnexpectedEof => {
             StoreError::Corrupt {
                 path,

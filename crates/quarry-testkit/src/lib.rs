@@ -30,6 +30,15 @@ pub fn model() -> &'static ModelDir {
     })
 }
 
+/// A fresh copy of `fixtures/engine/shop`, a small repository in five languages, in a
+/// temporary directory of its own.
+pub fn shop() -> tempfile::TempDir {
+    let repo = tempfile::tempdir().unwrap();
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/engine/shop");
+    copy_dir(&fixture, repo.path());
+    repo
+}
+
 /// Copies the directory tree at `from` to `to`.
 pub fn copy_dir(from: &Path, to: &Path) {
     fs::create_dir_all(to).unwrap();

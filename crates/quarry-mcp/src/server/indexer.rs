@@ -1,13 +1,16 @@
 //! The background indexer: one index run at a time on a thread of its own, its progress in
-//! [`Indexing`] for `index status` and for searches that wait out the first phase.
+//! [`Indexing`] for `index status` and for searches that wait out the first phase. While
+//! another process writes the index, the run waits its turn, retrying with a growing pause
+//! for as long as the server runs.
 
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use quarry_engine::view::IndexReportView;
-use quarry_engine::{Engine, IndexEvent};
+use quarry_engine::{Engine, EngineError, IndexEvent, IndexReport};
 use serde_json::{Value, json};
 
-use super::{Shared, message};
+use super::{Outcome, Shared, message};
 
 /// What the background indexer is doing.
 #[derive(Debug, Clone, PartialEq)]
@@ -20,8 +23,11 @@ pub(super) enum Indexing {
         embedded: usize,
         to_embed: usize,
     },
-    /// Another process writes the index: this one waits its turn, searches answer meanwhile.
-    WaitingForWriter,
+    /// Another process writes the index: this one waits its turn (retrying until that one
+    /// is done), searches answer meanwhile from its last commit.
+    WaitingForWriter {
+        since: Instant,
+    },
     Finished(IndexReportView),
     Failed(String),
 }
@@ -35,7 +41,10 @@ impl Indexing {
 
     /// Whether an indexer thread is at work (or waiting its turn to write).
     pub(super) fn in_progress(&self) -> bool {
-        matches!(self, Indexing::Running { .. } | Indexing::WaitingForWriter)
+        matches!(
+            self,
+            Indexing::Running { .. } | Indexing::WaitingForWriter { .. }
+        )
     }
 
     pub(super) fn json(&self) -> Value {
@@ -50,9 +59,11 @@ impl Indexing {
                 json!({"state": "running", "phase": phase, "chunks_embedded": embedded,
                     "chunks_to_embed": to_embed})
             }
-            Indexing::WaitingForWriter => json!({"state": "waiting",
-                "note": "another quarry process is writing the index; searches answer from \
-                         its last commit meanwhile"}),
+            Indexing::WaitingForWriter { since } => json!({"state": "waiting",
+                "waited_s": since.elapsed().as_secs(),
+                "note": "another quarry process is writing the index; this server indexes as \
+                         soon as it is done (it keeps checking), and searches answer from its \
+                         last commit meanwhile"}),
             Indexing::Finished(report) => json!({"state": "finished", "report": report}),
             Indexing::Failed(error) => json!({"state": "failed", "error": error}),
         }
@@ -62,78 +73,91 @@ impl Indexing {
 /// Starts the indexer on its own thread, unless it is running; a forced run first replaces
 /// the index with an empty one. Returns the indexing state.
 pub(super) fn spawn_indexer(shared: Arc<Shared>, force: bool) -> Value {
-    {
-        let mut state = shared.indexing.lock().unwrap_or_else(|p| p.into_inner());
-        if state.in_progress() {
-            return json!({"indexing": state.json(), "note": "indexing is already running; poll index status"});
-        }
-        *state = Indexing::STARTED;
+    if !start(&shared, force) {
+        return json!({"indexing": shared.indexing().json(),
+            "note": "indexing is already running; poll index status"});
     }
-    let thread_shared = Arc::clone(&shared);
-    std::thread::spawn(move || {
-        if force && let Err(error) = rebuild(&thread_shared) {
-            thread_shared.set_indexing(Indexing::Failed(error));
-            return;
-        }
-        run_indexer(&thread_shared);
-    });
     json!({"indexing": shared.indexing().json(),
         "note": "indexing runs in the background; poll index status"})
 }
 
-/// Replaces the engine with one over an empty index.
-fn rebuild(shared: &Shared) -> Result<(), String> {
-    let mut guard = shared.engine.write().unwrap_or_else(|p| p.into_inner());
-    let root = match guard.take() {
-        Some(engine) => engine.root().to_path_buf(),
-        None => return Err("no engine to rebuild".into()),
-    };
-    let engine = Engine::rebuild(&root, &shared.model, shared.options.engine).map_err(message)?;
-    *guard = Some(engine);
-    Ok(())
+/// Starts the indexer on its own thread, unless it is running; whether it started.
+fn start(shared: &Arc<Shared>, force: bool) -> bool {
+    {
+        let mut state = shared.indexing.lock().unwrap_or_else(|p| p.into_inner());
+        if state.in_progress() {
+            return false;
+        }
+        *state = Indexing::STARTED;
+    }
+    let shared = Arc::clone(shared);
+    std::thread::spawn(move || run_indexer(&shared, force));
+    true
 }
 
-/// Brings the index up to date, recording progress in `shared.indexing`: searches wait
-/// for the first phase, then run beside the second. While another process writes the index
-/// (a CLI search catching up takes a moment; a `quarry index` may take minutes), it waits
-/// up to [`WRITER_WAIT`] without holding searches up, then gives up with a message.
-pub(super) fn run_indexer(shared: &Shared) {
+/// `index build`: brings the index up to date (on the indexer's thread) and answers once
+/// it is, unless the indexer is already at it. Waiting for another writer, it answers after
+/// [`BUILD_WRITER_WAIT`] with the indexer still waiting its turn.
+pub(super) fn build(shared: Arc<Shared>) -> Outcome {
+    if !start(&shared, false) {
+        return Ok(json!({"indexing": shared.indexing().json(),
+            "coverage": shared.coverage()?,
+            "note": "indexing is already running; poll index status"}));
+    }
+    let deadline = Instant::now() + BUILD_WRITER_WAIT;
+    let mut state = shared.indexing.lock().unwrap_or_else(|p| p.into_inner());
+    loop {
+        match &*state {
+            state if !state.in_progress() => break,
+            Indexing::WaitingForWriter { .. } if Instant::now() >= deadline => break,
+            _ => {}
+        }
+        state = shared
+            .indexing_changed
+            .wait_timeout(state, Duration::from_millis(250))
+            .unwrap_or_else(|p| p.into_inner())
+            .0;
+    }
+    let indexing = state.clone();
+    drop(state);
+    let mut answer = json!({"indexing": indexing.json(), "coverage": shared.coverage()?});
+    if indexing.in_progress() {
+        answer["note"] = json!(
+            "another quarry process is writing the index: this server indexes as soon as it \
+             is done; poll index status"
+        );
+    }
+    Ok(answer)
+}
+
+/// One try at an index run.
+enum Attempt {
+    /// Another process holds the index's writer lock.
+    Locked,
+    Done(Result<IndexReportView, String>),
+}
+
+/// Brings the index up to date (with `force`, builds a new one beside it and swaps it in),
+/// recording progress in `shared.indexing`: searches wait for the first phase, then run
+/// beside the second. While another process writes the index (a CLI search catching up
+/// takes a moment; a `quarry index` may take minutes), it reports waiting and tries again
+/// after a pause that grows to [`LONGEST_RETRY_PAUSE`], for as long as the server runs,
+/// without holding searches up.
+fn run_indexer(shared: &Shared, force: bool) {
     shared.set_indexing(Indexing::STARTED);
-    let deadline = std::time::Instant::now() + WRITER_WAIT;
+    let mut pause = FIRST_RETRY_PAUSE;
+    let mut waiting_since = None;
     let outcome = loop {
-        let outcome = shared.with_engine(|engine| {
-            Ok(engine.index(&mut |event| match event {
-                IndexEvent::Searchable { pending } => shared.set_indexing(Indexing::Running {
-                    searchable: true,
-                    embedded: 0,
-                    to_embed: pending,
-                }),
-                IndexEvent::Embedded { chunks, total } => shared.set_indexing(Indexing::Running {
-                    searchable: true,
-                    embedded: chunks,
-                    to_embed: total,
-                }),
-                _ => {}
-            }))
-        });
-        match outcome {
-            Ok(Err(error)) if error.is_locked() && std::time::Instant::now() < deadline => {
-                shared.set_indexing(Indexing::WaitingForWriter);
-                std::thread::sleep(std::time::Duration::from_millis(100));
+        match attempt(shared, force) {
+            Attempt::Done(outcome) => break outcome,
+            Attempt::Locked => {
+                let since = *waiting_since.get_or_insert_with(Instant::now);
+                shared.set_indexing(Indexing::WaitingForWriter { since });
+                if !shared.pause(pause) {
+                    break Err("the server stopped while another process wrote the index".into());
+                }
+                pause = (pause * 2).min(LONGEST_RETRY_PAUSE);
             }
-            Ok(Err(error)) if error.is_locked() => {
-                break Err(format!(
-                    "{error} (waited {} s); searches answer from its last commit meanwhile; \
-                     call index build again once it is done",
-                    WRITER_WAIT.as_secs()
-                ));
-            }
-            Ok(result) => {
-                break result
-                    .map(|report| IndexReportView::new(&report))
-                    .map_err(message);
-            }
-            Err(error) => break Err(error),
         }
     };
     shared.set_indexing(match outcome {
@@ -142,5 +166,68 @@ pub(super) fn run_indexer(shared: &Shared) {
     });
 }
 
-/// How long the indexer waits for another process to stop writing the index.
-const WRITER_WAIT: std::time::Duration = std::time::Duration::from_secs(30);
+/// One index run: a forced one builds a new index beside the live one first.
+fn attempt(shared: &Shared, force: bool) -> Attempt {
+    let outcome = if force {
+        rebuild(shared)
+    } else {
+        match shared.with_engine(|engine| Ok(index_with_progress(shared, engine))) {
+            Ok(outcome) => outcome,
+            Err(error) => return Attempt::Done(Err(error)),
+        }
+    };
+    match outcome {
+        Err(error) if error.is_locked() => Attempt::Locked,
+        outcome => Attempt::Done(
+            outcome
+                .map(|report| IndexReportView::new(&report))
+                .map_err(message),
+        ),
+    }
+}
+
+/// A forced run: a new index built beside the live one, which searches go on reading
+/// meanwhile, then swapped in with the engine over it.
+fn rebuild(shared: &Shared) -> Result<IndexReport, EngineError> {
+    let rebuild = Engine::rebuild(&shared.root, &shared.model, shared.options.engine)?;
+    let report = index_with_progress(shared, rebuild.engine())?;
+    let engine = rebuild.finish()?;
+    *shared.engine.write().unwrap_or_else(|p| p.into_inner()) = Some(engine);
+    Ok(report)
+}
+
+/// Both phases of an index run into `engine`, their progress in `shared.indexing`.
+fn index_with_progress(shared: &Shared, engine: &Engine) -> Result<IndexReport, EngineError> {
+    engine.index(&mut |event| match event {
+        // The writer lock is taken: a run that waited for it has begun.
+        IndexEvent::Changes { .. } => {
+            let mut state = shared.indexing.lock().unwrap_or_else(|p| p.into_inner());
+            if let Indexing::WaitingForWriter { .. } = *state {
+                *state = Indexing::STARTED;
+                drop(state);
+                shared.indexing_changed.notify_all();
+            }
+        }
+        IndexEvent::Searchable { pending } => shared.set_indexing(Indexing::Running {
+            searchable: true,
+            embedded: 0,
+            to_embed: pending,
+        }),
+        IndexEvent::Embedded { chunks, total } => shared.set_indexing(Indexing::Running {
+            searchable: true,
+            embedded: chunks,
+            to_embed: total,
+        }),
+        _ => {}
+    })
+}
+
+/// The first pause before trying again while another process writes the index.
+const FIRST_RETRY_PAUSE: Duration = Duration::from_millis(50);
+
+/// The longest pause between tries: how late, at most, the server starts indexing after
+/// another writer is done.
+const LONGEST_RETRY_PAUSE: Duration = Duration::from_millis(500);
+
+/// How long `index build` waits for another writer before answering that it waits.
+const BUILD_WRITER_WAIT: Duration = Duration::from_secs(30);

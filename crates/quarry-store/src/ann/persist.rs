@@ -143,7 +143,10 @@ impl AnnIndex {
     /// is none, `Err` if it is unreadable or does not fit `dimensions`.
     pub fn load_rows(dir: &Path, dimensions: usize) -> Result<Option<Self>, String> {
         let Some(meta) = read_meta::<RowsMeta>(dir)? else {
-            return Ok(None);
+            return match dir.join(ROWS_FILE).exists() {
+                true => Err(format!("its {META_FILE} is missing")),
+                false => Ok(None),
+            };
         };
         meta.nodes.check(dimensions)?;
         let rows_path = dir.join(ROWS_FILE);
@@ -167,6 +170,26 @@ impl AnnIndex {
             return Err("the rows do not match their checksum".into());
         }
         Ok(Some(meta.nodes.into_index(None, None, rows)))
+    }
+
+    /// Checks the graph saved in `dir` against its metadata and checksums without loading
+    /// it: `Ok(false)` if none is saved, `Err` saying what is wrong, as [`AnnIndex::load`]
+    /// would find it.
+    pub fn verify(dir: &Path, dimensions: usize) -> Result<bool, String> {
+        let (graph_file, data_file) = dump_files(dir);
+        let Some(meta) = read_meta::<Meta>(dir)? else {
+            return match graph_file.exists() || data_file.exists() {
+                true => Err(format!("its {META_FILE} is missing")),
+                false => Ok(false),
+            };
+        };
+        meta.nodes.check(dimensions)?;
+        if checksum(&graph_file)? != meta.graph_checksum
+            || checksum(&data_file)? != meta.data_checksum
+        {
+            return Err("the graph files do not match their checksums".into());
+        }
+        Ok(true)
     }
 
     /// Reads the index saved in `dir`: `Ok(None)` if there is none, `Err` if it is

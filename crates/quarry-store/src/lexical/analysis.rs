@@ -89,9 +89,9 @@ impl TokenStream for CodeTokenStream<'_> {
     }
 }
 
-/// The tokens of `text`, as [`CodeTokenizer`] gives them.
-#[cfg(test)]
-fn tokens(text: &str) -> Vec<Token> {
+/// The tokens of `text`, as [`CodeTokenizer`] gives them: what a chunk's fields are
+/// indexed as (pre-tokenized, so that the index records how many each holds).
+pub(super) fn tokens(text: &str) -> Vec<Token> {
     let mut tokens = Vec::new();
     push_tokens(text, &mut tokens);
     tokens

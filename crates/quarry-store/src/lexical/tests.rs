@@ -442,10 +442,17 @@ fn garbage_is_wiped_by_the_writer() {
     drop(writer);
     fs::write(dir.path().join("meta.json"), [0x9f, 0x00, 0xff, 0x13, 0x37]).unwrap();
     let error = LexicalIndex::open_reader(dir.path()).unwrap_err();
-    assert!(matches!(error, StoreError::Lexical { .. }), "{error}");
+    assert!(matches!(error, StoreError::Damaged { .. }), "{error}");
+    assert!(
+        error
+            .to_string()
+            .ends_with("is damaged: rebuild with `quarry index --force`"),
+        "{error}"
+    );
 
     let mut index = LexicalIndex::open_writer(dir.path()).unwrap();
     assert_eq!(index.generation(), None);
+    assert!(index.take_replaced().unwrap().contains("unreadable"));
     assert!(
         index
             .search("retry", 10, &all(), &LexicalWeights::default())
@@ -495,4 +502,78 @@ fn symbols_weigh_more_than_bodies() {
             .unwrap()),
         [2]
     );
+}
+
+#[test]
+fn a_search_s_mark_is_seen_by_the_check_and_makes_the_writer_rebuild() {
+    let (dir, writer) = sample();
+    drop(writer);
+    assert!(inspect(dir.path(), Depth::Quick).problems.is_empty());
+    let reader = LexicalIndex::open_reader(dir.path()).unwrap().unwrap();
+
+    // A mark on segments the index no longer holds is stale.
+    health::mark(
+        dir.path(),
+        "gone",
+        ["0123456789abcdef0123456789abcdef".into()].into_iter(),
+    );
+    assert!(inspect(dir.path(), Depth::Quick).problems.is_empty());
+
+    reader.mark_if_damaged(&health::damaged(
+        dir.path(),
+        "tantivy panicked: boom".into(),
+    ));
+    let problems = inspect(dir.path(), Depth::Quick).problems;
+    assert_eq!(problems.len(), 1, "{problems:?}");
+    assert!(
+        problems[0].contains("tantivy panicked: boom"),
+        "{problems:?}"
+    );
+
+    let mut index = LexicalIndex::open_writer(dir.path()).unwrap();
+    assert!(index.take_replaced().unwrap().contains("boom"));
+    assert_eq!(index.generation(), None, "wiped, for the store to rebuild");
+    assert!(!dir.path().join(health::DAMAGE_MARK).exists());
+    assert!(inspect(dir.path(), Depth::Full).problems.is_empty());
+}
+
+#[test]
+fn a_panic_inside_tantivy_is_a_damaged_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let error =
+        health::reading(dir.path(), || -> tantivy::Result<()> { panic!("vint") }).unwrap_err();
+    assert!(matches!(error, StoreError::Damaged { .. }), "{error}");
+    let message = error.to_string();
+    assert!(message.contains("tantivy panicked: vint"), "{message}");
+    assert!(
+        message.ends_with("is damaged: rebuild with `quarry index --force`"),
+        "{message}"
+    );
+}
+
+#[test]
+fn token_counts_are_exact_and_live_statistics_skip_deleted_chunks() {
+    let (_dir, mut index) = sample();
+    let searcher = index.reader.searcher();
+    let before = index.token_totals.of(&searcher).unwrap();
+    let body = before[SCORED.len() - 1];
+    assert!(body > 0);
+    // Deleting a chunk takes its tokens out of the totals at once, before any merge.
+    let text = "fn retry(times: u32) { backoff(times) }";
+    index.apply(&[2], &[], 2).unwrap();
+    let searcher = index.reader.searcher();
+    let after = index.token_totals.of(&searcher).unwrap();
+    assert_eq!(
+        body - after[SCORED.len() - 1],
+        analysis::tokens(text).len() as u64
+    );
+    let statistics = LiveStatistics {
+        searcher: &searcher,
+        fields: index.fields.scored(),
+        tokens: after,
+    };
+    use tantivy::query::Bm25StatisticsProvider;
+    let term = Term::from_field_text(index.fields.body, "backoff");
+    assert_eq!(statistics.doc_freq(&term).unwrap(), 0);
+    assert_eq!(statistics.total_num_docs().unwrap(), searcher.num_docs());
 }

@@ -224,9 +224,16 @@ impl Batch<'_> {
             generation
         };
         self.txn.commit().map_err(|e| error(e.into()))?;
-        if let Some(lexical) = self.store.lexical().as_mut() {
+        let mut lexical = self.store.lexical();
+        if let Some(index) = lexical.as_mut() {
             let added: Vec<&StoredChunk> = self.added.iter().collect();
-            lexical.apply(&self.removed, &added, generation)?;
+            match index.apply(&self.removed, &added, generation) {
+                // Damaged files under it: rebuilt from the database, this batch included.
+                Err(StoreError::Damaged { detail, .. }) => {
+                    self.store.replace_lexical(&mut lexical, &detail)?;
+                }
+                applied => applied?,
+            }
         }
         Ok(())
     }

@@ -69,6 +69,23 @@ impl Snapshot<'_> {
         .map_err(|message| self.corrupt(message))
     }
 
+    /// The ids of the chunks held in `range`, in order, at most `limit` of them: what a
+    /// prefix of an id ([`quarry_chunk::ChunkIdPrefix::range`]) names.
+    pub fn chunk_ids_in(
+        &self,
+        range: std::ops::RangeInclusive<u128>,
+        limit: usize,
+    ) -> Result<Vec<ChunkId>, StoreError> {
+        self.read(|txn| {
+            let chunks = txn.open_table(CHUNKS)?;
+            let mut ids = Vec::new();
+            for entry in chunks.range(range)?.take(limit) {
+                ids.push(ChunkId(entry?.0.value()));
+            }
+            Ok(ids)
+        })
+    }
+
     /// Which of `ids` the index holds, in their order: a key lookup each, nothing decoded.
     pub fn contains_chunks(&self, ids: &[ChunkId]) -> Result<Vec<bool>, StoreError> {
         self.read(|txn| {
@@ -256,11 +273,20 @@ impl Snapshot<'_> {
         self.dimensions
     }
 
+    /// Runs `body` on this snapshot's transaction. redb may panic on a damaged file rather
+    /// than return an error ("a plain open makes no such promise"): such a panic is
+    /// [`StoreError::Corrupt`] too.
     pub(crate) fn read<T>(
         &self,
         body: impl FnOnce(&redb::ReadTransaction) -> Result<T, redb::Error>,
     ) -> Result<T, StoreError> {
-        body(&self.txn).map_err(|e| database_error(self.path, e))
+        match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| body(&self.txn))) {
+            Ok(read) => read.map_err(|e| database_error(self.path, e)),
+            Err(panic) => Err(self.corrupt(format!(
+                "redb panicked: {}",
+                crate::damage::panic_message(&*panic)
+            ))),
+        }
     }
 
     pub(crate) fn corrupt(&self, message: String) -> StoreError {

@@ -1,0 +1,181 @@
+//! Numbers from a user never abort `quarry`: every numeric flag and configuration key is
+//! checked where it enters, and a value out of range is refused in one line that names the
+//! value and the range, before anything is sized by it.
+
+use std::fs;
+use std::path::Path;
+use std::process::Output;
+use std::sync::OnceLock;
+
+use proptest::prelude::*;
+use quarry_testkit::shop;
+
+mod support;
+
+use support::{quarry, text};
+
+/// One indexed copy of the shop for every test here: searched by its words (no model run),
+/// never written after the first search.
+fn indexed() -> &'static Path {
+    static REPO: OnceLock<tempfile::TempDir> = OnceLock::new();
+    REPO.get_or_init(|| {
+        let repo = shop();
+        let out = quarry(repo.path(), &["search", "retry", "--mode", "lexical"]);
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        repo
+    })
+    .path()
+}
+
+/// The process ended by itself (no abort, no signal), without a panic, and a refusal is one
+/// line: what `quarry` promises whatever the input.
+fn assert_orderly(args: &[&str], out: &Output) {
+    let stderr = text(&out.stderr);
+    let code = out.status.code();
+    assert!(
+        matches!(code, Some(0..=2)),
+        "{args:?} ended with {:?}: {stderr}",
+        out.status
+    );
+    assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
+    if !out.status.success() {
+        let lines: Vec<&str> = stderr.lines().filter(|l| !l.trim().is_empty()).collect();
+        assert_eq!(lines.len(), 1, "{args:?}: one line, not {stderr}");
+        assert!(lines[0].starts_with("error: "), "{args:?}: {stderr}");
+    }
+}
+
+/// Runs `args` and expects a refusal that names `words`.
+fn refused(args: &[&str], words: &[&str]) {
+    let out = quarry(indexed(), args);
+    assert_orderly(args, &out);
+    assert!(!out.status.success(), "{args:?} should be refused");
+    let stderr = text(&out.stderr);
+    for word in words {
+        assert!(stderr.contains(word), "{args:?}: {word:?} in {stderr}");
+    }
+}
+
+#[test]
+fn flags_out_of_range_are_refused_in_one_line() {
+    let search = |flag: &'static str, value: &'static str| {
+        ["search", "retry", "--mode", "lexical", flag, value]
+    };
+    refused(&search("-k", "1000000000"), &["1000000000", "1..=1000"]);
+    refused(&search("-k", "4294967296"), &["4294967296", "1..=1000"]);
+    refused(&search("-k", "0"), &["0", "1..=1000"]);
+    refused(&search("-k", "-3"), &["-3"]);
+    refused(
+        &search("--max-per-file", "100000000"),
+        &["100000000", "0..=1000"],
+    );
+    refused(&["related", "0123456789abcdef", "-k", "1e18"], &["1e18"]);
+    refused(
+        &["related", "0123456789abcdef", "--min-score", "2"],
+        &["2", "from 0 to 1"],
+    );
+    refused(
+        &["related", "0123456789abcdef", "--min-score", "NaN"],
+        &["NaN", "from 0 to 1"],
+    );
+    refused(&["status", "--threshold", "5"], &["5", "from 0 to 1"]);
+    refused(&["mcp", "--max-tokens", "0"], &["0", "100..=1000000"]);
+}
+
+#[test]
+fn the_widest_values_in_range_answer() {
+    for args in [
+        ["search", "retry", "--mode", "lexical", "-k", "1000"],
+        [
+            "search",
+            "retry",
+            "--mode",
+            "lexical",
+            "--max-per-file",
+            "1000",
+        ],
+    ] {
+        let out = quarry(indexed(), &args);
+        assert_orderly(&args, &out);
+        assert!(out.status.success(), "{args:?}: {}", text(&out.stderr));
+        assert!(text(&out.stdout).contains("lib/http_client.py"));
+    }
+}
+
+#[test]
+fn configuration_values_out_of_range_are_refused_with_the_file() {
+    let repo = shop();
+    let config = repo.path().join(".quarry/config.toml");
+    fs::create_dir(repo.path().join(".quarry")).unwrap();
+    for (toml, setting) in [
+        ("[ranking]\nlimit = 1000000000000000000\n", "limit"),
+        ("[ranking]\npool = 1000000000000\n", "pool"),
+        ("[ranking]\nmax_per_file = 100000000\n", "max_per_file"),
+        ("[search]\ndrift_threshold = -0.5\n", "drift_threshold"),
+    ] {
+        fs::write(&config, toml).unwrap();
+        for args in [
+            &["search", "retry", "--mode", "lexical"][..],
+            &["status"][..],
+        ] {
+            let out = quarry(repo.path(), args);
+            assert_orderly(args, &out);
+            let stderr = text(&out.stderr);
+            assert!(!out.status.success(), "{toml} {args:?}");
+            assert!(
+                stderr.contains("config.toml") && stderr.contains(setting),
+                "{toml} {args:?}: {stderr}"
+            );
+        }
+    }
+}
+
+/// A value a user might type for a number: in range, past it, negative, fractional, not a
+/// number at all.
+fn number() -> impl Strategy<Value = String> {
+    prop_oneof![
+        (0u64..2_000).prop_map(|n| n.to_string()),
+        any::<u64>().prop_map(|n| n.to_string()),
+        any::<i64>().prop_map(|n| n.to_string()),
+        any::<f64>().prop_map(|n| n.to_string()),
+        (0.0f64..2.0).prop_map(|n| n.to_string()),
+        prop::sample::select(vec![
+            "1e18", "NaN", "inf", "-inf", "-0", "", " 7", "0x10", "1_000", "１０",
+        ])
+        .prop_map(str::to_owned),
+        "[ -~]{0,12}",
+    ]
+}
+
+/// Every numeric flag, with the command it belongs to.
+fn numeric_flag() -> impl Strategy<Value = (Vec<&'static str>, &'static str)> {
+    let search = vec!["search", "retry", "--mode", "lexical"];
+    let related = vec!["related", "0123456789abcdef"];
+    prop::sample::select(vec![
+        (search.clone(), "-k"),
+        (search, "--max-per-file"),
+        (related.clone(), "-k"),
+        (related.clone(), "--max-per-file"),
+        (related, "--min-score"),
+        (vec!["status"], "--threshold"),
+    ])
+}
+
+proptest! {
+    // Each case runs the binary: enough draws to cover every flag with every kind of value.
+    #![proptest_config(ProptestConfig { cases: 48, failure_persistence: None, ..ProptestConfig::default() })]
+
+    #[test]
+    fn no_number_aborts_the_process((command, flag) in numeric_flag(), value in number()) {
+        let mut args = command.clone();
+        let flag_value = format!("{flag}={value}");
+        // `-k=V` is not clap's short form; `-kV` is.
+        let joined = match flag.strip_prefix("--") {
+            Some(_) => flag_value,
+            None => format!("{flag}{value}"),
+        };
+        args.push(&joined);
+        let out = quarry(indexed(), &args);
+        assert_orderly(&args, &out);
+    }
+}

@@ -1,0 +1,113 @@
+//! Where `quarry` works, and what it leaves behind: a system directory is refused as a root,
+//! a command that only reads creates nothing, a failed command leaves the directory as it
+//! was, and a chunk id's prefix is enough.
+
+use std::fs;
+use std::path::Path;
+
+use quarry_testkit::shop;
+use serde_json::Value;
+
+mod support;
+
+use support::{quarry, text};
+
+/// Runs quarry, expects failure, and returns its standard error.
+fn failure(dir: &Path, args: &[&str]) -> String {
+    let out = quarry(dir, args);
+    assert!(!out.status.success(), "{args:?}: {}", text(&out.stdout));
+    text(&out.stderr)
+}
+
+#[test]
+fn system_directories_are_refused_as_roots_and_left_alone() {
+    let here = tempfile::tempdir().unwrap();
+    let before = Path::new("/.quarry").exists();
+    for root in ["/", "/proc", "/proc/self", "/sys", "/usr"] {
+        if !Path::new(root).exists() {
+            continue;
+        }
+        for command in [
+            &["status", "--root", root][..],
+            &["search", "anything", "--mode", "lexical", "--root", root][..],
+            &["index", root][..],
+        ] {
+            let error = failure(here.path(), command);
+            assert!(error.contains("not a project"), "{command:?}: {error}");
+            assert_eq!(error.lines().count(), 1, "{error}");
+        }
+    }
+    assert_eq!(
+        Path::new("/.quarry").exists(),
+        before,
+        "nothing written at /"
+    );
+}
+
+#[test]
+fn read_only_commands_create_nothing_and_failed_ones_leave_nothing() {
+    let empty = tempfile::tempdir().unwrap();
+    let error = failure(empty.path(), &["status"]);
+    assert!(
+        error.contains("no index here yet") && error.contains("quarry index"),
+        "{error}"
+    );
+    let error = failure(empty.path(), &["related", "0123456789abcdef"]);
+    assert!(error.contains("no index here yet"), "{error}");
+    for command in [
+        &["search", "anything", "--mode", "lexical"][..],
+        &["index"][..],
+        &["index", "--force"][..],
+    ] {
+        let error = failure(empty.path(), command);
+        assert!(error.contains("no files to index"), "{command:?}: {error}");
+    }
+    let left: Vec<_> = fs::read_dir(empty.path()).unwrap().collect();
+    assert!(left.is_empty(), "{left:?}");
+
+    // A directory with files outside any repository: status still creates nothing.
+    let loose = shop();
+    let error = failure(loose.path(), &["status"]);
+    assert!(error.contains("no index here yet"), "{error}");
+    assert!(!loose.path().join(".quarry").exists());
+}
+
+#[test]
+fn a_chunk_id_prefix_of_eight_digits_is_enough() {
+    let repo = shop();
+    let out = quarry(
+        repo.path(),
+        &[
+            "search",
+            "retry a failed request with backoff",
+            "--json",
+            "--wait",
+        ],
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let json: Value = serde_json::from_slice(&out.stdout).unwrap();
+    // A description leans on the dense leg: its weight shows as written, not as an f32.
+    let raw = text(&out.stdout);
+    assert!(
+        raw.contains(r#""weights":{"dense":0.7,"lexical":0.3"#),
+        "{raw}"
+    );
+    let id = json["results"][0]["chunk_id"].as_str().unwrap().to_owned();
+
+    let whole = quarry(repo.path(), &["related", &id, "--json"]);
+    assert!(whole.status.success(), "{}", text(&whole.stderr));
+    for prefix in [&id[..8], &id[..12], &id.to_uppercase()[..10]] {
+        let short = quarry(repo.path(), &["related", prefix, "--json"]);
+        assert!(short.status.success(), "{prefix}: {}", text(&short.stderr));
+        assert_eq!(short.stdout, whole.stdout, "{prefix}");
+    }
+    let error = failure(repo.path(), &["related", &id[..7]]);
+    assert!(error.contains("8 to 32 hex digits"), "{error}");
+    let absent = if id.starts_with("00000000") {
+        "ffffffff"
+    } else {
+        "00000000"
+    };
+    let error = failure(repo.path(), &["related", absent]);
+    assert!(error.contains("no chunk id starts with"), "{error}");
+}

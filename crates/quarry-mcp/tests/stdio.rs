@@ -1,0 +1,473 @@
+//! The server as a client meets it: a process of its own serving `serve_stdio` (what `quarry
+//! mcp` runs) on its real stdin and stdout, spoken to in raw JSON-RPC, one line at a time.
+//! Every line it writes to stdout must be a JSON-RPC 2.0 message.
+//!
+//! Without libtest's harness (`harness = false` in Cargo.toml): libtest would print to the
+//! server's stdout. The same executable is the server when [`SERVE`] names a repository;
+//! otherwise it runs the tests below in turn (a name given on the command line picks those
+//! whose names contain it).
+
+use std::fs;
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use quarry_engine::{Config, Engine, EngineOptions};
+use quarry_mcp::ServerOptions;
+use quarry_testkit::{copy_dir, model};
+use serde_json::{Value, json};
+
+/// Set in the server's environment: the repository to serve.
+const SERVE: &str = "QUARRY_MCP_TEST_SERVE";
+/// Set in the server's environment: do not index on start (`quarry mcp --no-index`).
+const NO_INDEX: &str = "QUARRY_MCP_TEST_NO_INDEX";
+
+/// The longest any one answer may take: generous, for a slow machine loading the model.
+const ANSWER_TIMEOUT: Duration = Duration::from_secs(120);
+
+const TESTS: &[(&str, fn())] = &[
+    (
+        "unparsable_input_gets_a_parse_error_and_the_server_goes_on",
+        unparsable_input_gets_a_parse_error_and_the_server_goes_on,
+    ),
+    (
+        "a_tools_call_without_a_name_is_invalid_params",
+        a_tools_call_without_a_name_is_invalid_params,
+    ),
+    (
+        "a_search_before_anything_is_indexed_says_why_and_indexing_follows_the_other_writer",
+        a_search_before_anything_is_indexed_says_why_and_indexing_follows_the_other_writer,
+    ),
+];
+
+fn main() {
+    if let Some(root) = std::env::var_os(SERVE) {
+        serve(Path::new(&root));
+        return;
+    }
+    let mut args = std::env::args().skip(1);
+    let mut filters = Vec::new();
+    let mut list = false;
+    while let Some(arg) = args.next() {
+        match arg.as_str() {
+            "--list" => list = true,
+            // libtest's options that take a value; the rest are flags.
+            "--skip" | "--test-threads" | "--format" | "--color" | "--logfile" | "-Z"
+            | "--shuffle-seed" => {
+                args.next();
+            }
+            flag if flag.starts_with('-') => {}
+            filter => filters.push(filter.to_owned()),
+        }
+    }
+    let chosen = TESTS.iter().filter(|(name, _)| {
+        filters.is_empty() || filters.iter().any(|f| name.contains(f.as_str()))
+    });
+    if list {
+        for (name, _) in chosen {
+            println!("{name}: test");
+        }
+        return;
+    }
+    let chosen: Vec<_> = chosen.collect();
+    println!("\nrunning {} tests", chosen.len());
+    for (name, test) in &chosen {
+        println!("test {name} ...");
+        let started = Instant::now();
+        test();
+        println!(
+            "test {name} ... ok ({:.1} s)",
+            started.elapsed().as_secs_f64()
+        );
+    }
+    println!("\ntest result: ok. {} passed", chosen.len());
+}
+
+/// What `quarry mcp --root ROOT` does (`run_mcp` in quarry-cli), with the test model.
+fn serve(root: &Path) {
+    let config = Config::load(root).unwrap();
+    let engine = Engine::open(root, model(), EngineOptions::default()).unwrap();
+    let options = ServerOptions {
+        index_on_start: std::env::var_os(NO_INDEX).is_none(),
+        ..ServerOptions::default()
+    };
+    quarry_mcp::serve_stdio(engine, config, model().clone(), options).unwrap();
+}
+
+/// A copy of `fixtures/engine/shop`.
+fn shop() -> tempfile::TempDir {
+    let repo = tempfile::tempdir().unwrap();
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/engine/shop");
+    copy_dir(&fixture, repo.path());
+    repo
+}
+
+/// A server process and the lines it writes.
+struct Client {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    lines: mpsc::Receiver<Vec<u8>>,
+    next_id: u64,
+}
+
+impl Client {
+    /// Starts a server over `root`, indexing on start or not.
+    fn start(root: &Path, index_on_start: bool) -> Client {
+        // Fetched here once, not by each server.
+        model();
+        let mut command = Command::new(std::env::current_exe().unwrap());
+        command
+            .env(SERVE, root)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit());
+        if !index_on_start {
+            command.env(NO_INDEX, "1");
+        }
+        let mut child = command.spawn().unwrap();
+        let stdout = child.stdout.take().unwrap();
+        let (send, lines) = mpsc::channel();
+        std::thread::spawn(move || {
+            let mut stdout = BufReader::new(stdout);
+            loop {
+                let mut line = Vec::new();
+                match stdout.read_until(b'\n', &mut line) {
+                    Ok(0) | Err(_) => return,
+                    Ok(_) if send.send(line).is_err() => return,
+                    Ok(_) => {}
+                }
+            }
+        });
+        Client {
+            stdin: child.stdin.take(),
+            child,
+            lines,
+            next_id: 1,
+        }
+    }
+
+    /// Starts a server and completes the MCP handshake.
+    fn initialized(root: &Path, index_on_start: bool) -> Client {
+        let mut client = Client::start(root, index_on_start);
+        let init = client.request(
+            "initialize",
+            json!({"protocolVersion": "2025-06-18", "capabilities": {},
+                "clientInfo": {"name": "stdio-test", "version": "0"}}),
+        );
+        assert_eq!(init["result"]["serverInfo"]["name"], "quarry", "{init}");
+        client.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+        client
+    }
+
+    fn send_raw(&mut self, bytes: &[u8]) {
+        let stdin = self.stdin.as_mut().expect("stdin open");
+        stdin.write_all(bytes).unwrap();
+        stdin.flush().unwrap();
+    }
+
+    fn send(&mut self, message: &Value) {
+        let mut line = serde_json::to_vec(message).unwrap();
+        line.push(b'\n');
+        self.send_raw(&line);
+    }
+
+    /// The next message the server writes: one line, a JSON-RPC 2.0 object.
+    fn receive(&mut self) -> Value {
+        let line = self
+            .lines
+            .recv_timeout(ANSWER_TIMEOUT)
+            .unwrap_or_else(|e| panic!("no message from the server in {ANSWER_TIMEOUT:?}: {e}"));
+        let text = String::from_utf8(line).expect("the server writes UTF-8");
+        let message: Value = serde_json::from_str(&text)
+            .unwrap_or_else(|e| panic!("not JSON on the server's stdout ({e}): {text:?}"));
+        assert_eq!(message["jsonrpc"], "2.0", "{text}");
+        assert!(text.ends_with('\n'), "{text:?}");
+        message
+    }
+
+    /// The next message that is no notification.
+    fn answer(&mut self) -> Value {
+        loop {
+            let message = self.receive();
+            if message.get("method").is_none() {
+                return message;
+            }
+        }
+    }
+
+    /// Sends a request and returns its answer (a result or an error).
+    fn request(&mut self, method: &str, params: Value) -> Value {
+        let id = self.next_id;
+        self.next_id += 1;
+        self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
+        let answer = self.answer();
+        assert_eq!(answer["id"], id, "answers come in order here: {answer}");
+        answer
+    }
+
+    /// A tool's structured result, which must not be a tool error.
+    fn call(&mut self, tool: &str, arguments: Value) -> Value {
+        let answer = self.request("tools/call", json!({"name": tool, "arguments": arguments}));
+        let result = &answer["result"];
+        assert_ne!(result["isError"], true, "{tool} {arguments}: {answer}");
+        result["structuredContent"].clone()
+    }
+
+    /// `index status`'s `indexing` part.
+    fn indexing(&mut self) -> Value {
+        self.call("index", json!({"action": "status"}))["indexing"].clone()
+    }
+
+    /// Polls `index status` until `done` holds for its `indexing` part, at most `timeout`.
+    fn wait_for(&mut self, what: &str, timeout: Duration, done: impl Fn(&Value) -> bool) -> Value {
+        let deadline = Instant::now() + timeout;
+        loop {
+            let indexing = self.indexing();
+            if done(&indexing) {
+                return indexing;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "{what}: not in {timeout:?}; indexing is {indexing}"
+            );
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    }
+
+    /// Closes stdin: the server must write nothing more than the protocol and exit cleanly.
+    fn close(mut self) {
+        drop(self.stdin.take());
+        let deadline = Instant::now() + Duration::from_secs(30);
+        let status = loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                break status;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "the server did not exit after its input ended"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        };
+        assert!(status.success(), "the server exited with {status}");
+        // Whatever it wrote last is protocol too.
+        while let Ok(line) = self.lines.try_recv() {
+            let message: Value = serde_json::from_slice(&line).unwrap();
+            assert_eq!(message["jsonrpc"], "2.0");
+        }
+    }
+}
+
+impl Drop for Client {
+    fn drop(&mut self) {
+        // A failed test leaves no server behind.
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Checks `answer` is the parse error JSON-RPC prescribes: code -32700, id null.
+fn assert_parse_error(answer: &Value, sent: &str) {
+    assert_eq!(answer["error"]["code"], -32700, "{sent}: {answer}");
+    assert!(
+        answer.get("id").is_some_and(Value::is_null),
+        "{sent}: the id is null: {answer}"
+    );
+    assert!(answer.get("result").is_none(), "{sent}: {answer}");
+}
+
+fn unparsable_input_gets_a_parse_error_and_the_server_goes_on() {
+    let repo = shop();
+    let mut client = Client::start(repo.path(), false);
+    // Before the handshake too.
+    client.send_raw(b"hello\n");
+    assert_parse_error(&client.receive(), "hello");
+    let init = client.request(
+        "initialize",
+        json!({"protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "stdio-test", "version": "0"}}),
+    );
+    assert_eq!(init["result"]["serverInfo"]["name"], "quarry", "{init}");
+    client.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+
+    let cases: [(&str, &[u8]); 5] = [
+        (
+            "a request cut short",
+            b"{\"jsonrpc\": \"2.0\", \"id\": 7, \"method\": \"tools/list\"\n",
+        ),
+        (
+            "invalid UTF-8",
+            b"{\"jsonrpc\":\"2.0\",\"id\":8,\"method\":\"tools/call\",\"params\":{\"name\":\"semantic_search\",\"arguments\":{\"query\":\"caf\xE9\"}}}\n",
+        ),
+        (
+            "a lone surrogate",
+            b"{\"jsonrpc\":\"2.0\",\"id\":9,\"method\":\"tools/call\",\"params\":{\"name\":\"semantic_search\",\"arguments\":{\"query\":\"\\ud800\"}}}\n",
+        ),
+        ("trailing garbage", b"{\"jsonrpc\":\"2.0\",\"id\":10,\"method\":\"ping\"}}\n"),
+        ("binary noise", b"\x00\x01\xFF\xFE\n"),
+    ];
+    for (what, line) in cases {
+        client.send_raw(line);
+        let answer = client.receive();
+        assert_parse_error(&answer, what);
+        let message = answer["error"]["message"].as_str().unwrap();
+        assert!(message.starts_with("Parse error"), "{what}: {message}");
+    }
+    // Blank lines are no messages: no answer (the ping's comes next).
+    client.send_raw(b"\n  \r\n");
+
+    // Still serving, in order.
+    let ping = client.request("ping", json!({}));
+    assert_eq!(ping["result"], json!({}), "{ping}");
+    // A search of the index that is not built yet says so.
+    let found = client.call(
+        "semantic_search",
+        json!({"query": "retry_with_backoff", "mode": "lexical"}),
+    );
+    assert_eq!(found["results"], json!([]), "{found}");
+    assert_eq!(found["partial"], true, "{found}");
+    let note = found["note"].as_str().unwrap();
+    assert!(
+        note.contains("nothing is indexed yet") && note.contains("index"),
+        "{note}"
+    );
+    client.close();
+}
+
+fn a_tools_call_without_a_name_is_invalid_params() {
+    let repo = shop();
+    let mut client = Client::initialized(repo.path(), false);
+    for (what, params) in [
+        ("no name", json!({"arguments": {"query": "cart"}})),
+        ("an empty object", json!({})),
+        (
+            "a name that is no string",
+            json!({"name": 5, "arguments": {}}),
+        ),
+        ("no params", Value::Null),
+    ] {
+        let answer = client.request("tools/call", params.clone());
+        let error = &answer["error"];
+        assert_eq!(error["code"], -32602, "{what}: {answer}");
+        let message = error["message"].as_str().unwrap();
+        assert!(
+            message.contains("tools/call") && message.contains("name"),
+            "{what}: {message}"
+        );
+        // What to send instead: the tools by name.
+        assert!(message.contains("semantic_search"), "{what}: {message}");
+        if what == "no name" {
+            assert!(message.contains("missing field `name`"), "{message}");
+        }
+    }
+    let answer = client.request(
+        "tools/call",
+        json!({"name": "semantic_search", "arguments": 5}),
+    );
+    assert_eq!(answer["error"]["code"], -32602, "{answer}");
+    assert!(
+        answer["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("arguments"),
+        "{answer}"
+    );
+    let answer = client.request("resources/explode", json!({}));
+    assert_eq!(answer["error"]["code"], -32601, "{answer}");
+    // An unknown tool stays rmcp's invalid params.
+    let answer = client.request("tools/call", json!({"name": "nope", "arguments": {}}));
+    assert_eq!(answer["error"]["code"], -32602, "{answer}");
+    // Still serving.
+    let tools = client.request("tools/list", json!({}));
+    assert_eq!(tools["result"]["tools"].as_array().unwrap().len(), 4);
+    client.close();
+}
+
+/// The index's writer lock, as `quarry_store::Store::open` takes it (`.quarry/writer.lock`,
+/// locked exclusively): held, another process's writes are refused.
+fn hold_writer_lock(root: &Path) -> fs::File {
+    let path: PathBuf = root.join(".quarry/writer.lock");
+    let file = fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&path)
+        .unwrap();
+    file.try_lock().expect("nothing else holds the writer lock");
+    file
+}
+
+fn a_search_before_anything_is_indexed_says_why_and_indexing_follows_the_other_writer() {
+    let repo = shop();
+    let root = repo.path();
+    // An empty index, as a first `quarry index` leaves it when it has just begun; then
+    // that other writer at work, holding the lock.
+    drop(Engine::open(root, model(), EngineOptions::default()).unwrap());
+    let lock = hold_writer_lock(root);
+
+    let mut client = Client::initialized(root, true);
+    let waiting = client.wait_for("the server waits for the writer", ANSWER_TIMEOUT, |i| {
+        i["state"] == "waiting"
+    });
+    assert!(
+        waiting["note"]
+            .as_str()
+            .unwrap()
+            .contains("another quarry process")
+    );
+
+    let found = client.call(
+        "semantic_search",
+        json!({"query": "retry with exponential backoff"}),
+    );
+    assert_eq!(found["results"], json!([]), "{found}");
+    assert_eq!(found["coverage"]["chunks"], 0, "{found}");
+    assert_eq!(found["partial"], true, "{found}");
+    let note = found["note"].as_str().unwrap();
+    assert!(
+        note.contains("nothing is indexed yet") && note.contains("another quarry process"),
+        "{note}"
+    );
+
+    // `index build` waits a while for the writer, then says the server waits its turn.
+    let build = client.call("index", json!({"action": "build"}));
+    assert_eq!(build["indexing"]["state"], "waiting", "{build}");
+    assert!(
+        build["note"]
+            .as_str()
+            .unwrap()
+            .contains("poll index status"),
+        "{build}"
+    );
+
+    // The server waits as long as the writer writes: past the 30 s after which it once
+    // gave up, it is still waiting, not failed.
+    let waited = client.wait_for("the server keeps waiting", Duration::from_secs(60), |i| {
+        assert_eq!(i["state"], "waiting", "{i}");
+        i["waited_s"].as_u64().unwrap() > 31
+    });
+    assert_eq!(waited["state"], "waiting");
+
+    // The writer is done: the server indexes.
+    drop(lock);
+    let finished = client.wait_for("the server indexes", Duration::from_secs(300), |i| {
+        assert!(i["state"] != "failed", "{i}");
+        i["state"] == "finished"
+    });
+    assert!(
+        finished["report"]["files_read"].as_u64().unwrap() > 5,
+        "{finished}"
+    );
+    let found = client.call(
+        "semantic_search",
+        json!({"query": "retry with exponential backoff"}),
+    );
+    assert!(!found["results"].as_array().unwrap().is_empty(), "{found}");
+    assert_eq!(
+        found["coverage"]["chunks"], found["coverage"]["embedded"],
+        "{found}"
+    );
+    assert!(found.get("partial").is_none(), "{found}");
+    client.close();
+}
