@@ -44,7 +44,7 @@ pub struct ServerOptions {
     pub max_tokens: usize,
     /// Bring the index up to date in the background when the server starts.
     pub index_on_start: bool,
-    /// How a forced rebuild opens the engine again.
+    /// How a forced rebuild opens its engine.
     pub engine: EngineOptions,
 }
 
@@ -59,8 +59,8 @@ impl Default for ServerOptions {
 }
 
 struct Shared {
-    /// `None` only while a forced rebuild replaces it.
-    engine: RwLock<Option<Engine>>,
+    /// Written only for the moment a forced rebuild's engine replaces it.
+    engine: RwLock<Engine>,
     /// The repository root.
     root: PathBuf,
     config: Config,
@@ -97,7 +97,7 @@ impl Server {
         Server {
             shared: Arc::new(Shared {
                 root: engine.root().to_path_buf(),
-                engine: RwLock::new(Some(engine)),
+                engine: RwLock::new(engine),
                 config,
                 model,
                 options,
@@ -300,13 +300,7 @@ fn parse<Args: DeserializeOwned + JsonSchema + 'static>(
 impl Shared {
     /// Runs `work` on the engine (waiting out a forced rebuild's swap).
     fn with_engine<T>(&self, work: impl FnOnce(&Engine) -> Result<T, String>) -> Result<T, String> {
-        let guard = self.engine.read().unwrap_or_else(|p| p.into_inner());
-        match guard.as_ref() {
-            Some(engine) => work(engine),
-            None => {
-                Err("the index is being rebuilt and could not be opened; see index status".into())
-            }
-        }
+        work(&self.engine.read().unwrap_or_else(|p| p.into_inner()))
     }
 
     fn search(&self, args: &SearchArgs) -> Outcome {

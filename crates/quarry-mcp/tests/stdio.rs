@@ -40,6 +40,10 @@ const TESTS: &[(&str, fn())] = &[
         "a_search_before_anything_is_indexed_says_why_and_indexing_follows_the_other_writer",
         a_search_before_anything_is_indexed_says_why_and_indexing_follows_the_other_writer,
     ),
+    (
+        "searches_beside_a_forced_build_answer_from_the_live_index",
+        searches_beside_a_forced_build_answer_from_the_live_index,
+    ),
 ];
 
 fn main() {
@@ -469,5 +473,46 @@ fn a_search_before_anything_is_indexed_says_why_and_indexing_follows_the_other_w
         "{found}"
     );
     assert!(found.get("partial").is_none(), "{found}");
+    client.close();
+}
+
+/// `index build` with `force`: the new index is built beside the live one, so searches meanwhile
+/// answer in full from the live one, and the new one answers alike once swapped in.
+fn searches_beside_a_forced_build_answer_from_the_live_index() {
+    let repo = shop();
+    let root = repo.path();
+    let mut client = Client::initialized(root, true);
+    client.wait_for("the first index", Duration::from_secs(300), |i| {
+        assert!(i["state"] != "failed", "{i}");
+        i["state"] == "finished"
+    });
+    let query = json!({"query": "retry with exponential backoff"});
+    let paths = |found: &Value| -> Vec<Value> {
+        let results = found["results"].as_array().unwrap();
+        results.iter().map(|r| r["path"].clone()).collect()
+    };
+    let before = client.call("semantic_search", query.clone());
+    assert!(!paths(&before).is_empty(), "{before}");
+
+    let started = client.call("index", json!({"action": "build", "force": true}));
+    assert!(started["indexing"]["state"] != "failed", "{started}");
+    let mut beside = 0;
+    let deadline = Instant::now() + Duration::from_secs(300);
+    loop {
+        let indexing = client.indexing();
+        assert!(indexing["state"] != "failed", "{indexing}");
+        if indexing["state"] == "finished" {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the forced build did not finish");
+        let found = client.call("semantic_search", query.clone());
+        assert_eq!(paths(&found), paths(&before), "{found}");
+        assert_eq!(found["coverage"], before["coverage"], "{found}");
+        beside += 1;
+    }
+    assert!(beside > 0, "no search ran beside the forced build");
+    let after = client.call("semantic_search", query);
+    assert_eq!(paths(&after), paths(&before), "{after}");
+    assert!(!root.join(".quarry/rebuild").exists());
     client.close();
 }

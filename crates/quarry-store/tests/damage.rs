@@ -4,6 +4,9 @@
 //! check reports the damage); [`Store::check`] reports what it can; and a writer's open and
 //! checkpoint (what `quarry index` does) repair every derived index from the database.
 
+mod common;
+
+use common::Rng;
 use std::collections::BTreeMap;
 use std::fs;
 use std::panic::{AssertUnwindSafe, catch_unwind};
@@ -25,18 +28,6 @@ fn settings() -> IndexSettings {
         model: "damage-test".into(),
         dimensions: DIMENSIONS,
         chunker: "v1".into(),
-    }
-}
-
-/// A seeded xorshift source.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
     }
 }
 

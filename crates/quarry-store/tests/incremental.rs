@@ -3,6 +3,9 @@
 //! scores. (tantivy counts deleted documents in BM25's statistics until a merge purges them;
 //! the store counts live chunks only.)
 
+mod common;
+
+use common::Rng;
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Instant;
@@ -19,22 +22,6 @@ fn settings() -> IndexSettings {
         model: "incremental-test".into(),
         dimensions: DIMENSIONS,
         chunker: "v1".into(),
-    }
-}
-
-/// A seeded xorshift source.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
     }
 }
 
@@ -77,12 +64,12 @@ const WORDS: &[&str] = &[
 /// skewed towards the first ones, and sometimes a comment.
 fn text(rng: &mut Rng, name: &str, length: usize) -> String {
     let mut text = String::new();
-    if rng.below(3) == 0 {
+    if below(rng, 3) == 0 {
         text.push_str("// handles the request with a retry\n");
     }
     text.push_str(&format!("fn {name}() {{\n"));
     for i in 0..length {
-        let word = WORDS[rng.below(WORDS.len()).min(rng.below(WORDS.len()))];
+        let word = WORDS[below(rng, WORDS.len()).min(below(rng, WORDS.len()))];
         text.push_str(word);
         text.push(if i % 7 == 6 { '\n' } else { ' ' });
     }
@@ -95,17 +82,17 @@ type Files = BTreeMap<String, Vec<StoredChunk>>;
 
 fn chunk(rng: &mut Rng, next_id: &mut u128, path: &str) -> StoredChunk {
     *next_id += 1;
-    let name = format!("{}_{}", WORDS[rng.below(WORDS.len())], *next_id % 17);
+    let name = format!("{}_{}", WORDS[below(rng, WORDS.len())], *next_id % 17);
     // From a handful of words to a long body: long fields are where field norms are lossy.
-    let length = [3, 8, 20, 60, 150][rng.below(5)];
+    let length = [3, 8, 20, 60, 150][below(rng, 5)];
     StoredChunk {
         id: *next_id,
         path: path.into(),
         language: "rust".parse().unwrap(),
         kind: ChunkKind::Function,
         name: Some(name.clone()),
-        container: match rng.below(3) {
-            0 => vec![WORDS[rng.below(WORDS.len())].to_owned()],
+        container: match below(rng, 3) {
+            0 => vec![WORDS[below(rng, WORDS.len())].to_owned()],
             _ => vec![],
         },
         start_line: 1,
@@ -222,7 +209,7 @@ fn incremental_updates_rank_lexical_searches_as_a_clean_build() {
     let mut files = Files::new();
     for i in 0..60 {
         let path = path(i);
-        let chunks = (0..1 + rng.below(8))
+        let chunks = (0..1 + below(&mut rng, 8))
             .map(|_| chunk(&mut rng, &mut next_id, &path))
             .collect();
         files.insert(path, chunks);
@@ -238,14 +225,14 @@ fn incremental_updates_rank_lexical_searches_as_a_clean_build() {
         let mut edited = Vec::new();
         let mut kept = Vec::new();
         for _ in 0..4 {
-            let path = paths[rng.below(paths.len())].clone();
+            let path = paths[below(&mut rng, paths.len())].clone();
             if edited.contains(&path) {
                 continue;
             }
             let chunks = files.get_mut(&path).unwrap();
-            chunks.retain(|_| rng.below(4) != 0);
+            chunks.retain(|_| below(&mut rng, 4) != 0);
             kept.extend(chunks.iter().map(|c| c.id));
-            for _ in 0..rng.below(3) {
+            for _ in 0..below(&mut rng, 3) {
                 chunks.push(chunk(&mut rng, &mut next_id, &path));
             }
             if chunks.is_empty() {
@@ -254,13 +241,13 @@ fn incremental_updates_rank_lexical_searches_as_a_clean_build() {
             edited.push(path);
         }
         // Delete one file, add two.
-        let removed = paths[rng.below(paths.len())].clone();
+        let removed = paths[below(&mut rng, paths.len())].clone();
         edited.retain(|p| *p != removed);
         files.remove(&removed);
         for _ in 0..2 {
             let path = path(next_file);
             next_file += 1;
-            let chunks = (0..1 + rng.below(5))
+            let chunks = (0..1 + below(&mut rng, 5))
                 .map(|_| chunk(&mut rng, &mut next_id, &path))
                 .collect();
             files.insert(path.clone(), chunks);
@@ -357,4 +344,9 @@ fn measure_a_one_file_edit_on_a_larger_index() {
         "a writer's open (checksums the lexical index): {:?}",
         started.elapsed()
     );
+}
+
+/// A draw below `n`.
+fn below(rng: &mut Rng, n: usize) -> usize {
+    (rng.next() % n as u64) as usize
 }

@@ -70,8 +70,8 @@ impl Indexing {
     }
 }
 
-/// Starts the indexer on its own thread, unless it is running; a forced run first replaces
-/// the index with an empty one. Returns the indexing state.
+/// Starts the indexer on its own thread, unless it is running; a forced run builds a new
+/// index beside the live one and swaps it in. Returns the indexing state.
 pub(super) fn spawn_indexer(shared: Arc<Shared>, force: bool) -> Value {
     if !start(&shared, force) {
         return json!({"indexing": shared.indexing().json(),
@@ -192,7 +192,7 @@ fn rebuild(shared: &Shared) -> Result<IndexReport, EngineError> {
     let rebuild = Engine::rebuild(&shared.root, &shared.model, shared.options.engine)?;
     let report = index_with_progress(shared, rebuild.engine())?;
     let engine = rebuild.finish()?;
-    *shared.engine.write().unwrap_or_else(|p| p.into_inner()) = Some(engine);
+    *shared.engine.write().unwrap_or_else(|p| p.into_inner()) = engine;
     Ok(report)
 }
 
