@@ -469,7 +469,7 @@ fn open_database<D>(
     open: impl FnOnce(&Builder) -> Result<D, redb::DatabaseError>,
 ) -> Result<D, StoreError> {
     let builder = builder();
-    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| open(&builder))) {
+    match crate::damage::catch_quietly(|| open(&builder)) {
         Ok(opened) => opened.map_err(|e| database_error(path, e.into())),
         Err(panic) => Err(corrupt(
             path,

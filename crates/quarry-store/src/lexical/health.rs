@@ -3,14 +3,13 @@
 //! and panics become [`StoreError::Damaged`].
 
 use std::fs;
-use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::{Path, PathBuf};
 
 use tantivy::directory::Directory;
 use tantivy::{Index, TantivyError};
 
 use crate::StoreError;
-use crate::damage::panic_message;
+use crate::damage::{catch_quietly, panic_message};
 
 /// The file a search that found the index damaged leaves in its directory: the reason on
 /// the first line, then the segments it had loaded, one per line. A writer that opens the
@@ -145,7 +144,7 @@ pub(super) fn mark(dir: &Path, reason: &str, segments: impl Iterator<Item = Stri
 /// damaged files (a corrupt posting list, `postings/compression/vint.rs`) rather than
 /// returning an error.
 pub(super) fn guarded<T>(work: impl FnOnce() -> tantivy::Result<T>) -> Result<T, String> {
-    match catch_unwind(AssertUnwindSafe(work)) {
+    match catch_quietly(work) {
         Ok(Ok(value)) => Ok(value),
         Ok(Err(error)) => Err(short(&error.to_string())),
         Err(panic) => Err(format!(
@@ -162,7 +161,7 @@ pub(super) fn reading<T>(
     dir: &Path,
     work: impl FnOnce() -> tantivy::Result<T>,
 ) -> Result<T, StoreError> {
-    match catch_unwind(AssertUnwindSafe(work)) {
+    match catch_quietly(work) {
         Ok(Ok(value)) => Ok(value),
         Ok(Err(error)) if is_damage(&error) => Err(damaged(dir, short(&error.to_string()))),
         Ok(Err(error)) => Err(StoreError::Lexical {

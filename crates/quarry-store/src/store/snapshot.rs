@@ -280,7 +280,7 @@ impl Snapshot<'_> {
         &self,
         body: impl FnOnce(&redb::ReadTransaction) -> Result<T, redb::Error>,
     ) -> Result<T, StoreError> {
-        match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| body(&self.txn))) {
+        match crate::damage::catch_quietly(|| body(&self.txn)) {
             Ok(read) => read.map_err(|e| database_error(self.path, e)),
             Err(panic) => Err(self.corrupt(format!(
                 "redb panicked: {}",
