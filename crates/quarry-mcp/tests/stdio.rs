@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 
 use quarry_engine::{Config, Engine, EngineOptions};
 use quarry_mcp::ServerOptions;
-use quarry_testkit::{copy_dir, model};
+use quarry_testkit::{model, shop};
 use serde_json::{Value, json};
 
 /// Set in the server's environment: the repository to serve.
@@ -43,6 +43,10 @@ const TESTS: &[(&str, fn())] = &[
     (
         "searches_beside_a_forced_build_answer_from_the_live_index",
         searches_beside_a_forced_build_answer_from_the_live_index,
+    ),
+    (
+        "a_damaged_lexical_index_is_a_tool_error_that_says_the_fix",
+        a_damaged_lexical_index_is_a_tool_error_that_says_the_fix,
     ),
 ];
 
@@ -98,14 +102,6 @@ fn serve(root: &Path) {
         ..ServerOptions::default()
     };
     quarry_mcp::serve_stdio(engine, config, model().clone(), options).unwrap();
-}
-
-/// A copy of `fixtures/engine/shop`.
-fn shop() -> tempfile::TempDir {
-    let repo = tempfile::tempdir().unwrap();
-    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/engine/shop");
-    copy_dir(&fixture, repo.path());
-    repo
 }
 
 /// A server process and the lines it writes.
@@ -514,5 +510,50 @@ fn searches_beside_a_forced_build_answer_from_the_live_index() {
     let after = client.call("semantic_search", query);
     assert_eq!(paths(&after), paths(&before), "{after}");
     assert!(!root.join(".quarry/rebuild").exists());
+    client.close();
+}
+
+/// A segment of the lexical index overwritten, and a server that does not index on start
+/// (so nothing repairs it): a search is a tool error naming the damage and the fix, and the
+/// server answers what comes next.
+fn a_damaged_lexical_index_is_a_tool_error_that_says_the_fix() {
+    let repo = shop();
+    let root = repo.path();
+    Engine::open(root, model(), EngineOptions::default())
+        .unwrap()
+        .index_files(&mut |_| {})
+        .unwrap();
+    for entry in fs::read_dir(root.join(".quarry/lexical"))
+        .unwrap()
+        .flatten()
+    {
+        let path = entry.path();
+        if path.extension().is_some_and(|e| e == "idx") {
+            let mut bytes = fs::read(&path).unwrap();
+            let end = bytes.len().min(4096);
+            bytes[..end]
+                .iter_mut()
+                .enumerate()
+                .for_each(|(i, b)| *b = (i * 131 % 251) as u8);
+            fs::write(&path, bytes).unwrap();
+        }
+    }
+    let mut client = Client::initialized(root, false);
+    let answer = client.request(
+        "tools/call",
+        json!({"name": "semantic_search",
+            "arguments": {"query": "total with tax", "mode": "lexical"}}),
+    );
+    let result = &answer["result"];
+    assert_eq!(result["isError"], true, "{answer}");
+    let text = result["content"][0]["text"].as_str().unwrap();
+    assert!(
+        text.contains("damaged")
+            && text.contains("quarry index --force")
+            && !text.contains("panicked"),
+        "{text}"
+    );
+    let status = client.call("index", json!({"action": "status"}));
+    assert!(status.to_string().contains("is damaged"), "{status}");
     client.close();
 }
