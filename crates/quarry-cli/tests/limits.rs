@@ -179,3 +179,16 @@ proptest! {
         assert_orderly(&args, &out);
     }
 }
+
+#[test]
+fn an_error_says_its_cause_once() {
+    let repo = shop();
+    // A directory where the configuration file should be: the I/O error is quoted once.
+    fs::create_dir_all(repo.path().join(".quarry/config.toml")).unwrap();
+    let args = ["status"];
+    let out = quarry(repo.path(), &args);
+    assert_orderly(&args, &out);
+    let stderr = text(&out.stderr);
+    assert!(!out.status.success());
+    assert_eq!(stderr.matches("os error").count(), 1, "{stderr}");
+}
