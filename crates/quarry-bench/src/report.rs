@@ -173,7 +173,8 @@ impl Report {
             path: dir.to_path_buf(),
             source,
         })?;
-        let json = serde_json::to_string_pretty(self).expect("a report serialises");
+        // Compact: reports are part of every clone.
+        let json = serde_json::to_string(self).expect("a report serialises");
         for (extension, text) in [("md", self.markdown(regressions)), ("json", json)] {
             let path = dir.join(format!("{stem}.{extension}"));
             std::fs::write(&path, text).map_err(|source| BenchError::Io { path, source })?;

@@ -21,7 +21,8 @@ pub(crate) fn write_report(root: &Path, name: &str, markdown: &str, json: &Value
     std::fs::write(dir.join(format!("{name}.md")), markdown)?;
     std::fs::write(
         dir.join(format!("{name}.json")),
-        serde_json::to_string_pretty(json)?,
+        // Compact: reports are part of every clone.
+        serde_json::to_string(json)?,
     )?;
     eprintln!("wrote bench-suite/reports/{name}.md and .json");
     Ok(())
