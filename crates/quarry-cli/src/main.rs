@@ -167,15 +167,14 @@ fn run_related(args: RelatedArgs) -> Result<()> {
         min_score,
         results,
     } = args;
-    let prefix: ChunkIdPrefix = chunk_id.trim().to_ascii_lowercase().parse().map_err(|_| {
+    let prefix: ChunkIdPrefix = chunk_id.trim().parse().map_err(|_| {
         anyhow::anyhow!(
             "{chunk_id:?} is not a chunk id (8 to 32 hex digits, its start enough when only one \
              chunk's id starts so); `quarry search` prints each result's id last"
         )
     })?;
     let (root, config) = root_and_config(results.root.root.clone())?;
-    let engine =
-        Engine::open_existing(&root, &provision(&DEFAULT_MODEL)?, engine_options(&config)?)?;
+    let engine = open_existing_engine(&root, &config)?;
     let id = engine.chunk_id(prefix)?;
     let request = results.request(None);
     let options = RelatedOptions {
@@ -209,8 +208,7 @@ fn run_related(args: RelatedArgs) -> Result<()> {
 /// `quarry status`: health, stale files and drift.
 fn run_status(args: StatusArgs) -> Result<()> {
     let (root, config) = root_and_config(args.root.root)?;
-    let engine =
-        Engine::open_existing(&root, &provision(&DEFAULT_MODEL)?, engine_options(&config)?)?;
+    let engine = open_existing_engine(&root, &config)?;
     let status = engine.status(args.threshold.unwrap_or(config.search.drift_threshold))?;
     let mut out = std::io::stdout().lock();
     if args.json {
@@ -366,6 +364,17 @@ fn engine_options(config: &Config) -> Result<EngineOptions> {
 fn open_engine(root: &Path, config: &Config) -> Result<Engine> {
     let model = provision(&DEFAULT_MODEL)?;
     Ok(Engine::open(root, &model, engine_options(config)?)?)
+}
+
+/// As [`open_engine`], for a command that only reads: no index is an error, and nothing is
+/// created.
+fn open_existing_engine(root: &Path, config: &Config) -> Result<Engine> {
+    let model = provision(&DEFAULT_MODEL)?;
+    Ok(Engine::open_existing(
+        root,
+        &model,
+        engine_options(config)?,
+    )?)
 }
 
 /// `model`, downloaded into the user cache on first use, with a progress bar.

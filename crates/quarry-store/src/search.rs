@@ -267,12 +267,18 @@ impl Store {
         let dir = self.lexical_dir();
         *lexical = Some(LexicalIndex::recreate(&dir)?);
         let chunks = self.sync_lexical(lexical)?.unwrap_or(0);
+        self.note_lexical_rebuilt(why, chunks);
+        Ok(())
+    }
+
+    /// Says in [`Store::notes`] that the lexical index, damaged (`why`), was rebuilt from the
+    /// database with `chunks` chunks.
+    pub(crate) fn note_lexical_rebuilt(&self, why: &str, chunks: usize) {
         self.note(format!(
             "{}: the lexical index was damaged ({why}); rebuilt it from the database ({chunks} \
              chunks)",
-            dir.display()
+            self.lexical_dir().display()
         ));
-        Ok(())
     }
 }
 

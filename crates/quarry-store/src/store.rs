@@ -21,7 +21,7 @@ mod batch;
 mod rebuild;
 mod snapshot;
 
-use rebuild::staging_database;
+use rebuild::remove_staged;
 
 pub use batch::Batch;
 pub use snapshot::Snapshot;
@@ -153,9 +153,7 @@ impl Store {
         within_lock_grace(|| {
             let writer_lock = lock_for_writing(&path)?;
             // Under the lock no rebuild runs: what one left was killed before publishing.
-            let staged = staging_database(root);
-            let staged = staged.parent().expect("in a directory");
-            remove_if_present(staged, fs::remove_dir_all(staged))?;
+            remove_staged(root)?;
             Self::open_locked(path.clone(), settings.clone(), writer_lock)
         })
     }
@@ -178,17 +176,12 @@ impl Store {
         );
         store.check_or_record_settings()?;
         let rebuilt = store.sync_lexical(&mut store.lexical())?;
-        let dir = store.lexical_dir();
         match (replaced, rebuilt) {
-            (Some(why), Some(chunks)) => store.note(format!(
-                "{}: the lexical index was damaged ({why}); rebuilt it from the database \
-                 ({chunks} chunks)",
-                dir.display()
-            )),
+            (Some(why), Some(chunks)) => store.note_lexical_rebuilt(&why, chunks),
             (None, Some(chunks)) if fresh && chunks > 0 => store.note(format!(
                 "{}: the lexical index was missing; rebuilt it from the database ({chunks} \
                  chunks)",
-                dir.display()
+                store.lexical_dir().display()
             )),
             _ => {}
         }

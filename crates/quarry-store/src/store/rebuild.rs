@@ -37,11 +37,8 @@ impl Store {
         let live = Self::database_path(root);
         create_index_dir(&live)?;
         let writer_lock = within_lock_grace(|| lock_for_writing(&live))?;
+        remove_staged(root)?;
         let staged = staging_database(root);
-        let dir = staged
-            .parent()
-            .expect("the staged database has a directory");
-        remove_if_present(dir, fs::remove_dir_all(dir))?;
         create_index_dir(&staged)?;
         let mut store = Self::open_locked(staged, settings, writer_lock)?;
         store.lock_path = live.with_file_name(WRITER_LOCK);
@@ -110,8 +107,15 @@ impl Store {
 }
 
 /// The database a [`Store::stage`]d rebuild of the index at `root` writes.
-pub(super) fn staging_database(root: &Path) -> PathBuf {
+fn staging_database(root: &Path) -> PathBuf {
     root.join(INDEX_DIR).join(STAGING_DIR).join(DATABASE_FILE)
+}
+
+/// Removes what a rebuild of the index at `root` left unpublished (killed, or failed). The
+/// caller holds the writer lock, so no rebuild is at work there.
+pub(super) fn remove_staged(root: &Path) -> Result<(), StoreError> {
+    let dir = root.join(INDEX_DIR).join(STAGING_DIR);
+    remove_if_present(&dir, fs::remove_dir_all(&dir))
 }
 
 /// Renames `from` to `to` where `from` exists.
