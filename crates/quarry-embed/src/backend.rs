@@ -65,6 +65,16 @@ pub fn select(choice: BackendChoice) -> Result<(Device, BackendInfo), EmbedError
     }
 }
 
+/// Whether `choice` runs the model on a GPU (without loading anything): `Auto` looks for a
+/// physical adapter as [`select`] does.
+pub fn picks_gpu(choice: BackendChoice) -> bool {
+    match choice {
+        BackendChoice::Cpu => false,
+        BackendChoice::Gpu => true,
+        BackendChoice::Auto => gpu().is_ok(),
+    }
+}
+
 fn cpu(reason: String) -> (Device, BackendInfo) {
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
     let info = BackendInfo {

@@ -19,7 +19,7 @@ use burn::tensor::ops::AttentionModuleOptions;
 use burn::tensor::{Bool, Device, Int, Tensor, TensorData};
 
 use crate::config::{Activation, BertConfig};
-use crate::gemm::{PackedLinear, Precision};
+use crate::gemm::{Kernel, PackedLinear};
 use crate::host::{HostEmbeddings, HostLayer, HostModel, HostNorm, Shape, WordTable};
 use crate::kernels;
 use crate::prepared::{Array, Slot, Values};
@@ -304,7 +304,7 @@ impl BertModel {
     /// `token_types` is `[batch, seq]`: 0 for the first text of a pair, 1 for the second;
     /// `None` when every token is of type 0 (single texts). `padding` is `[batch, seq, seq]`,
     /// true where a query position must not attend to a key position because the key is
-    /// padding; `None` when no row of the batch is padded. `precision` picks the weights the
+    /// padding; `None` when no row of the batch is padded. `kernel` picks the weights the
     /// host's linear layers read; Burn's layers (a GPU, or a CPU without AVX-512) always
     /// read `f32`.
     pub fn forward(
@@ -312,7 +312,7 @@ impl BertModel {
         input_ids: Tensor<2, Int>,
         token_types: Option<Tensor<2, Int>>,
         padding: Option<Tensor<3, Bool>>,
-        precision: Precision,
+        kernel: Kernel,
     ) -> Tensor<3> {
         let [batch, seq] = input_ids.dims();
         let device = input_ids.device();
@@ -336,7 +336,7 @@ impl BertModel {
                 lengths: &lengths,
                 seq,
                 heads,
-                precision,
+                kernel,
             };
             let states = host.forward(&ids, types.as_deref(), shape, |x| self.activate_host(x));
             let width = host.embeddings.width;
@@ -422,7 +422,7 @@ impl BertForSequenceClassification {
     ) -> Tensor<2> {
         let hidden = self
             .bert
-            .forward(input_ids, token_types, padding, Precision::Full);
+            .forward(input_ids, token_types, padding, Kernel::F32);
         let pooler = self
             .bert
             .pooler

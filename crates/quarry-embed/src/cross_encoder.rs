@@ -7,12 +7,16 @@ use crate::backend::{self, BackendInfo};
 use crate::bert::{BertForSequenceClassification, CLASSIFIER_WEIGHT_KEY_RENAMES};
 use crate::config::{BertConfig, files};
 use crate::embedder::EmbedderOptions;
-use crate::loading::{Batch, ModelFingerprint, fingerprint, in_length_order, load_weights};
+use crate::loading::{
+    Batch, BatchLimits, ModelFingerprint, fingerprint, in_length_order, load_weights,
+};
 use crate::provision::ModelDir;
 use crate::tokenize::{TextTokenizer, Tokenized};
 
-/// How a [`CrossEncoder`] runs: the backend, the most pairs in one forward pass, and an
-/// optional cap on the tokens of a pair below the model's maximum.
+/// How a [`CrossEncoder`] runs: the backend, the most pairs (and tokens) in one forward pass,
+/// and an optional cap on the tokens of a pair below the model's maximum. It computes in
+/// `f32` whatever the precision asked for: its scores rerank a few dozen candidates, and
+/// reduced precision has not been measured on them.
 pub type CrossEncoderOptions = EmbedderOptions;
 
 /// A loaded cross-encoder: Hugging Face's `BertForSequenceClassification` with one label, as
@@ -32,7 +36,7 @@ pub struct CrossEncoder {
     config: BertConfig,
     max_tokens: usize,
     fingerprint: ModelFingerprint,
-    batch_size: usize,
+    batch_limits: BatchLimits,
 }
 
 impl CrossEncoder {
@@ -61,7 +65,7 @@ impl CrossEncoder {
                 // At least [CLS] [SEP] [SEP].
                 max.max(3).min(config.max_position_embeddings)
             });
-        let fingerprint = fingerprint(dir, max_tokens)?;
+        let fingerprint = fingerprint(dir, max_tokens, crate::Precision::F32)?;
         let tokenizer = TextTokenizer::load(&dir.path.join(files::TOKENIZER), max_tokens)?;
         let (device, backend) = backend::select(options.backend)?;
         let mut model = load_weights(
@@ -78,7 +82,7 @@ impl CrossEncoder {
             config,
             max_tokens,
             fingerprint,
-            batch_size: options.batch_size.max(1),
+            batch_limits: options.batch_limits(),
         })
     }
 
@@ -100,7 +104,7 @@ impl CrossEncoder {
 
     /// Logits for already tokenized pairs, in order.
     pub fn score_tokenized(&self, pairs: &[Tokenized]) -> Vec<f32> {
-        in_length_order(pairs, self.batch_size, |batch| self.forward(batch))
+        in_length_order(pairs, self.batch_limits, |batch| self.forward(batch))
     }
 
     /// The token ids (and types) the model sees for `query` paired with each of `texts`.

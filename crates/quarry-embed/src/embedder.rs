@@ -1,27 +1,36 @@
 //! [`Embedder`]: texts in, normalised vectors out.
 
+use std::collections::HashMap;
 use std::sync::mpsc;
 
 use burn::tensor::{Device, Tensor, TensorData};
 
-use crate::EmbedError;
 use crate::backend::{self, BackendChoice, BackendInfo};
 use crate::bert::{BertModel, WEIGHT_KEY_RENAMES};
 use crate::config::{ModelConfig, Pooling, files};
-use crate::gemm::Precision;
-use crate::loading::{Batch, ModelFingerprint, fingerprint, in_length_order, load_weights};
+use crate::gemm::Kernel;
+use crate::loading::{
+    Batch, BatchLimits, ModelFingerprint, fingerprint, in_length_order, load_weights,
+};
 use crate::prepared;
 use crate::provision::ModelDir;
 use crate::tokenize::{TextTokenizer, Tokenized};
+use crate::{EmbedError, Precision, PrecisionChoice};
 
 /// How an [`Embedder`] (or a [`CrossEncoder`](crate::CrossEncoder)) runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct EmbedderOptions {
     /// Which backend runs the model.
     pub backend: BackendChoice,
+    /// Which precision the linear layers compute in.
+    pub precision: PrecisionChoice,
     /// Most texts (or pairs) in one forward pass. Texts are sorted by length before batching,
     /// so a batch holds texts of similar length and little padding.
     pub batch_size: usize,
+    /// Most tokens in one forward pass, padding included: a batch is cut at whichever of
+    /// this and [`EmbedderOptions::batch_size`] it reaches first (a text longer than this
+    /// goes alone).
+    pub batch_tokens: usize,
     /// Truncate inputs to fewer tokens than the model's maximum sequence length (faster, and
     /// what a benchmark at a fixed length needs); `None` keeps the model's.
     pub max_tokens: Option<usize>,
@@ -31,23 +40,48 @@ impl Default for EmbedderOptions {
     fn default() -> Self {
         Self {
             backend: BackendChoice::Auto,
-            batch_size: 32,
+            precision: PrecisionChoice::Auto,
+            batch_size: 256,
+            batch_tokens: 8192,
             max_tokens: None,
         }
     }
 }
 
 impl EmbedderOptions {
-    /// The defaults, with the backend from `QUARRY_BACKEND` (`auto`, `cpu` or `gpu`) when set.
+    /// The defaults, with what the environment sets ([`EmbedderOptions::with_env`]).
     pub fn from_env() -> Result<Self, EmbedError> {
-        let backend = match std::env::var("QUARRY_BACKEND") {
-            Ok(name) if !name.is_empty() => name.parse()?,
-            _ => BackendChoice::Auto,
+        Self::default().with_env()
+    }
+
+    /// These options, with the backend from `QUARRY_BACKEND` (`auto`, `cpu` or `gpu`) and
+    /// the precision from `QUARRY_PRECISION` (`auto`, `f32`, `bf16` or `int8`) where set.
+    pub fn with_env(self) -> Result<Self, EmbedError> {
+        let set = |name| std::env::var(name).ok().filter(|value| !value.is_empty());
+        let backend = match set("QUARRY_BACKEND") {
+            Some(name) => name.parse()?,
+            None => self.backend,
+        };
+        let precision = match set("QUARRY_PRECISION") {
+            Some(name) => name.parse().map_err(|message| EmbedError::InvalidSetting {
+                name: "QUARRY_PRECISION",
+                message,
+            })?,
+            None => self.precision,
         };
         Ok(Self {
             backend,
-            ..Self::default()
+            precision,
+            ..self
         })
+    }
+
+    /// The batch limits these options set.
+    pub(crate) fn batch_limits(&self) -> BatchLimits {
+        BatchLimits {
+            texts: self.batch_size.max(1),
+            tokens: self.batch_tokens,
+        }
     }
 }
 
@@ -63,7 +97,7 @@ pub struct Embedding {
 }
 
 /// What a model is without its weights: its configuration (with the maximum sequence
-/// length `options` asks for) and its fingerprint. Cheap to read: the weights' digest is
+/// length `options` asks for) and its fingerprint (with the precision `options` resolves to). Cheap to read: the weights' digest is
 /// remembered in the model directory while they do not change.
 #[derive(Debug, Clone)]
 pub struct ModelDescription {
@@ -82,7 +116,8 @@ impl ModelDescription {
             // At least [CLS] and [SEP].
             config.max_seq_length = config.max_seq_length.min(max_tokens.max(2));
         }
-        let fingerprint = fingerprint(dir, config.max_seq_length)?;
+        let precision = options.precision.resolve(options.backend)?;
+        let fingerprint = fingerprint(dir, config.max_seq_length, precision)?;
         Ok(Self {
             config,
             fingerprint,
@@ -150,7 +185,7 @@ pub struct Embedder {
     backend: BackendInfo,
     config: ModelConfig,
     fingerprint: ModelFingerprint,
-    batch_size: usize,
+    batch_limits: BatchLimits,
 }
 
 impl Embedder {
@@ -191,7 +226,7 @@ impl Embedder {
             backend,
             config,
             fingerprint,
-            batch_size: options.batch_size.max(1),
+            batch_limits: options.batch_limits(),
         })
     }
 
@@ -220,6 +255,29 @@ impl Embedder {
         &self.fingerprint
     }
 
+    /// The precision the linear layers compute in.
+    pub fn precision(&self) -> Precision {
+        self.fingerprint.precision
+    }
+
+    /// The kernel documents are embedded with: the precision's own.
+    fn document_kernel(&self) -> Kernel {
+        match self.precision() {
+            Precision::F32 => Kernel::F32,
+            Precision::Bf16 => Kernel::Bf16,
+            Precision::Int8 => Kernel::Int8,
+        }
+    }
+
+    /// The kernel queries are embedded with: in `f32`, from half-precision copies of the
+    /// weights (see [`Embedder::embed_query`]); otherwise the documents' own.
+    fn query_kernel(&self) -> Kernel {
+        match self.document_kernel() {
+            Kernel::F32 => Kernel::F16Weights,
+            reduced => reduced,
+        }
+    }
+
     /// The model's configuration.
     pub fn config(&self) -> &ModelConfig {
         &self.config
@@ -232,35 +290,58 @@ impl Embedder {
 
     /// Embeds one text as [`Embedder::embed`] embeds it in a batch.
     pub fn embed_one(&self, text: &str) -> Result<Embedding, EmbedError> {
-        self.embed_single(text, Precision::Full)
+        self.embed_single(text, self.document_kernel())
     }
 
-    /// Embeds a search query. Where the host runs the model (a CPU with AVX-512), the
-    /// layers read half-precision copies of their weights ([`Precision::Half`]): a query's
-    /// few tokens wait on streaming the weights more than on arithmetic, so this halves
-    /// the bytes. The vector comes within 2e-4 of [`Embedder::embed_one`]'s in every
-    /// coordinate (a test holds it to that); documents stay embedded in full precision.
+    /// Embeds a search query, in the documents' precision. In [`Precision::F32`] where the
+    /// host runs the model (a CPU with AVX-512), the layers read half-precision copies of
+    /// their weights ([`Kernel::F16Weights`]): a query's few tokens wait on streaming the
+    /// weights more than on arithmetic, so this halves the bytes. The vector comes within
+    /// 2e-4 of [`Embedder::embed_one`]'s in every coordinate (a test holds it to that);
+    /// documents stay embedded in full precision. A reduced precision streams fewer bytes
+    /// already, and its queries are computed as its documents are.
     pub fn embed_query(&self, query: &str) -> Result<Embedding, EmbedError> {
-        self.embed_single(query, Precision::Half)
+        self.embed_single(query, self.query_kernel())
     }
 
     /// One text, tokenized on this thread (starting a second costs more than a short
     /// text's tokens), then run on one of rayon's threads: the two dozen products of a
     /// forward pass then share out their work between rayon's threads without waking this
     /// one at each.
-    fn embed_single(&self, text: &str, precision: Precision) -> Result<Embedding, EmbedError> {
+    fn embed_single(&self, text: &str, kernel: Kernel) -> Result<Embedding, EmbedError> {
         let tokenized = self.tokenizer.encode_batch(&[text])?;
-        let mut embeddings = rayon::scope(|_| self.embed_tokenized(tokenized, precision));
+        let mut embeddings = rayon::scope(|_| self.embed_tokenized(tokenized, kernel));
         Ok(embeddings.pop().expect("one embedding per text"))
     }
 
     /// Embeds `texts`, returning one [`Embedding`] per text, in order.
     ///
-    /// Texts are tokenized a window at a time on a second thread while the model runs on the
-    /// previous window; within a window they are sorted by token count and batched, so that
-    /// padding stays small.
+    /// A text that occurs more than once is embedded once. Texts are tokenized a window at a
+    /// time on a second thread while the model runs on the previous window; within a window
+    /// they are sorted by token count and batched within [`EmbedderOptions::batch_size`] and
+    /// [`EmbedderOptions::batch_tokens`], so that padding stays small.
     pub fn embed(&self, texts: &[&str]) -> Result<Vec<Embedding>, EmbedError> {
-        let window = self.batch_size * 8;
+        let mut unique: Vec<&str> = Vec::with_capacity(texts.len());
+        let mut seen: HashMap<&str, usize> = HashMap::with_capacity(texts.len());
+        let slots: Vec<usize> = texts
+            .iter()
+            .map(|&text| {
+                *seen.entry(text).or_insert_with(|| {
+                    unique.push(text);
+                    unique.len() - 1
+                })
+            })
+            .collect();
+        let embeddings = self.embed_unique(&unique)?;
+        if unique.len() == texts.len() {
+            return Ok(embeddings);
+        }
+        Ok(slots.into_iter().map(|i| embeddings[i].clone()).collect())
+    }
+
+    /// [`Embedder::embed`] of distinct texts.
+    fn embed_unique(&self, texts: &[&str]) -> Result<Vec<Embedding>, EmbedError> {
+        let window = self.batch_limits.texts * 8;
         let mut embeddings = Vec::with_capacity(texts.len());
         std::thread::scope(|scope| {
             let (sender, receiver) = mpsc::sync_channel(1);
@@ -274,7 +355,7 @@ impl Embedder {
                 }
             });
             for tokenized in receiver {
-                embeddings.extend(self.embed_tokenized(tokenized?, Precision::Full));
+                embeddings.extend(self.embed_tokenized(tokenized?, self.document_kernel()));
             }
             Ok::<_, EmbedError>(())
         })?;
@@ -282,9 +363,9 @@ impl Embedder {
     }
 
     /// Embeds already tokenized texts, in order.
-    fn embed_tokenized(&self, texts: Vec<Tokenized>, precision: Precision) -> Vec<Embedding> {
-        let vectors = in_length_order(&texts, self.batch_size, |batch| {
-            self.forward(batch, precision)
+    fn embed_tokenized(&self, texts: Vec<Tokenized>, kernel: Kernel) -> Vec<Embedding> {
+        let vectors = in_length_order(&texts, self.batch_limits, |batch| {
+            self.forward(batch, kernel)
         });
         texts
             .into_iter()
@@ -298,7 +379,7 @@ impl Embedder {
     }
 
     /// One forward pass: a normalised vector per text.
-    fn forward(&self, batch: &[&Tokenized], precision: Precision) -> Vec<Vec<f32>> {
+    fn forward(&self, batch: &[&Tokenized], kernel: Kernel) -> Vec<Vec<f32>> {
         let Batch {
             ids,
             token_types,
@@ -308,7 +389,7 @@ impl Embedder {
         } = Batch::new(batch, &self.device);
         let rows = batch.len();
         let padded = padding.is_some();
-        let hidden = self.model.forward(ids, token_types, padding, precision);
+        let hidden = self.model.forward(ids, token_types, padding, kernel);
         let width = self.dimensions();
         let pooled = match self.config.pooling {
             Pooling::Cls => hidden

@@ -101,4 +101,20 @@ pub enum EmbedError {
         /// Why it cannot be used.
         message: String,
     },
+    /// A setting (an environment variable) holds a value quarry does not know.
+    #[error("{name}: {message}")]
+    InvalidSetting {
+        /// The setting.
+        name: &'static str,
+        /// What is wrong, and the values it takes.
+        message: String,
+    },
+    /// The precision asked for cannot run here.
+    #[error("precision {requested} cannot be used: {message}")]
+    Precision {
+        /// The precision asked for.
+        requested: crate::Precision,
+        /// Why, and what to choose instead.
+        message: String,
+    },
 }

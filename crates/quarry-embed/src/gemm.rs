@@ -9,30 +9,36 @@
 //! (detected at run time) [`PackedLinear::new`] returns `None` and the model keeps Burn's
 //! matmul.
 
+use std::ops::Range;
 use std::sync::OnceLock;
 
 use pulp::x86::V4;
 use pulp::{cast, f32x16};
+use quarry_kernels::{Bf16Weights, Int8Weights};
 use rayon::prelude::*;
 
 use crate::prepared::Deferred;
 
-/// Which copy of a layer's weights a product reads.
+/// Which copy of a layer's weights a product reads, and so which kernel multiplies.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Precision {
-    /// The `f32` weights: what documents are embedded with, and every product by default.
-    Full,
-    /// Half-precision copies of the weights (IEEE `f16`, about three decimal digits), loaded
-    /// with prepared weights or made on first use, and multiplied in `f32`: half the bytes
-    /// to stream, and streaming the weights is what a query's few rows wait on. The ablation
-    /// in `bench-suite/README.md` shows what it does to relevance.
-    Half,
+pub enum Kernel {
+    /// The `f32` weights, multiplied in `f32`: [`crate::Precision::F32`]'s documents.
+    F32,
+    /// Half-precision copies of the weights (IEEE `f16`, about three decimal digits), widened
+    /// to `f32` as they load: [`crate::Precision::F32`]'s queries. Half the bytes to stream,
+    /// and streaming the weights is what a query's few rows wait on; the ablation in
+    /// `bench-suite/README.md` shows what it does to relevance.
+    F16Weights,
+    /// bfloat16 weights and inputs ([`quarry_kernels::Bf16Weights`]).
+    Bf16,
+    /// int8 weights and uint8 inputs ([`quarry_kernels::Int8Weights`]).
+    Int8,
 }
 
 /// Rows of the output block a micro-kernel call computes.
-pub const MR: usize = 14;
+pub const MR: usize = quarry_kernels::MR;
 /// Columns of a weight panel: two 16-lane vectors.
-pub const NR: usize = 32;
+pub const NR: usize = quarry_kernels::NR;
 /// Rows of the input packed at a time by one task: the packed block and a weight panel stay
 /// in the core's L2 cache while every panel passes over them.
 const MC: usize = MR * 8;
@@ -43,7 +49,9 @@ thread_local! {
     static PACKED: std::cell::RefCell<Vec<f32>> = const { std::cell::RefCell::new(Vec::new()) };
 }
 
-/// A linear layer's weights, packed for [`PackedLinear::forward`].
+/// A linear layer's weights, packed for [`PackedLinear::forward`], in each number format a
+/// [`Kernel`] reads: the `f32` panels, and copies made from them the first time a kernel
+/// asks (or read from prepared weights).
 #[derive(Debug, Clone)]
 pub struct PackedLinear {
     /// The AVX-512 instructions, detected when packing.
@@ -52,17 +60,42 @@ pub struct PackedLinear {
     k: usize,
     /// Output width.
     n: usize,
-    /// `ceil(n / NR)` panels, each `k × NR`, row-major; columns past `n` are zero. Read from
-    /// `stored` when first needed, for a layer loaded from prepared weights.
+    /// `ceil(n / NR)` panels, each `k × NR`, row-major; columns past `n` are zero.
     panels: OnceLock<Vec<f32>>,
-    /// Where `panels` waits in the prepared weights' file.
-    stored: Option<Deferred>,
-    /// `panels` in IEEE half precision (the bits of each `f16`), made the first time a
-    /// [`Precision::Half`] product runs, or loaded with prepared weights; `None` inside when
-    /// a weight lies past `f16`'s range, and the `f32` panels serve.
+    /// `panels` in IEEE half precision (the bits of each `f16`); `None` inside when a weight
+    /// lies past `f16`'s range, and the `f32` panels serve.
     half_panels: OnceLock<Option<Vec<u16>>>,
+    /// The weights in bfloat16.
+    bf16: OnceLock<Bf16Weights>,
+    /// The weights in int8.
+    int8: OnceLock<Int8Weights>,
+    /// Where each copy waits in the prepared weights' file, for a layer loaded from them.
+    stored: Option<StoredCopies>,
     /// `n` biases, padded with zeros to whole panels.
-    bias: Vec<f32>,
+    bias: Vec<[f32; NR]>,
+}
+
+/// A packed layer's copies in the prepared weights' file, read when a product first needs
+/// one.
+#[derive(Debug, Clone)]
+pub(crate) struct StoredCopies {
+    /// The `f32` panels.
+    pub f32: Deferred,
+    /// The `f16` panels.
+    pub f16: Deferred,
+    /// [`Bf16Weights::packed`].
+    pub bf16: Deferred,
+    /// [`Int8Weights::packed`]'s panels, scales and sums.
+    pub int8: [Deferred; 3],
+}
+
+/// A packed layer as prepared weights keep it ([`PackedLinear::prepared`]).
+pub(crate) struct PreparedCopies<'a> {
+    pub f32: &'a [f32],
+    pub f16: &'a [u16],
+    pub bf16: &'a [u32],
+    pub int8: (&'a [u32], &'a [f32], &'a [i32]),
+    pub bias: &'a [f32],
 }
 
 impl PackedLinear {
@@ -84,58 +117,75 @@ impl PackedLinear {
                     .copy_from_slice(&weight[row * n + columns.start..row * n + columns.end]);
             }
         }
-        let mut padded_bias = vec![0.0; panel_count * NR];
+        let mut padded_bias = vec![[0.0; NR]; panel_count];
         if let Some(bias) = bias {
-            padded_bias[..n].copy_from_slice(bias);
+            padded_bias.as_flattened_mut()[..n].copy_from_slice(bias);
         }
         Self {
             simd,
             k,
             n,
             panels: OnceLock::from(panels),
-            stored: None,
             half_panels: OnceLock::new(),
+            bf16: OnceLock::new(),
+            int8: OnceLock::new(),
+            stored: None,
             bias: padded_bias,
         }
     }
 
-    /// A layer packed before, from its [`PackedLinear::packed`] parts in prepared weights:
-    /// the `f32` panels left in the file (read when a full-precision product first needs
-    /// them), the `f16` panels and the biases in memory. `None` where the CPU lacks AVX-512
-    /// or a part is not [`PackedLinear::packed_lengths`] long.
+    /// A layer packed before, from its copies in prepared weights (each read when a product
+    /// first needs it) and its biases. `None` where the CPU lacks AVX-512 or a part is not as
+    /// long as [`PackedLinear::prepared`] wrote it.
     pub(crate) fn from_prepared(
         k: usize,
         n: usize,
-        panels: Deferred,
-        half_panels: Vec<u16>,
+        stored: StoredCopies,
         bias: Vec<f32>,
     ) -> Option<Self> {
-        let (panels_len, bias_len) = Self::packed_lengths(k, n);
-        if panels.length != panels_len || half_panels.len() != panels_len || bias.len() != bias_len
-        {
-            return None;
-        }
-        Some(Self {
+        let [f32_len, f16_len, bf16_len, int8_len, columns] = Self::prepared_lengths(k, n);
+        let int8_lens = [int8_len, columns, columns];
+        let fits = stored.f32.length == f32_len
+            && stored.f16.length == f16_len
+            && stored.bf16.length == bf16_len
+            && stored
+                .int8
+                .iter()
+                .zip(int8_lens)
+                .all(|(d, len)| d.length == len)
+            && bias.len() == columns;
+        fits.then_some(Self {
             simd: V4::try_new()?,
             k,
             n,
             panels: OnceLock::new(),
-            stored: Some(panels),
-            half_panels: OnceLock::from(Some(half_panels)),
-            bias,
+            half_panels: OnceLock::new(),
+            bf16: OnceLock::new(),
+            int8: OnceLock::new(),
+            stored: Some(stored),
+            bias: bias.as_chunks::<NR>().0.to_vec(),
         })
     }
 
-    /// The packed weight panels in `f32` and in `f16` (`None` where a weight does not fit
-    /// `f16`), and the padded biases, as [`PackedLinear::from_prepared`] takes them back.
-    pub(crate) fn packed(&self) -> (&[f32], Option<&[u16]>, &[f32]) {
-        (self.full_panels(), self.half_panels(), &self.bias)
+    /// Every copy of the layer and its biases, as [`PackedLinear::from_prepared`] takes them
+    /// back; `None` where a weight does not fit `f16`.
+    pub(crate) fn prepared(&self) -> Option<PreparedCopies<'_>> {
+        Some(PreparedCopies {
+            f32: self.full_panels(),
+            f16: self.half_panels()?,
+            bf16: self.bf16().packed(),
+            int8: self.int8().packed(),
+            bias: self.bias.as_flattened(),
+        })
     }
 
-    /// How long the panels and the biases of a packed `k × n` layer are.
-    pub fn packed_lengths(k: usize, n: usize) -> (usize, usize) {
-        let panel_count = n.div_ceil(NR);
-        (panel_count * k * NR, panel_count * NR)
+    /// How long a packed `k × n` layer's parts are, in values: the `f32` panels, the `f16`
+    /// panels, the bfloat16 lanes, the int8 lanes, and the padded columns (biases, and the
+    /// int8 scales and sums).
+    pub(crate) fn prepared_lengths(k: usize, n: usize) -> [usize; 5] {
+        let panels = n.div_ceil(NR) * k * NR;
+        let (int8, columns) = Int8Weights::packed_lens(k, n);
+        [panels, panels, Bf16Weights::packed_len(k, n), int8, columns]
     }
 
     /// Input width.
@@ -152,171 +202,218 @@ impl PackedLinear {
     /// rayon's threads.
     pub fn forward(&self, x: &[f32]) -> Vec<f32> {
         let mut out = Vec::new();
-        self.forward_into(x, &mut out, Precision::Full);
+        self.forward_into(x, &mut out, Kernel::F32);
         out
     }
 
     /// [`PackedLinear::forward`] into `out`, resized to fit (a buffer reused from call to
-    /// call is neither zeroed nor mapped again), with the weights of `precision`.
-    pub fn forward_into(&self, x: &[f32], out: &mut Vec<f32>, precision: Precision) {
+    /// call is neither zeroed nor mapped again), by `kernel`. A reduced-precision kernel
+    /// needs its instructions ([`crate::Precision::supported`]).
+    pub fn forward_into(&self, x: &[f32], out: &mut Vec<f32>, kernel: Kernel) {
         assert_eq!(x.len() % self.k, 0, "rows of k inputs");
         out.resize(x.len() / self.k * self.n, 0.0);
-        match precision {
-            Precision::Half if let Some(half) = self.half_panels() => {
-                self.forward_panels(half.as_chunks::<NR>().0, x, out)
+        let bias = &self.bias[..];
+        match kernel {
+            Kernel::F16Weights if let Some(half) = self.half_panels() => {
+                let panels = half.as_chunks::<NR>().0;
+                self.in_parallel(x, out, |x, range, out, ldc| {
+                    self.multiply(panels, x, range, out, ldc)
+                })
             }
-            _ => self.forward_panels(self.full_panels().as_chunks::<NR>().0, x, out),
+            Kernel::F32 | Kernel::F16Weights => {
+                let panels = self.full_panels().as_chunks::<NR>().0;
+                self.in_parallel(x, out, |x, range, out, ldc| {
+                    self.multiply(panels, x, range, out, ldc)
+                })
+            }
+            Kernel::Bf16 => {
+                let weights = self.bf16();
+                self.in_parallel(x, out, |x, range, out, ldc| {
+                    weights.multiply(x, range, bias, out, ldc)
+                })
+            }
+            Kernel::Int8 => {
+                let weights = self.int8();
+                self.in_parallel(x, out, |x, range, out, ldc| {
+                    weights.multiply(x, range, bias, out, ldc)
+                })
+            }
         }
     }
 
     /// The panels in `f32`, read on the first call where they wait in a file.
     fn full_panels(&self) -> &[f32] {
-        self.panels.get_or_init(|| {
-            self.stored
-                .as_ref()
-                .expect("panels in memory or in the prepared weights' file")
-                .read()
-                .expect("the prepared weights' file, open since the model loaded, reads")
-        })
+        self.panels
+            .get_or_init(|| self.stored().f32.read().expect(STORED_READS))
     }
 
-    /// The panels in `f16`, made on the first call; `None` where a weight does not fit.
+    /// The panels in `f16`, made or read on the first call; `None` where a weight does not
+    /// fit.
     fn half_panels(&self) -> Option<&[u16]> {
         self.half_panels
-            .get_or_init(|| to_half(self.simd, self.full_panels()))
+            .get_or_init(|| match &self.stored {
+                Some(stored) => Some(stored.f16.read().expect(STORED_READS)),
+                None => to_half(self.simd, self.full_panels()),
+            })
             .as_deref()
     }
 
-    fn forward_panels<T: PanelElement>(&self, panels: &[[T; NR]], x: &[f32], out: &mut [f32]) {
-        let rows = x.len() / self.k;
+    /// The bfloat16 weights, made or read on the first call.
+    fn bf16(&self) -> &Bf16Weights {
+        self.bf16.get_or_init(|| match &self.stored {
+            Some(stored) => {
+                let lanes = stored.bf16.read().expect(STORED_READS);
+                Bf16Weights::from_packed(self.k, self.n, lanes).expect("lengths checked at load")
+            }
+            None => Bf16Weights::pack(&self.weight(), self.k, self.n),
+        })
+    }
+
+    /// The int8 weights, made or read on the first call.
+    fn int8(&self) -> &Int8Weights {
+        self.int8.get_or_init(|| match &self.stored {
+            Some(stored) => {
+                let [panels, scales, sums] = &stored.int8;
+                Int8Weights::from_packed(
+                    self.k,
+                    self.n,
+                    panels.read().expect(STORED_READS),
+                    scales.read().expect(STORED_READS),
+                    sums.read().expect(STORED_READS),
+                )
+                .expect("lengths checked at load")
+            }
+            None => Int8Weights::pack(&self.weight(), self.k, self.n),
+        })
+    }
+
+    fn stored(&self) -> &StoredCopies {
+        self.stored
+            .as_ref()
+            .expect("panels in memory or in the prepared weights' file")
+    }
+
+    /// The weights back from the `f32` panels: `k × n`, row-major.
+    fn weight(&self) -> Vec<f32> {
+        let (k, n) = (self.k, self.n);
+        let mut weight = vec![0.0; k * n];
+        for (p, panel) in self.full_panels().chunks(k * NR).enumerate() {
+            let columns = NR.min(n - p * NR);
+            for (row, values) in panel.chunks(NR).enumerate() {
+                weight[row * n + p * NR..row * n + p * NR + columns]
+                    .copy_from_slice(&values[..columns]);
+            }
+        }
+        weight
+    }
+
+    /// Runs `multiply(x rows, panel range, out, ldc)` over the whole product on rayon's
+    /// threads: by blocks of rows, or, for at most [`MR`] rows (a query's), by ranges of
+    /// panels, so that the threads share out the weights instead, which is what a product
+    /// this thin waits on. Each output value is computed the same way either way.
+    fn in_parallel(
+        &self,
+        x: &[f32],
+        out: &mut [f32],
+        multiply: impl Fn(&[f32], Range<usize>, &mut [f32], usize) + Sync,
+    ) {
+        let (k, n) = (self.k, self.n);
+        let rows = x.len() / k;
+        let panel_count = n.div_ceil(NR);
         let threads = rayon::current_num_threads().max(1);
         if rows <= MR && threads > 1 {
-            self.few_rows_into(panels, x, out, threads);
+            let per_task = panel_count.div_ceil(threads).max(1);
+            let parts: Vec<(usize, usize, Vec<f32>)> = (0..panel_count)
+                .step_by(per_task)
+                .collect::<Vec<_>>()
+                .into_par_iter()
+                .map(|first| {
+                    let last = (first + per_task).min(panel_count);
+                    let (start, end) = (first * NR, (last * NR).min(n));
+                    let width = end - start;
+                    let mut part = vec![0.0; rows * width];
+                    multiply(x, first..last, &mut part, width);
+                    (start, width, part)
+                })
+                .collect();
+            for (start, width, part) in parts {
+                for (row, values) in part.chunks(width).enumerate() {
+                    out[row * n + start..row * n + start + width].copy_from_slice(values);
+                }
+            }
             return;
         }
         // At most MC rows a task, and at least one task a thread while rows last.
         let tasks = rows.div_ceil(MC).max(threads.min(rows.div_ceil(MR)));
         let per_task = rows.div_ceil(tasks.max(1)).div_ceil(MR).max(1) * MR;
-        out.par_chunks_mut(per_task * self.n)
-            .zip(x.par_chunks(per_task * self.k))
-            .for_each(|(out, x)| self.block(panels, x, out));
-    }
-
-    /// `x · W + b` for at most [`MR`] rows (a query's): one sliver, so the threads share out
-    /// the weight panels instead of the rows. Each streams its share of the weights, which
-    /// is what a product this thin waits on; every value is computed as the row-split
-    /// product computes it, so the result is the same to the bit.
-    fn few_rows_into<T: PanelElement>(
-        &self,
-        panels: &[[T; NR]],
-        x: &[f32],
-        out: &mut [f32],
-        threads: usize,
-    ) {
-        let (k, n) = (self.k, self.n);
-        let rows = x.len() / k;
-        let mut sliver = vec![0.0; k * MR];
-        for r in 0..rows {
-            for (kk, &value) in x[r * k..(r + 1) * k].iter().enumerate() {
-                sliver[kk * MR + r] = value;
-            }
-        }
-        let sliver = sliver.as_chunks::<MR>().0;
-        let biases = self.bias.as_chunks::<NR>().0;
-        let per_task = n.div_ceil(NR).div_ceil(threads).max(1);
-        let parts: Vec<(usize, usize, Vec<f32>)> = (0..n.div_ceil(NR))
-            .step_by(per_task)
-            .collect::<Vec<_>>()
-            .into_par_iter()
-            .map(|first| {
-                let last = (first + per_task).min(n.div_ceil(NR));
-                let (start, end) = (first * NR, (last * NR).min(n));
-                let width = end - start;
-                let mut part = vec![0.0; rows * width];
-                for p in first..last {
-                    kernel_for_rows(
-                        self.simd,
-                        sliver,
-                        &panels[p * k..(p + 1) * k],
-                        &biases[p],
-                        &mut part[(p - first) * NR..],
-                        width,
-                        rows,
-                        NR.min(n - p * NR),
-                    );
-                }
-                (start, width, part)
-            })
-            .collect();
-        for (start, width, part) in parts {
-            for (row, values) in part.chunks(width).enumerate() {
-                out[row * n + start..row * n + start + width].copy_from_slice(values);
-            }
-        }
+        out.par_chunks_mut(per_task * n)
+            .zip(x.par_chunks(per_task * k))
+            .for_each(|(out, x)| multiply(x, 0..panel_count, out, n));
     }
 
     /// [`PackedLinear::forward`] on the calling thread: for callers that are parallel already.
     pub fn forward_serial(&self, x: &[f32]) -> Vec<f32> {
-        let mut out = self.output_for(x);
+        assert_eq!(x.len() % self.k, 0, "rows of k inputs");
+        let mut out = vec![0.0; x.len() / self.k * self.n];
         let panels = self.full_panels().as_chunks::<NR>().0;
+        let all = 0..self.n.div_ceil(NR);
         out.chunks_mut(MC * self.n)
             .zip(x.chunks(MC * self.k))
-            .for_each(|(out, x)| self.block(panels, x, out));
+            .for_each(|(out, x)| self.multiply(panels, x, all.clone(), out, self.n));
         out
     }
 
-    fn output_for(&self, x: &[f32]) -> Vec<f32> {
-        assert_eq!(x.len() % self.k, 0, "rows of k inputs");
-        vec![0.0; x.len() / self.k * self.n]
-    }
-
-    /// One task's rows: packs them in `MR`-row slivers, then runs every weight panel over
+    /// `x · W + b` on the calling thread for the columns of the panels `range`, row `r` at
+    /// `out[r · ldc..]`: packs the rows in `MR`-row slivers, then runs each weight panel over
     /// every sliver.
-    fn block<T: PanelElement>(&self, panels: &[[T; NR]], x: &[f32], out: &mut [f32]) {
-        PACKED.with_borrow_mut(|packed| self.block_with(panels, x, out, packed));
-    }
-
-    fn block_with<T: PanelElement>(
+    fn multiply<T: PanelElement>(
         &self,
         panels: &[[T; NR]],
         x: &[f32],
+        range: Range<usize>,
         out: &mut [f32],
-        packed: &mut Vec<f32>,
+        ldc: usize,
     ) {
-        let (k, n) = (self.k, self.n);
-        let rows = x.len() / k;
-        let slivers = rows.div_ceil(MR);
-        // Rows past the last are zero; the rest is overwritten.
-        packed.clear();
-        packed.resize(slivers * k * MR, 0.0);
-        for (s, sliver) in packed.chunks_mut(k * MR).enumerate() {
-            for r in 0..MR.min(rows - s * MR) {
-                let row = &x[(s * MR + r) * k..(s * MR + r + 1) * k];
-                for (kk, &value) in row.iter().enumerate() {
-                    sliver[kk * MR + r] = value;
+        PACKED.with_borrow_mut(|packed| {
+            let (k, n) = (self.k, self.n);
+            let rows = x.len() / k;
+            let slivers = rows.div_ceil(MR);
+            // Rows past the last are zero; the rest is overwritten.
+            packed.clear();
+            packed.resize(slivers * k * MR, 0.0);
+            for (s, sliver) in packed.chunks_mut(k * MR).enumerate() {
+                for r in 0..MR.min(rows - s * MR) {
+                    let row = &x[(s * MR + r) * k..(s * MR + r + 1) * k];
+                    for (kk, &value) in row.iter().enumerate() {
+                        sliver[kk * MR + r] = value;
+                    }
                 }
             }
-        }
-        let slivers = packed.as_chunks::<MR>().0;
-        let biases = self.bias.as_chunks::<NR>().0;
-        for (p, panel) in panels.chunks(k).enumerate() {
-            let columns = NR.min(n - p * NR);
-            for (s, sliver) in slivers.chunks(k).enumerate() {
-                let valid = MR.min(rows - s * MR);
-                kernel_for_rows(
-                    self.simd,
-                    sliver,
-                    panel,
-                    &biases[p],
-                    &mut out[s * MR * n + p * NR..],
-                    n,
-                    valid,
-                    columns,
-                );
+            let slivers = packed.as_chunks::<MR>().0;
+            for p in range.clone() {
+                let columns = NR.min(n - p * NR);
+                let panel = &panels[p * k..(p + 1) * k];
+                for (s, sliver) in slivers.chunks(k).enumerate() {
+                    let valid = MR.min(rows - s * MR);
+                    kernel_for_rows(
+                        self.simd,
+                        sliver,
+                        panel,
+                        &self.bias[p],
+                        &mut out[s * MR * ldc + (p - range.start) * NR..],
+                        ldc,
+                        valid,
+                        columns,
+                    );
+                }
             }
-        }
+        });
     }
 }
+
+/// What a failed read of the prepared weights says: the file is open from the load on, so
+/// only a failing disk gets here.
+const STORED_READS: &str = "the prepared weights' file, open since the model loaded, reads";
 
 /// [`kernel`] with as many accumulator rows as `rows` needs: a query of 8 tokens then does 8
 /// rows of multiply-adds, not [`MR`]'s 14. Each output value is the same sequence of
@@ -516,8 +613,8 @@ mod tests {
         for m in [3, 20] {
             let x = matrix(m * k, 10);
             let (full, half) = (
-                product(&w, &x, Precision::Full),
-                product(&w, &x, Precision::Half),
+                product(&w, &x, Kernel::F32),
+                product(&w, &x, Kernel::F16Weights),
             );
             assert_ne!(full, half, "{m} rows: the f16 copy was not used");
             for (a, b) in full.iter().zip(&half) {
@@ -528,10 +625,53 @@ mod tests {
         w[5] = 1e6;
         let x = matrix(3 * k, 10);
         assert_eq!(
-            product(&w, &x, Precision::Full),
-            product(&w, &x, Precision::Half),
+            product(&w, &x, Kernel::F32),
+            product(&w, &x, Kernel::F16Weights),
             "a weight past f16's range keeps the f32 panels"
         );
+    }
+
+    #[test]
+    fn reduced_precision_kernels_come_close_and_split_by_columns_to_the_bit() {
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(3)
+            .build()
+            .unwrap();
+        let (k, n) = (384, 100);
+        let packed = PackedLinear::new(&matrix(k * n, 11), Some(&matrix(n, 12)), k, n).unwrap();
+        for (kernel, supported, bound) in [
+            // bfloat16 keeps 8 significant bits of each factor: 384 terms off by 2^-8 at most.
+            (
+                Kernel::Bf16,
+                quarry_kernels::bf16_supported(),
+                384.0 / 256.0,
+            ),
+            // int8: a 255th of the input's range and a 254th of the column's largest weight.
+            (
+                Kernel::Int8,
+                quarry_kernels::int8_supported(),
+                384.0 / 127.0,
+            ),
+        ] {
+            if !supported {
+                continue;
+            }
+            for m in [3, 20, 300] {
+                let x = matrix(m * k, 10);
+                let (mut full, mut reduced) = (Vec::new(), Vec::new());
+                packed.forward_into(&x, &mut full, Kernel::F32);
+                packed.forward_into(&x, &mut reduced, kernel);
+                for (a, b) in full.iter().zip(&reduced) {
+                    assert!(
+                        (a - b).abs() < bound,
+                        "{kernel:?}, {m} rows: {a} against {b}"
+                    );
+                }
+                let mut split = Vec::new();
+                pool.install(|| packed.forward_into(&x, &mut split, kernel));
+                assert_eq!(split, reduced, "{kernel:?}, {m} rows, 3 threads");
+            }
+        }
     }
 
     #[test]

@@ -11,7 +11,7 @@ use std::sync::Mutex;
 
 use crate::attention::attention as host_attention;
 use crate::config::BertConfig;
-use crate::gemm::{PackedLinear, Precision};
+use crate::gemm::{Kernel, PackedLinear, StoredCopies};
 use crate::kernels;
 use crate::prepared::{Array, Deferred, Slot, Values};
 
@@ -171,23 +171,27 @@ impl HostModel {
 
     /// How each array of [`HostModel::prepared_arrays`] is laid out for a model of
     /// `config`, and which stay in the file: the word-piece table (rows read as texts use
-    /// them) and the `f32` panels (read when documents are first embedded; a query reads the
-    /// `f16` ones).
+    /// them) and every copy of the linear layers' weights (each read when a product first
+    /// needs it: a process reads those of its precision).
     pub fn prepared_layout(config: &BertConfig) -> Vec<Slot> {
         let (hidden, inner) = (config.hidden_size, config.intermediate_size);
         let mut slots = vec![
-            Slot::DeferredF32(config.vocab_size * hidden),
+            Slot::deferred::<f32>(config.vocab_size * hidden),
             Slot::F32(config.max_position_embeddings * hidden),
             Slot::F32(config.type_vocab_size * hidden),
             Slot::F32(hidden),
             Slot::F32(hidden),
         ];
         let linear = |slots: &mut Vec<Slot>, k, n| {
-            let (panels, bias) = PackedLinear::packed_lengths(k, n);
+            let [f32, f16, bf16, int8, columns] = PackedLinear::prepared_lengths(k, n);
             slots.extend([
-                Slot::DeferredF32(panels),
-                Slot::F16(panels),
-                Slot::F32(bias),
+                Slot::deferred::<f32>(f32),
+                Slot::deferred::<u16>(f16),
+                Slot::deferred::<u32>(bf16),
+                Slot::deferred::<u32>(int8),
+                Slot::deferred::<f32>(columns),
+                Slot::deferred::<i32>(columns),
+                Slot::F32(columns),
             ]);
         };
         for _ in 0..config.num_hidden_layers {
@@ -203,8 +207,8 @@ impl HostModel {
 
     /// The model as arrays that [`HostModel::from_prepared`] takes back: the word-piece,
     /// position and token-type tables and their norm, then each layer's packed linears (in
-    /// `f32` and `f16`) and norms. `None` when the word table was left on disk (the model
-    /// came from them), or a layer's weights do not fit `f16`.
+    /// `f32`, `f16`, bfloat16 and int8) and norms. `None` when the word table was left on disk
+    /// (the model came from them), or a layer's weights do not fit `f16`.
     pub fn prepared_arrays(&self) -> Option<Vec<Values<'_>>> {
         let embeddings = &self.embeddings;
         let WordTable::Loaded(words) = &embeddings.words else {
@@ -224,11 +228,16 @@ impl HostModel {
                 (&layer.intermediate, None),
                 (&layer.output, Some(&layer.output_norm)),
             ] {
-                let (panels, half_panels, bias) = linear.packed();
+                let copies = linear.prepared()?;
+                let (int8, scales, sums) = copies.int8;
                 arrays.extend([
-                    Values::F32(panels),
-                    Values::F16(half_panels?),
-                    Values::F32(bias),
+                    Values::F32(copies.f32),
+                    Values::F16(copies.f16),
+                    Values::U32(copies.bf16),
+                    Values::U32(int8),
+                    Values::F32(scales),
+                    Values::I32(sums),
+                    Values::F32(copies.bias),
                 ]);
                 if let Some(norm) = norm {
                     arrays.extend([Values::F32(&norm.gamma), Values::F32(&norm.beta)]);
@@ -300,11 +309,13 @@ impl PreparedArrays {
     }
 
     fn linear(&mut self, k: usize, n: usize) -> Option<PackedLinear> {
-        let panels = self.deferred()?;
-        let Array::F16(half_panels) = self.0.next()? else {
-            return None;
+        let stored = StoredCopies {
+            f32: self.deferred()?,
+            f16: self.deferred()?,
+            bf16: self.deferred()?,
+            int8: [self.deferred()?, self.deferred()?, self.deferred()?],
         };
-        PackedLinear::from_prepared(k, n, panels, half_panels, self.values()?)
+        PackedLinear::from_prepared(k, n, stored, self.values()?)
     }
 }
 
@@ -325,24 +336,22 @@ impl HostLayer {
             lengths,
             seq,
             heads,
-            precision,
+            kernel,
         } = *shape;
         let HostBuffers {
             projected,
             attended,
             expanded,
         } = buffers;
-        self.query_key_value
-            .forward_into(hidden, projected, precision);
+        self.query_key_value.forward_into(hidden, projected, kernel);
         let context = host_attention(projected, lengths, seq, heads, width / heads)
             .expect("packed layers imply AVX-512");
         self.attention_output
-            .forward_into(&context, attended, precision);
+            .forward_into(&context, attended, kernel);
         self.attention_norm.apply(attended, hidden);
-        self.intermediate
-            .forward_into(attended, expanded, precision);
+        self.intermediate.forward_into(attended, expanded, kernel);
         activate(expanded);
-        self.output.forward_into(expanded, hidden, precision);
+        self.output.forward_into(expanded, hidden, kernel);
         self.output_norm.apply(hidden, attended);
     }
 }
@@ -357,7 +366,7 @@ pub struct Shape<'a> {
     /// Attention heads.
     pub heads: usize,
     /// Which copy of the weights the linear layers read.
-    pub precision: Precision,
+    pub kernel: Kernel,
 }
 
 /// The intermediate states of a layer on the host, reused by the next.

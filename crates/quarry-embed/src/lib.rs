@@ -122,6 +122,7 @@ mod host;
 mod kernels;
 mod lazy;
 mod loading;
+mod precision;
 mod prepared;
 pub mod provision;
 pub mod tokenize;
@@ -133,6 +134,7 @@ pub use embedder::{Embedder, EmbedderOptions, Embedding, ModelDescription, Weigh
 pub use error::EmbedError;
 pub use lazy::LazyEmbedder;
 pub use loading::ModelFingerprint;
+pub use precision::{Precision, PrecisionChoice};
 pub use provision::{
     DEFAULT_MODEL, KnownModel, MS_MARCO_MINILM_L6, ModelDir, ModelRole, ModelSource, Provisioner,
 };

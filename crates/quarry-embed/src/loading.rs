@@ -10,6 +10,7 @@ use burn::store::{ModuleSnapshot, PyTorchToBurnAdapter, SafetensorsStore};
 use burn::tensor::{Bool, Device, Int, Tensor, TensorData};
 
 use crate::EmbedError;
+use crate::Precision;
 use crate::config::files;
 use crate::digests::DigestCache;
 use crate::provision::{ModelDir, check_digest, hex};
@@ -25,11 +26,19 @@ pub struct ModelFingerprint {
     /// sha256 over the digests of every file that decides the output (configuration,
     /// tokenizer, weights, pooling) and the maximum sequence length in use, in hex.
     pub digest: String,
+    /// The precision the linear layers compute in: vectors of one differ from another's.
+    pub precision: Precision,
 }
 
 impl fmt::Display for ModelFingerprint {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}@{}#{}", self.name, self.revision, &self.digest[..16])
+        let Self {
+            name,
+            revision,
+            digest,
+            precision,
+        } = self;
+        write!(f, "{name}@{revision}#{} {precision}", &digest[..16])
     }
 }
 
@@ -75,13 +84,14 @@ pub(crate) fn load_weights<M: Module>(
     }
 }
 
-/// The fingerprint of the model in `dir`, checking each file against its published digest
-/// where `dir` has them. `max_seq_length` is part of it: truncating sooner changes the outputs
-/// of long texts. Digests come from the directory's [`DigestCache`] where the files did not
+/// The fingerprint of the model in `dir` run in `precision`, checking each file against its
+/// published digest where `dir` has them. `max_seq_length` is part of it: truncating sooner
+/// changes the outputs of long texts. Digests come from the directory's [`DigestCache`] where the files did not
 /// change since they were hashed.
 pub(crate) fn fingerprint(
     dir: &ModelDir,
     max_seq_length: usize,
+    precision: Precision,
 ) -> Result<ModelFingerprint, EmbedError> {
     use sha2::{Digest, Sha256};
     let all_files = [
@@ -115,21 +125,45 @@ pub(crate) fn fingerprint(
         name: dir.name.clone(),
         revision: dir.revision.clone(),
         digest: hex(&combined.finalize()),
+        precision,
     })
 }
 
-/// Runs `forward` over `texts` in batches of at most `batch_size`, each holding texts of
-/// similar length (sorted by token count, so that padding stays small), and returns its
-/// outputs in the order of `texts`. `forward` returns one output per text of its batch.
+/// How large a forward pass may be.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct BatchLimits {
+    /// Most texts a batch.
+    pub texts: usize,
+    /// Most tokens a batch, padding included (its texts times its longest): short texts
+    /// share a pass by the hundred, long ones a few at a time.
+    pub tokens: usize,
+}
+
+/// Runs `forward` over `texts` in batches within `limits` (always at least one text),
+/// each holding texts of similar length (sorted by token count, so that padding stays
+/// small), and returns its outputs in the order of `texts`. `forward` returns one output
+/// per text of its batch.
 pub(crate) fn in_length_order<T>(
     texts: &[Tokenized],
-    batch_size: usize,
+    limits: BatchLimits,
     mut forward: impl FnMut(&[&Tokenized]) -> Vec<T>,
 ) -> Vec<T> {
     let mut order: Vec<usize> = (0..texts.len()).collect();
     order.sort_by_key(|&i| texts[i].ids.len());
     let mut outputs: Vec<Option<T>> = std::iter::repeat_with(|| None).take(texts.len()).collect();
-    for batch in order.chunks(batch_size.max(1)) {
+    let mut rest = &order[..];
+    while !rest.is_empty() {
+        // Sorted by length: a text's length is its batch's padded length so far.
+        let fits = rest
+            .iter()
+            .enumerate()
+            .take_while(|&(count, &i)| {
+                count < limits.texts.max(1)
+                    && (count == 0 || (count + 1) * texts[i].ids.len() <= limits.tokens)
+            })
+            .count();
+        let (batch, later) = rest.split_at(fits);
+        rest = later;
         let batch_texts: Vec<&Tokenized> = batch.iter().map(|&i| &texts[i]).collect();
         let batch_outputs = forward(&batch_texts);
         assert_eq!(batch_outputs.len(), batch.len(), "one output per text");

@@ -19,7 +19,7 @@ use crate::gemm::NR;
 use crate::loading::ModelFingerprint;
 
 /// The file's layout version: bump it when the arrays or their packing change.
-const FORMAT: u32 = 2;
+const FORMAT: u32 = 3;
 const MAGIC: &[u8; 8] = b"QRYPREP\0";
 /// The file name's prefix; a model directory keeps one such file, of its current model.
 const PREFIX: &str = ".quarry-prepared-";
@@ -36,6 +36,10 @@ pub(crate) enum Values<'a> {
     F32(&'a [f32]),
     /// The bits of `f16` values.
     F16(&'a [u16]),
+    /// 32-bit lanes of packed values (bfloat16 pairs, int8 quads).
+    U32(&'a [u32]),
+    /// `i32` values.
+    I32(&'a [i32]),
 }
 
 impl Values<'_> {
@@ -43,13 +47,18 @@ impl Values<'_> {
         match self {
             Values::F32(values) => bytemuck::cast_slice(values),
             Values::F16(values) => bytemuck::cast_slice(values),
+            Values::U32(values) => bytemuck::cast_slice(values),
+            Values::I32(values) => bytemuck::cast_slice(values),
         }
     }
 
-    fn slot(&self) -> Slot {
+    /// Bytes a value, and how many values.
+    fn shape(&self) -> (usize, usize) {
         match self {
-            Values::F32(values) => Slot::F32(values.len()),
-            Values::F16(values) => Slot::F16(values.len()),
+            Values::F32(values) => (size_of::<f32>(), values.len()),
+            Values::F16(values) => (size_of::<u16>(), values.len()),
+            Values::U32(values) => (size_of::<u32>(), values.len()),
+            Values::I32(values) => (size_of::<i32>(), values.len()),
         }
     }
 }
@@ -59,18 +68,24 @@ impl Values<'_> {
 pub(crate) enum Slot {
     /// `f32` values, read into memory.
     F32(usize),
-    /// `f16` bits, read into memory.
-    F16(usize),
-    /// `f32` values, left in the file ([`Deferred`]).
-    DeferredF32(usize),
+    /// Values of `width` bytes, left in the file ([`Deferred`]).
+    Deferred { width: usize, length: usize },
 }
 
 impl Slot {
+    /// `length` values of `T`, left in the file.
+    pub fn deferred<T>(length: usize) -> Self {
+        Slot::Deferred {
+            width: size_of::<T>(),
+            length,
+        }
+    }
+
     /// Bytes a value, and how many values.
     fn shape(self) -> (usize, usize) {
         match self {
-            Slot::F32(length) | Slot::DeferredF32(length) => (size_of::<f32>(), length),
-            Slot::F16(length) => (size_of::<u16>(), length),
+            Slot::F32(length) => (size_of::<f32>(), length),
+            Slot::Deferred { width, length } => (width, length),
         }
     }
 }
@@ -80,22 +95,22 @@ impl Slot {
 pub(crate) enum Array {
     /// A [`Slot::F32`].
     F32(Vec<f32>),
-    /// A [`Slot::F16`].
-    F16(Vec<u16>),
-    /// A [`Slot::DeferredF32`].
+    /// A [`Slot::Deferred`].
     Deferred(Deferred),
 }
 
 /// The header: what a reader checks before it trusts the arrays.
-fn header(fingerprint: &ModelFingerprint, slots: impl ExactSizeIterator<Item = Slot>) -> Vec<u8> {
+fn header(
+    fingerprint: &ModelFingerprint,
+    shapes: impl ExactSizeIterator<Item = (usize, usize)>,
+) -> Vec<u8> {
     let mut header = MAGIC.to_vec();
     for value in [FORMAT, NR as u32, fingerprint.digest.len() as u32] {
         header.extend_from_slice(&value.to_le_bytes());
     }
     header.extend_from_slice(fingerprint.digest.as_bytes());
-    header.extend_from_slice(&(slots.len() as u64).to_le_bytes());
-    for slot in slots {
-        let (width, length) = slot.shape();
+    header.extend_from_slice(&(shapes.len() as u64).to_le_bytes());
+    for (width, length) in shapes {
         header.extend_from_slice(&(width as u64).to_le_bytes());
         header.extend_from_slice(&(length as u64).to_le_bytes());
     }
@@ -113,7 +128,7 @@ pub(crate) fn save(
     let staging = path.with_extension(format!("tmp{}", std::process::id()));
     let written = (|| {
         let mut file = io::BufWriter::new(fs::File::create(&staging)?);
-        file.write_all(&header(fingerprint, arrays.iter().map(Values::slot)))?;
+        file.write_all(&header(fingerprint, arrays.iter().map(Values::shape)))?;
         for array in arrays {
             file.write_all(array.bytes())?;
         }
@@ -137,31 +152,34 @@ pub(crate) fn save(
     Ok(())
 }
 
-/// An `f32` array left in the prepared weights' file, to be read from there as needed. The
-/// file stays open from the load on, so a file replaced or removed since still reads.
+/// An array left in the prepared weights' file, to be read from there as needed. The file
+/// stays open from the load on, so a file replaced or removed since still reads.
 #[derive(Debug, Clone)]
 pub(crate) struct Deferred {
     file: Arc<Mutex<fs::File>>,
     /// Where the array starts in the file, in bytes.
     offset: u64,
+    /// Bytes a value.
+    width: usize,
     /// Its length in values.
     pub length: usize,
 }
 
 impl Deferred {
     /// `out.len()` values of the array, from value `start` on.
-    pub fn read_into(&self, start: usize, out: &mut [f32]) -> io::Result<()> {
+    pub fn read_into<T: bytemuck::Pod>(&self, start: usize, out: &mut [T]) -> io::Result<()> {
+        assert_eq!(size_of::<T>(), self.width, "values of the array's width");
         assert!(start + out.len() <= self.length, "within the array");
         let mut file = self.file.lock().unwrap_or_else(|p| p.into_inner());
         file.seek(io::SeekFrom::Start(
-            self.offset + (start * size_of::<f32>()) as u64,
+            self.offset + (start * self.width) as u64,
         ))?;
         file.read_exact(bytemuck::cast_slice_mut(out))
     }
 
     /// The whole array.
-    pub fn read(&self) -> io::Result<Vec<f32>> {
-        let mut values = vec![0.0; self.length];
+    pub fn read<T: bytemuck::Pod>(&self) -> io::Result<Vec<T>> {
+        let mut values = vec![T::zeroed(); self.length];
         self.read_into(0, &mut values)?;
         Ok(values)
     }
@@ -176,7 +194,7 @@ pub(crate) fn load(
     slots: &[Slot],
 ) -> Option<Vec<Array>> {
     let mut file = fs::File::open(path).ok()?;
-    let expected = header(fingerprint, slots.iter().copied());
+    let expected = header(fingerprint, slots.iter().map(|slot| slot.shape()));
     let data_bytes: usize = slots
         .iter()
         .map(|slot| {
@@ -207,18 +225,13 @@ pub(crate) fn load(
                         .ok()?;
                     Array::F32(values)
                 }
-                Slot::F16(_) => {
-                    let mut values = vec![0u16; length];
-                    file.read_exact(bytemuck::cast_slice_mut(&mut values))
-                        .ok()?;
-                    Array::F16(values)
-                }
-                Slot::DeferredF32(_) => {
+                Slot::Deferred { .. } => {
                     file.seek(io::SeekFrom::Current((width * length) as i64))
                         .ok()?;
                     Array::Deferred(Deferred {
                         file: Arc::clone(&shared),
                         offset,
+                        width,
                         length,
                     })
                 }
@@ -238,6 +251,7 @@ mod tests {
             name: "test".into(),
             revision: "local".into(),
             digest: digest.repeat(64 / digest.len()),
+            precision: crate::Precision::F32,
         }
     }
 
@@ -258,10 +272,10 @@ mod tests {
             Values::F32(&large),
         ];
         let slots = [
-            Slot::DeferredF32(3),
+            Slot::deferred::<f32>(3),
             Slot::F32(0),
-            Slot::F16(3),
-            Slot::DeferredF32(1000),
+            Slot::deferred::<u16>(3),
+            Slot::deferred::<f32>(1000),
         ];
         let path = path(dir.path(), &model);
         save(&path, &model, &arrays).unwrap();
@@ -269,14 +283,15 @@ mod tests {
         let [
             Array::Deferred(first),
             Array::F32(second),
-            Array::F16(third),
+            Array::Deferred(third),
             Array::Deferred(last),
         ] = &loaded[..]
         else {
             panic!("not the slots asked for: {loaded:?}");
         };
-        assert_eq!(first.read().unwrap(), words);
-        assert_eq!((second, third), (&empty, &half));
+        assert_eq!(first.read::<f32>().unwrap(), words);
+        assert_eq!(second, &empty);
+        assert_eq!(third.read::<u16>().unwrap(), half);
         let mut some = [0.0; 2];
         last.read_into(998, &mut some).unwrap();
         assert_eq!(some, [7.0; 2]);
@@ -287,16 +302,16 @@ mod tests {
         let Array::Deferred(first) = &kept[0] else {
             panic!("deferred");
         };
-        assert_eq!(first.read().unwrap(), words);
+        assert_eq!(first.read::<f32>().unwrap(), words);
         save(&path, &model, &arrays).unwrap();
 
         // Another model, other lengths or kinds, a short file: not these arrays.
         assert!(load(&path, &fingerprint("cd"), &slots).is_none());
         let mut other = slots;
-        other[3] = Slot::DeferredF32(999);
+        other[3] = Slot::deferred::<f32>(999);
         assert!(load(&path, &model, &other).is_none());
         other = slots;
-        other[2] = Slot::F32(3);
+        other[2] = Slot::deferred::<u32>(3);
         assert!(load(&path, &model, &other).is_none());
         let bytes = fs::read(&path).unwrap();
         fs::write(&path, &bytes[..bytes.len() - 4]).unwrap();

@@ -1,0 +1,590 @@
+//! `x · W + b` with `W` quantised to int8 per output column, `x` to uint8 per row, exact `i32`
+//! sums (`vpdpbusd`), rescaled to `f32`.
+
+use std::cell::RefCell;
+use std::ops::Range;
+
+use crate::{Int8Isa, NR, check_product, for_each_block, packing};
+
+thread_local! {
+    /// Each thread's quantised input rows, kept from call to call.
+    static ROWS: RefCell<QuantizedRows> = const { RefCell::new(QuantizedRows::new()) };
+}
+
+/// A linear layer's weights in int8, packed for [`Int8Weights::multiply`].
+#[derive(Debug, Clone)]
+pub struct Int8Weights {
+    k: usize,
+    n: usize,
+    /// `n.div_ceil(NR)` panels of `k.div_ceil(4)` steps; a lane holds four depths' weights.
+    panels: Vec<[u32; NR]>,
+    /// Each column's scale (its largest weight over 127), padded with zeros to whole panels.
+    scales: Vec<[f32; NR]>,
+    /// Each column's sum of quantised weights, padded with zeros to whole panels.
+    sums: Vec<[i32; NR]>,
+}
+
+/// The scale of a column of `weights`: its largest magnitude over 127 (1 for a column of
+/// zeros), so that every weight over it rounds into `[-127, 127]`.
+fn quantize_column(weights: impl Iterator<Item = f32> + Clone) -> f32 {
+    let largest = weights.fold(0.0f32, |m, w| m.max(w.abs()));
+    if largest > 0.0 { largest / 127.0 } else { 1.0 }
+}
+
+impl Int8Weights {
+    /// `weight` (`k × n`, row-major: inputs by outputs) quantised and packed.
+    pub fn pack(weight: &[f32], k: usize, n: usize) -> Self {
+        assert_eq!(weight.len(), k * n, "a {k} × {n} weight");
+        let panel_count = n.div_ceil(NR);
+        let mut scales = vec![[0.0; NR]; panel_count];
+        let mut sums = vec![[0; NR]; panel_count];
+        for column in 0..n {
+            let weights = (0..k).map(|row| weight[row * n + column]);
+            let scale = quantize_column(weights.clone());
+            scales.as_flattened_mut()[column] = scale;
+            sums.as_flattened_mut()[column] = weights.map(|w| i32::from(quantize(w, scale))).sum();
+        }
+        let flat_scales = scales.as_flattened();
+        let panels = packing::panels::<4>(weight, k, n, |w, column| {
+            u32::from(quantize(w, flat_scales[column]) as u8)
+        });
+        Self {
+            k,
+            n,
+            panels,
+            scales,
+            sums,
+        }
+    }
+
+    /// Weights packed before, from [`Int8Weights::packed`]; `None` where a part is not
+    /// [`Int8Weights::packed_lens`] long.
+    pub fn from_packed(
+        k: usize,
+        n: usize,
+        panels: Vec<u32>,
+        scales: Vec<f32>,
+        sums: Vec<i32>,
+    ) -> Option<Self> {
+        let (panels_len, columns) = Self::packed_lens(k, n);
+        if panels.len() != panels_len || scales.len() != columns || sums.len() != columns {
+            return None;
+        }
+        Some(Self {
+            k,
+            n,
+            panels: panels.as_chunks::<NR>().0.to_vec(),
+            scales: scales.as_chunks::<NR>().0.to_vec(),
+            sums: sums.as_chunks::<NR>().0.to_vec(),
+        })
+    }
+
+    /// The packed panels, the columns' scales and their sums of quantised weights (both
+    /// padded to whole panels), as [`Int8Weights::from_packed`] takes them back.
+    pub fn packed(&self) -> (&[u32], &[f32], &[i32]) {
+        (
+            self.panels.as_flattened(),
+            self.scales.as_flattened(),
+            self.sums.as_flattened(),
+        )
+    }
+
+    /// How many 32-bit lanes the panels of a `k × n` layer take, and how many padded columns
+    /// its scales and sums have.
+    pub fn packed_lens(k: usize, n: usize) -> (usize, usize) {
+        (n.div_ceil(NR) * k.div_ceil(4) * NR, n.div_ceil(NR) * NR)
+    }
+
+    /// Panels of [`NR`] output columns.
+    pub fn panel_count(&self) -> usize {
+        self.n.div_ceil(NR)
+    }
+
+    /// `x · W + b` for the output columns of `panels` (a range of panel indices), for `x` of
+    /// `m × k` (row-major): row `r`'s values go to `out[r · ldc..]`, the first column of the
+    /// range first. `bias` is padded to whole panels. Each row of `x` is quantised once a
+    /// call. Runs on the calling thread.
+    ///
+    /// # Panics
+    ///
+    /// Where the CPU lacks AVX-512 VNNI ([`crate::int8_supported`]), `x` is not whole rows, `panels` lies past the last panel, `bias` is not one per
+    /// panel, or `out` is too short.
+    pub fn multiply(
+        &self,
+        x: &[f32],
+        panels: Range<usize>,
+        bias: &[[f32; NR]],
+        out: &mut [f32],
+        ldc: usize,
+    ) {
+        let (rows, _, _) = check_product(self.k, self.n, x, &panels, bias, out, ldc);
+        if rows == 0 || panels.is_empty() {
+            return;
+        }
+        let isa = Int8Isa::detect();
+        let steps = self.k.div_ceil(4);
+        ROWS.with_borrow_mut(|quantized| {
+            quantized.quantize(isa, x, self.k);
+            for_each_block(rows, self.n, panels, out, ldc, |p, row, rows, out| {
+                let rows = row..row + rows;
+                simd::block(
+                    isa,
+                    Block {
+                        a: &quantized.lanes[rows.start * steps..rows.end * steps],
+                        row_scales: &quantized.scales[rows.clone()],
+                        zero_points: &quantized.zero_points[rows],
+                        b: &self.panels[p * steps..(p + 1) * steps],
+                        column_scales: &self.scales[p],
+                        column_sums: &self.sums[p],
+                        bias: &bias[p],
+                    },
+                    out,
+                    ldc,
+                );
+            });
+        });
+    }
+}
+
+/// `weight / scale`, rounded to the nearest integer in `[-127, 127]`.
+fn quantize(weight: f32, scale: f32) -> i8 {
+    (weight / scale).round().clamp(-127.0, 127.0) as i8
+}
+
+/// Input rows quantised to uint8, each with its scale and zero point: row value `v` stands
+/// for `scale · (v − zero point)`.
+#[derive(Debug)]
+struct QuantizedRows {
+    /// `k.div_ceil(4)` lanes a row, four values each (the first in the lowest byte).
+    lanes: Vec<u32>,
+    scales: Vec<f32>,
+    zero_points: Vec<i32>,
+}
+
+impl QuantizedRows {
+    const fn new() -> Self {
+        Self {
+            lanes: Vec::new(),
+            scales: Vec::new(),
+            zero_points: Vec::new(),
+        }
+    }
+
+    /// Quantises each row of `x` (rows of `k` values) over its own range, zero included.
+    fn quantize(&mut self, isa: Int8Isa, x: &[f32], k: usize) {
+        let steps = k.div_ceil(4);
+        let rows = x.len() / k;
+        // Every byte a row's values take is written below, and the padding of a depth that
+        // is not a multiple of four is zeroed: the buffer need not be cleared.
+        self.lanes.resize(rows * steps, 0);
+        self.scales.clear();
+        self.zero_points.clear();
+        for (row, lanes) in x.chunks(k).zip(self.lanes.chunks_mut(steps)) {
+            lanes[steps - 1] = 0;
+            let (scale, zero_point) = simd::quantize_row(isa, row, bytemuck::cast_slice_mut(lanes));
+            self.scales.push(scale);
+            self.zero_points.push(zero_point);
+        }
+    }
+}
+
+/// How a row's values map to bytes: `byte = round(value · inverse + zero point)`, clamped to
+/// `[0, 255]`, and back: `value ≈ scale · (byte − zero point)`.
+#[derive(Debug, Clone, Copy)]
+struct RowQuantization {
+    scale: f32,
+    inverse: f32,
+    zero_point: f32,
+}
+
+impl RowQuantization {
+    /// For a row whose values lie in `[low, high]` (zero included): 255 steps over the range.
+    /// A row holding a NaN (`unordered`) or an infinity gets a NaN scale, so that its outputs
+    /// are NaN.
+    fn new(low: f32, high: f32, unordered: bool) -> Self {
+        let range = high - low;
+        if unordered || !range.is_finite() {
+            return Self {
+                scale: f32::NAN,
+                inverse: 0.0,
+                zero_point: 0.0,
+            };
+        }
+        if range == 0.0 {
+            return Self {
+                scale: 1.0,
+                inverse: 1.0,
+                zero_point: 0.0,
+            };
+        }
+        let inverse = 255.0 / range;
+        Self {
+            scale: range / 255.0,
+            inverse,
+            zero_point: ((-low * inverse + ROUND) - ROUND).clamp(0.0, 255.0),
+        }
+    }
+
+    /// `value`'s byte.
+    fn byte(self, value: f32) -> u8 {
+        ((value * self.inverse + self.zero_point + ROUND) - ROUND).clamp(0.0, 255.0) as u8
+    }
+}
+
+/// Adding and taking away 1.5 · 2^23 rounds to the nearest integer (ties to even) without a
+/// call, for values within ±2^22, as the vector conversion rounds.
+const ROUND: f32 = 12_582_912.0;
+
+/// The scalar reference of the kernel's row quantisation: `row` into `bytes` (as long or
+/// longer; the rest is left as it is), and its scale and zero point.
+#[cfg(test)]
+fn quantize_row(row: &[f32], bytes: &mut [u8]) -> (f32, i32) {
+    let (low, high) = row.iter().fold((0.0f32, 0.0f32), |(low, high), &v| {
+        (low.min(v), high.max(v))
+    });
+    let quantization = RowQuantization::new(low, high, row.iter().any(|v| v.is_nan()));
+    for (byte, &v) in bytes.iter_mut().zip(row) {
+        *byte = quantization.byte(v);
+    }
+    (quantization.scale, quantization.zero_point as i32)
+}
+
+/// What one micro-kernel call reads: the rows' lanes and their quantisation, the panel's lanes
+/// and its columns' scales, sums and biases.
+struct Block<'a> {
+    a: &'a [u32],
+    row_scales: &'a [f32],
+    zero_points: &'a [i32],
+    b: &'a [[u32; NR]],
+    column_scales: &'a [f32; NR],
+    column_sums: &'a [i32; NR],
+    bias: &'a [f32; NR],
+}
+
+#[cfg(target_arch = "x86_64")]
+mod simd {
+    use std::arch::x86_64::{
+        __m512i, _mm512_add_ps, _mm512_cvtepi32_ps, _mm512_dpbusd_epi32, _mm512_loadu_epi32,
+        _mm512_loadu_ps, _mm512_mul_ps, _mm512_mullo_epi32, _mm512_set1_epi32, _mm512_set1_ps,
+        _mm512_setzero_si512, _mm512_storeu_ps, _mm512_sub_epi32,
+    };
+
+    use std::arch::x86_64::{
+        _CMP_UNORD_Q, _mm_storeu_si128, _mm512_cmp_ps_mask, _mm512_cvtepi32_epi8,
+        _mm512_cvtps_epi32, _mm512_max_epi32, _mm512_max_ps, _mm512_min_epi32, _mm512_min_ps,
+        _mm512_reduce_max_ps, _mm512_reduce_min_ps, _mm512_setzero_ps,
+    };
+
+    use super::{Block, RowQuantization};
+    use crate::{Int8Isa, MR, NR};
+
+    /// `row` quantised into `bytes` (as long or longer; the rest is left as it is): its scale
+    /// and zero point. The vector form of the scalar reference, to the bit.
+    pub(super) fn quantize_row(_isa: Int8Isa, row: &[f32], bytes: &mut [u8]) -> (f32, i32) {
+        assert!(bytes.len() >= row.len(), "a byte a value");
+        // SAFETY: an `Int8Isa` exists only where `int8_supported` found AVX-512 F and BW,
+        // which is all the target features of `quantize_row_avx512` ask for.
+        unsafe { quantize_row_avx512(row, bytes) }
+    }
+
+    #[target_feature(enable = "avx512f,avx512bw")]
+    fn quantize_row_avx512(row: &[f32], bytes: &mut [u8]) -> (f32, i32) {
+        let (chunks, tail) = row.as_chunks::<16>();
+        let load = |chunk: &[f32; 16]| {
+            // SAFETY: a chunk holds 16 values to read, unaligned.
+            unsafe { _mm512_loadu_ps(chunk.as_ptr()) }
+        };
+        let (mut low, mut high) = (_mm512_setzero_ps(), _mm512_setzero_ps());
+        let mut unordered = 0u16;
+        for chunk in chunks {
+            let values = load(chunk);
+            low = _mm512_min_ps(low, values);
+            high = _mm512_max_ps(high, values);
+            unordered |= _mm512_cmp_ps_mask::<_CMP_UNORD_Q>(values, values);
+        }
+        let (low, high, unordered) = tail.iter().fold(
+            (
+                _mm512_reduce_min_ps(low),
+                _mm512_reduce_max_ps(high),
+                unordered != 0,
+            ),
+            |(low, high, unordered), &v| (low.min(v), high.max(v), unordered || v.is_nan()),
+        );
+        let quantization = RowQuantization::new(low, high, unordered);
+        let (inverse, zero_point) = (
+            _mm512_set1_ps(quantization.inverse),
+            _mm512_set1_ps(quantization.zero_point),
+        );
+        let (floor, ceiling) = (_mm512_set1_epi32(0), _mm512_set1_epi32(255));
+        let (byte_chunks, byte_tail) = bytes[..row.len()].as_chunks_mut::<16>();
+        for (chunk, out) in chunks.iter().zip(byte_chunks) {
+            let scaled = _mm512_add_ps(_mm512_mul_ps(load(chunk), inverse), zero_point);
+            // Rounds to nearest even (the default rounding mode); a NaN becomes i32::MIN,
+            // clamped to 0 as the reference's cast makes it.
+            let rounded = _mm512_cvtps_epi32(scaled);
+            let clamped = _mm512_min_epi32(_mm512_max_epi32(rounded, floor), ceiling);
+            let narrowed = _mm512_cvtepi32_epi8(clamped);
+            // SAFETY: `out` holds 16 bytes to write, unaligned.
+            unsafe { _mm_storeu_si128(out.as_mut_ptr().cast(), narrowed) };
+        }
+        for (out, &v) in byte_tail.iter_mut().zip(tail) {
+            *out = quantization.byte(v);
+        }
+        (quantization.scale, quantization.zero_point as i32)
+    }
+
+    /// One block of the output, the block's rows (1 to [`MR`], of `b.len()` lanes each) by
+    /// its panel, for the columns of `out`'s last row (row stride `ldc`).
+    pub(super) fn block(_isa: Int8Isa, block: Block<'_>, out: &mut [f32], ldc: usize) {
+        let rows = block.row_scales.len();
+        let steps = block.b.len();
+        assert!(
+            (1..=MR).contains(&rows)
+                && block.a.len() == rows * steps
+                && block.zero_points.len() == rows,
+            "1 to {MR} rows of {steps} lanes, with their scales and zero points"
+        );
+        assert!(out.len() > (rows - 1) * ldc, "room for {rows} rows");
+        // SAFETY: an `Int8Isa` exists only where `int8_supported` found AVX-512 F, BW and
+        // VNNI, which is all the target features of `kernel_for_rows` ask for.
+        unsafe { kernel_for_rows(&block, out, ldc, rows) }
+    }
+
+    #[target_feature(enable = "avx512f,avx512bw,avx512vnni")]
+    fn kernel_for_rows(block: &Block<'_>, out: &mut [f32], ldc: usize, rows: usize) {
+        macro_rules! by_rows {
+            ($($r:literal)*) => {
+                match rows {
+                    $($r => kernel::<$r>(block, out, ldc),)*
+                    _ => unreachable!("1 to {MR} rows, not {rows}"),
+                }
+            };
+        }
+        by_rows!(1 2 3 4 5 6 7 8 9 10 11 12 13 14)
+    }
+
+    /// 16 lanes from `values`, which holds at least 16.
+    #[target_feature(enable = "avx512f")]
+    fn load(values: &[u32]) -> __m512i {
+        debug_assert!(values.len() >= 16);
+        // SAFETY: `values` holds at least 16 lanes (64 bytes) to read; the read is unaligned.
+        unsafe { _mm512_loadu_epi32(values.as_ptr().cast()) }
+    }
+
+    /// The micro-kernel: `R` rows by 32 columns in 2·R registers, four depths a step, then
+    /// `row scale · column scale · (sum − zero point · column sum) + bias`.
+    #[target_feature(enable = "avx512f,avx512bw,avx512vnni")]
+    fn kernel<const R: usize>(block: &Block<'_>, out: &mut [f32], ldc: usize) {
+        let (a, b) = (block.a, block.b);
+        let steps = b.len();
+        debug_assert_eq!(a.len(), R * steps);
+        let mut acc: [[__m512i; 2]; R] = [[_mm512_setzero_si512(); 2]; R];
+        for (s, b_step) in b.iter().enumerate() {
+            let b0 = load(&b_step[..16]);
+            let b1 = load(&b_step[16..]);
+            for (r, lanes) in acc.iter_mut().enumerate() {
+                debug_assert!(r * steps + s < a.len());
+                // SAFETY: `a` holds R rows of `steps` lanes (checked in `block`), r < R and
+                // s < steps.
+                let quad = unsafe { *a.get_unchecked(r * steps + s) };
+                let quad = _mm512_set1_epi32(quad as i32);
+                lanes[0] = _mm512_dpbusd_epi32(lanes[0], quad, b0);
+                lanes[1] = _mm512_dpbusd_epi32(lanes[1], quad, b1);
+            }
+        }
+        let halves = |values: &[i32; NR]| {
+            (
+                load(bytemuck::cast_slice(&values[..16])),
+                load(bytemuck::cast_slice(&values[16..])),
+            )
+        };
+        let sums = halves(block.column_sums);
+        let floats = |values: &[f32; NR]| {
+            // SAFETY: `values` holds 32 values; this reads the first 16, unaligned.
+            let low = unsafe { _mm512_loadu_ps(values.as_ptr()) };
+            // SAFETY: as above, the second 16.
+            let high = unsafe { _mm512_loadu_ps(values[16..].as_ptr()) };
+            (low, high)
+        };
+        let (scales, bias) = (floats(block.column_scales), floats(block.bias));
+        let columns = (out.len() - (R - 1) * ldc).min(NR);
+        for (r, lanes) in acc.iter().enumerate() {
+            let zero_point = _mm512_set1_epi32(block.zero_points[r]);
+            let row_scale = _mm512_set1_ps(block.row_scales[r]);
+            let rescale = |sum: __m512i, column_sums: __m512i, scales, bias| {
+                let exact = _mm512_sub_epi32(sum, _mm512_mullo_epi32(zero_point, column_sums));
+                let scale = _mm512_mul_ps(row_scale, scales);
+                _mm512_add_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(exact), scale), bias)
+            };
+            let mut values = [0.0f32; NR];
+            let low = rescale(lanes[0], sums.0, scales.0, bias.0);
+            let high = rescale(lanes[1], sums.1, scales.1, bias.1);
+            // SAFETY: `values` has room for 32 values; each write stores 16, unaligned.
+            unsafe { _mm512_storeu_ps(values.as_mut_ptr(), low) };
+            // SAFETY: as above, the second 16.
+            unsafe { _mm512_storeu_ps(values[16..].as_mut_ptr(), high) };
+            out[r * ldc..r * ldc + columns].copy_from_slice(&values[..columns]);
+        }
+    }
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+mod simd {
+    pub(super) fn block(_isa: crate::Int8Isa, _: super::Block<'_>, _: &mut [f32], _: usize) {
+        unreachable!("no Int8Isa without AVX-512 VNNI")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+
+    use super::*;
+    use crate::tests::{matrix, padded_bias};
+
+    /// The scalar reference: the same quantisation, the integer sums in `i64`, the rescale
+    /// in `f32` in the kernel's order, so it comes out the same to the bit.
+    fn reference(x: &[f32], w: &[f32], bias: &[f32], k: usize, n: usize) -> Vec<f32> {
+        let scales: Vec<f32> = (0..n)
+            .map(|c| quantize_column((0..k).map(|r| w[r * n + c])))
+            .collect();
+        let m = x.len() / k;
+        let mut out = vec![0.0; m * n];
+        for i in 0..m {
+            let mut bytes = vec![0u8; k];
+            let (row_scale, zero_point) = quantize_row(&x[i * k..(i + 1) * k], &mut bytes);
+            for j in 0..n {
+                let sum: i64 = (0..k)
+                    .map(|t| {
+                        let weight = i64::from(quantize(w[t * n + j], scales[j]));
+                        (i64::from(bytes[t]) - i64::from(zero_point)) * weight
+                    })
+                    .sum();
+                out[i * n + j] = (sum as i32 as f32) * (row_scale * scales[j]) + bias[j];
+            }
+        }
+        out
+    }
+
+    fn check(x: &[f32], w: &[f32], bias: &[f32], k: usize, n: usize) {
+        if !crate::int8_supported() {
+            return;
+        }
+        let weights = Int8Weights::pack(w, k, n);
+        let m = x.len() / k;
+        let mut out = vec![f32::NAN; m * n];
+        weights.multiply(x, 0..weights.panel_count(), &padded_bias(bias), &mut out, n);
+        let expected = reference(x, w, bias, k, n);
+        for (i, (found, expected)) in out.iter().zip(&expected).enumerate() {
+            assert!(
+                found.to_bits() == expected.to_bits(),
+                "{m}×{k}×{n} at {i}: {found} against {expected}"
+            );
+        }
+    }
+
+    #[test]
+    fn matches_the_reference_on_the_model_shapes() {
+        for (m, k, n) in [(1, 384, 1152), (37, 384, 1536), (20, 1536, 384)] {
+            let (x, w, bias) = (matrix(m * k, 5), matrix(k * n, 6), matrix(n, 7));
+            check(&x, &w, &bias, k, n);
+        }
+    }
+
+    #[test]
+    fn comes_close_to_the_f32_product() {
+        let (m, k, n) = (20, 384, 100);
+        // Rows of one sign, of both, and a row of zeros.
+        let mut x = matrix(m * k, 1);
+        x[..k].iter_mut().for_each(|v| *v = v.abs());
+        x[k..2 * k].iter_mut().for_each(|v| *v = 0.0);
+        let (w, bias) = (matrix(k * n, 2), matrix(n, 3));
+        if !crate::int8_supported() {
+            return;
+        }
+        let weights = Int8Weights::pack(&w, k, n);
+        let mut out = vec![0.0; m * n];
+        weights.multiply(
+            &x,
+            0..weights.panel_count(),
+            &padded_bias(&bias),
+            &mut out,
+            n,
+        );
+        for i in 0..m {
+            for j in 0..n {
+                let exact: f64 = f64::from(bias[j])
+                    + (0..k)
+                        .map(|t| f64::from(x[i * k + t]) * f64::from(w[t * n + j]))
+                        .sum::<f64>();
+                // Each term off by half a step of each factor (1/255 of a range of 2, 1/127
+                // of 1): independent errors, so their sum grows as √k, well within this.
+                let bound = (k as f64).sqrt() * (1.0 / 255.0 + 0.5 / 127.0);
+                let found = f64::from(out[i * n + j]);
+                assert!(
+                    (found - exact).abs() < bound,
+                    "({i}, {j}): {found} against {exact}"
+                );
+            }
+        }
+        assert_eq!(out[n..2 * n], bias, "a row of zeros gives the bias");
+    }
+
+    #[test]
+    fn a_column_range_lands_at_the_start_of_its_output() {
+        let (m, k, n) = (17, 9, 70);
+        let (x, w) = (matrix(m * k, 1), matrix(k * n, 2));
+        if !crate::int8_supported() {
+            return;
+        }
+        let weights = Int8Weights::pack(&w, k, n);
+        let bias = padded_bias(&matrix(n, 3));
+        let mut whole = vec![0.0; m * n];
+        weights.multiply(&x, 0..3, &bias, &mut whole, n);
+        let mut part = vec![0.0; m * 6];
+        weights.multiply(&x, 2..3, &bias, &mut part, 6);
+        for r in 0..m {
+            assert_eq!(part[r * 6..(r + 1) * 6], whole[r * n + 64..(r + 1) * n]);
+        }
+        let (panels, scales, sums) = weights.packed();
+        let again = Int8Weights::from_packed(k, n, panels.to_vec(), scales.to_vec(), sums.to_vec())
+            .unwrap();
+        let mut twice = vec![0.0; m * n];
+        again.multiply(&x, 0..3, &bias, &mut twice, n);
+        assert_eq!(twice, whole);
+        assert!(Int8Weights::from_packed(k + 4, n, panels.to_vec(), vec![], vec![]).is_none());
+    }
+
+    #[test]
+    fn a_row_with_a_nan_comes_out_nan_and_leaves_the_others() {
+        let (k, n) = (8, 5);
+        let mut x = matrix(2 * k, 1);
+        x[3] = f32::NAN;
+        let w = matrix(k * n, 2);
+        if !crate::int8_supported() {
+            return;
+        }
+        let weights = Int8Weights::pack(&w, k, n);
+        let mut out = vec![0.0; 2 * n];
+        weights.multiply(&x, 0..1, &padded_bias(&[0.0; 5]), &mut out, n);
+        assert!(out[..n].iter().all(|v| v.is_nan()));
+        assert!(out[n..].iter().all(|v| v.is_finite()));
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(64))]
+
+        /// Rows, depths and columns that are not multiples of the tiles, with values of any
+        /// sign and scale.
+        #[test]
+        fn matches_the_reference_on_odd_shapes(
+            m in 1usize..40, k in 1usize..70, n in 1usize..80, seed in 0u64..1000,
+            scale in prop_oneof![Just(1.0f32), Just(1e-3), Just(40.0)],
+            positive in any::<bool>(),
+        ) {
+            let mut x = matrix(m * k, seed);
+            x.iter_mut().for_each(|v| *v = if positive { v.abs() } else { *v } * scale);
+            check(&x, &matrix(k * n, seed + 1), &matrix(n, seed + 2), k, n);
+        }
+    }
+}

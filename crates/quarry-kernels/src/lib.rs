@@ -1,0 +1,212 @@
+//! Reduced-precision matrix products for quarry's encoder: `x · W + b` with the weights `W`
+//! packed once in bf16 ([`Bf16Weights`], AVX-512 BF16's `vdpbf16ps`) or in int8
+//! ([`Int8Weights`], AVX-512 VNNI's `vpdpbusd`), accumulated in `f32` or `i32` and returned
+//! in `f32`.
+//!
+//! ```
+//! use quarry_kernels::{Int8Weights, NR};
+//!
+//! // A 3 × 2 layer (inputs by outputs, row-major) and two rows of input.
+//! let (k, n) = (3, 2);
+//! let weight = [0.5, -1.0, 0.25, 2.0, -0.75, 0.0];
+//! let bias = [[0.0; NR]];
+//! let x = [1.0, 2.0, 3.0, -1.0, 0.0, 1.0];
+//! let weights = Int8Weights::pack(&weight, k, n);
+//! // The product needs AVX-512 VNNI; without it, a caller keeps its f32 product.
+//! if quarry_kernels::int8_supported() {
+//!     let mut out = [0.0f32; 4];
+//!     weights.multiply(&x, 0..weights.panel_count(), &bias, &mut out, n);
+//!     // Row 0, column 0: 1·0.5 + 2·0.25 + 3·(-0.75) = -1.25, within int8's rounding.
+//!     assert!((out[0] - -1.25).abs() < 0.05, "{out:?}");
+//! }
+//! ```
+//!
+//! # Why a crate of its own
+//!
+//! The rest of the workspace forbids `unsafe`. These kernels need it twice: to call a function
+//! compiled for an instruction set extension (after detecting it at run time) and to load
+//! vectors from memory. It stays here, behind a safe API:
+//! - a product detects its instructions (a cached check) before it calls a `#[target_feature]`
+//!   function, and panics without them: the callers check [`bf16_supported`] or
+//!   [`int8_supported`] first;
+//! - every slice's length is checked before a kernel reads it (with `debug_assertions`, each
+//!   kernel also checks its own reads);
+//! - every `unsafe` block carries a `// SAFETY:` comment (clippy's
+//!   `undocumented_unsafe_blocks` denies one without), one operation a block;
+//! - every kernel is tested against a scalar reference over shapes that are not multiples of
+//!   the tiles (property tests in each module).
+//!
+//! # Layout
+//!
+//! The weights are cut into panels of [`NR`] output columns (columns past `n` are zero), packed
+//! once; each product converts its input rows to the same lanes (row-major, nothing
+//! transposed), and a micro-kernel keeps an `MR × NR` block of the output in 28 registers,
+//! broadcasting one lane of each of its [`MR`] rows a step. A step of the depth is two values
+//! for bf16 (one 32-bit lane holds a pair) and four for int8; depths that do not divide are
+//! padded with zeros.
+//!
+//! # Precision
+//!
+//! - bf16: weights and inputs rounded to bfloat16 (8 significant bits, round to nearest even),
+//!   products summed in `f32`.
+//! - int8: each output column's weights scaled to `[-127, 127]` (symmetric, one scale a column,
+//!   kept in `f32`); each input row quantised when packed, asymmetrically to `[0, 255]` with
+//!   its own scale and zero point (so a row of GELU outputs, mostly positive, uses the whole
+//!   range); exact `i32` sums, then `out = row scale · column scale · (sum − zero point ·
+//!   column sum) + bias`.
+
+#![cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
+
+mod bf16;
+mod int8;
+mod packing;
+
+pub use bf16::Bf16Weights;
+pub use int8::Int8Weights;
+
+/// Rows of the output block a micro-kernel call computes.
+pub const MR: usize = 14;
+/// Output columns of a weight panel: two 16-lane vectors.
+pub const NR: usize = 32;
+
+/// Proof that this CPU has AVX-512 F and BF16: made only where they were detected.
+#[derive(Debug, Clone, Copy)]
+struct Bf16Isa(());
+
+impl Bf16Isa {
+    /// The proof, or a panic that says what [`Bf16Weights::multiply`]'s callers must check.
+    fn detect() -> Self {
+        assert!(
+            bf16_supported(),
+            "bf16 products need AVX-512 BF16 (see bf16_supported)"
+        );
+        Bf16Isa(())
+    }
+}
+
+/// Proof that this CPU has AVX-512 F, BW and VNNI: made only where they were detected.
+#[derive(Debug, Clone, Copy)]
+struct Int8Isa(());
+
+impl Int8Isa {
+    /// The proof, or a panic that says what [`Int8Weights::multiply`]'s callers must check.
+    fn detect() -> Self {
+        assert!(
+            int8_supported(),
+            "int8 products need AVX-512 VNNI (see int8_supported)"
+        );
+        Int8Isa(())
+    }
+}
+
+/// Whether this CPU runs [`Bf16Weights`]' products (AVX-512 F and BF16). Detected once, then
+/// cached by the standard library.
+pub fn bf16_supported() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        std::arch::is_x86_feature_detected!("avx512f")
+            && std::arch::is_x86_feature_detected!("avx512bf16")
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        false
+    }
+}
+
+/// Whether this CPU runs [`Int8Weights`]' products (AVX-512 F, BW and VNNI). Detected once,
+/// then cached by the standard library.
+pub fn int8_supported() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        std::arch::is_x86_feature_detected!("avx512f")
+            && std::arch::is_x86_feature_detected!("avx512bw")
+            && std::arch::is_x86_feature_detected!("avx512vnni")
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        false
+    }
+}
+
+/// Checks the arguments every product takes, and returns `(rows, first panel, width)`: the
+/// input's rows, and the output columns the panels `panels` cover.
+fn check_product(
+    k: usize,
+    n: usize,
+    x: &[f32],
+    panels: &std::ops::Range<usize>,
+    bias: &[[f32; NR]],
+    out: &[f32],
+    ldc: usize,
+) -> (usize, usize, usize) {
+    let panel_count = n.div_ceil(NR);
+    assert!(k > 0 && x.len().is_multiple_of(k), "rows of {k} inputs");
+    assert!(
+        panels.start <= panels.end && panels.end <= panel_count,
+        "panels {panels:?} of {panel_count}"
+    );
+    assert_eq!(bias.len(), panel_count, "a padded bias a panel");
+    let rows = x.len() / k;
+    let width = (panels.end * NR).min(n) - (panels.start * NR).min(n);
+    assert!(
+        width <= ldc || rows <= 1,
+        "a row of {width} values in a stride of {ldc}"
+    );
+    if rows > 0 && width > 0 {
+        assert!(
+            out.len() >= (rows - 1) * ldc + width,
+            "{rows} rows of {width} values at a stride of {ldc} in {}",
+            out.len()
+        );
+    }
+    (rows, panels.start, width)
+}
+
+/// Cuts the product of `rows` input rows by the panels `panels` into blocks of at most [`MR`]
+/// rows by one panel, panel by panel (a panel stays in cache while the rows pass over it),
+/// and hands `block` each: the panel, its first row, its rows, and the part of `out` (row
+/// stride `ldc`) it covers, ending with its last row's last column.
+fn for_each_block(
+    rows: usize,
+    n: usize,
+    panels: std::ops::Range<usize>,
+    out: &mut [f32],
+    ldc: usize,
+    mut block: impl FnMut(usize, usize, usize, &mut [f32]),
+) {
+    let first = panels.start;
+    for p in panels {
+        let columns = NR.min(n - p * NR);
+        for row in (0..rows).step_by(MR) {
+            let block_rows = MR.min(rows - row);
+            let offset = row * ldc + (p - first) * NR;
+            let end = offset + (block_rows - 1) * ldc + columns;
+            block(p, row, block_rows, &mut out[offset..end]);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::NR;
+
+    /// A deterministic matrix of values in [-1, 1).
+    pub(crate) fn matrix(len: usize, seed: u64) -> Vec<f32> {
+        let mut state = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+        (0..len)
+            .map(|_| {
+                state ^= state << 13;
+                state ^= state >> 7;
+                state ^= state << 17;
+                (state >> 40) as f32 / (1u64 << 23) as f32 - 1.0
+            })
+            .collect()
+    }
+
+    /// `bias` padded with zeros to whole panels.
+    pub(crate) fn padded_bias(bias: &[f32]) -> Vec<[f32; NR]> {
+        let mut padded = vec![[0.0; NR]; bias.len().div_ceil(NR)];
+        padded.as_flattened_mut()[..bias.len()].copy_from_slice(bias);
+        padded
+    }
+}
