@@ -5,22 +5,38 @@
 //! Each (text, head) is one task: `softmax(Q Kᵀ / √d) V` over the text's own tokens only, so a
 //! padded key is never weighed (as the padding mask does) and a padded query row is left zero
 //! (its state is never read: later layers mask it as a key, and pooling skips it).
+//!
+//! Its two products run in `f32` ([`Products::F32`], on [`PackedLinear`]) or in bfloat16
+//! ([`Products::Bf16`], on [`Bf16Weights`]: keys and values rounded once, the queries and the
+//! softmax's weights as each product reads them, sums in `f32`); the softmax is `f32` either
+//! way.
 
 use pulp::x86::V4;
 use pulp::{Simd, cast};
+use quarry_kernels::{Bf16Weights, NR};
 use rayon::prelude::*;
 
 use crate::gemm::PackedLinear;
 
+/// What attention's two products multiply in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Products {
+    /// Single precision.
+    F32,
+    /// bfloat16 (needs [`quarry_kernels::bf16_supported`]).
+    Bf16,
+}
+
 /// The attended values `[texts × seq, heads × head_width]` from the fused query-key-value
 /// projection `[texts × seq, 3 × heads × head_width]` (queries, then keys, then values), for
-/// texts of `lengths[t]` tokens padded to `seq`. `None` without AVX-512.
+/// texts of `lengths[t]` tokens padded to `seq`, with `products`. `None` without AVX-512.
 pub fn attention(
     projected: &[f32],
     lengths: &[usize],
     seq: usize,
     heads: usize,
     head_width: usize,
+    products: Products,
 ) -> Option<Vec<f32>> {
     let simd = V4::try_new()?;
     let width = heads * head_width;
@@ -38,23 +54,51 @@ pub fn attention(
                 &rows[start..start + head_width]
             };
             let mut queries = Vec::with_capacity(length * head_width);
-            // Kᵀ as weights: head_width inputs by `length` outputs.
-            let mut keys = vec![0.0; head_width * length];
-            let mut values = Vec::with_capacity(length * head_width);
             for token in 0..length {
                 queries.extend(column(0, token).iter().map(|q| q * scale));
-                for (d, &k) in column(1, token).iter().enumerate() {
-                    keys[d * length + token] = k;
+            }
+            let softmax = |scores: &mut [f32]| {
+                for row in scores.chunks_mut(length) {
+                    softmax_in_place(simd, row);
                 }
-                values.extend_from_slice(column(2, token));
+            };
+            match products {
+                Products::F32 => {
+                    // Kᵀ as weights: head_width inputs by `length` outputs.
+                    let mut keys = vec![0.0; head_width * length];
+                    let mut values = Vec::with_capacity(length * head_width);
+                    for token in 0..length {
+                        for (d, &k) in column(1, token).iter().enumerate() {
+                            keys[d * length + token] = k;
+                        }
+                        values.extend_from_slice(column(2, token));
+                    }
+                    let keys = PackedLinear::with_simd(simd, &keys, None, head_width, length);
+                    let mut scores = keys.forward_serial(&queries);
+                    softmax(&mut scores);
+                    let values = PackedLinear::with_simd(simd, &values, None, length, head_width);
+                    values.forward_serial(&scores)
+                }
+                Products::Bf16 => {
+                    // Kᵀ's columns are the keys; the values' rows are the values.
+                    let keys = Bf16Weights::from_columns(head_width, length, |t| column(1, t));
+                    let values = Bf16Weights::from_rows(length, head_width, |t| column(2, t));
+                    let zeros = vec![[0.0; NR]; length.div_ceil(NR)];
+                    let mut scores = vec![0.0; length * length];
+                    keys.multiply(&queries, 0..keys.panel_count(), &zeros, &mut scores, length);
+                    softmax(&mut scores);
+                    let mut attended = vec![0.0; length * head_width];
+                    let all = 0..values.panel_count();
+                    values.multiply(
+                        &scores,
+                        all.clone(),
+                        &zeros[..all.len()],
+                        &mut attended,
+                        head_width,
+                    );
+                    attended
+                }
             }
-            let keys = PackedLinear::with_simd(simd, &keys, None, head_width, length);
-            let mut scores = keys.forward_serial(&queries);
-            for row in scores.chunks_mut(length) {
-                softmax_in_place(simd, row);
-            }
-            let values = PackedLinear::with_simd(simd, &values, None, length, head_width);
-            values.forward_serial(&scores)
         })
         .collect();
     let mut out = vec![0.0; lengths.len() * seq * width];
@@ -157,7 +201,20 @@ mod tests {
         let projected: Vec<f32> = (0..lengths.len() * seq * 3 * width)
             .map(|i| ((i * 37 % 101) as f32 / 50.0) - 1.0)
             .collect();
-        let out = attention(&projected, &lengths, seq, heads, head_width).unwrap();
+        let out = attention(&projected, &lengths, seq, heads, head_width, Products::F32).unwrap();
+        check(&projected, &out, 1e-5);
+        if quarry_kernels::bf16_supported() {
+            // Each factor keeps 8 significant bits.
+            let out = attention(&projected, &lengths, seq, heads, head_width, Products::Bf16);
+            check(&projected, &out.unwrap(), 2e-2);
+        }
+    }
+
+    /// Checks `out` against a plain computation in `f64`, to within `tolerance`.
+    fn check(projected: &[f32], out: &[f32], tolerance: f64) {
+        let (seq, heads, head_width) = (5, 2, 3);
+        let width = heads * head_width;
+        let lengths = [5, 3];
         let at = |text: usize, token: usize, part: usize, head: usize, d: usize| {
             f64::from(
                 projected[(text * seq + token) * 3 * width + part * width + head * head_width + d],
@@ -188,7 +245,7 @@ mod tests {
                             .map(|j| weights[j] / total * at(text, j, 2, head, d))
                             .sum();
                         assert!(
-                            (found - expected).abs() < 1e-5,
+                            (found - expected).abs() < tolerance,
                             "{found} against {expected}"
                         );
                     }

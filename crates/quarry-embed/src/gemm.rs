@@ -35,6 +35,19 @@ pub enum Kernel {
     Int8,
 }
 
+impl Kernel {
+    /// What attention's products multiply in beside this kernel's linear layers: bfloat16
+    /// with either reduced precision (the CPUs that have VNNI have BF16 too, but it is
+    /// checked), `f32` otherwise.
+    pub(crate) fn attention(self) -> crate::attention::Products {
+        use crate::attention::Products;
+        match self {
+            Kernel::Bf16 | Kernel::Int8 if quarry_kernels::bf16_supported() => Products::Bf16,
+            _ => Products::F32,
+        }
+    }
+}
+
 /// Rows of the output block a micro-kernel call computes.
 pub const MR: usize = quarry_kernels::MR;
 /// Columns of a weight panel: two 16-lane vectors.

@@ -344,8 +344,15 @@ impl HostLayer {
             expanded,
         } = buffers;
         self.query_key_value.forward_into(hidden, projected, kernel);
-        let context = host_attention(projected, lengths, seq, heads, width / heads)
-            .expect("packed layers imply AVX-512");
+        let context = host_attention(
+            projected,
+            lengths,
+            seq,
+            heads,
+            width / heads,
+            kernel.attention(),
+        )
+        .expect("packed layers imply AVX-512");
         self.attention_output
             .forward_into(&context, attended, kernel);
         self.attention_norm.apply(attended, hidden);

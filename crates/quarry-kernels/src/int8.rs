@@ -45,7 +45,8 @@ impl Int8Weights {
             sums.as_flattened_mut()[column] = weights.map(|w| i32::from(quantize(w, scale))).sum();
         }
         let flat_scales = scales.as_flattened();
-        let panels = packing::panels::<4>(weight, k, n, |w, column| {
+        let row = |i: usize| &weight[i * n..(i + 1) * n];
+        let panels = packing::panels::<4>(row, k, n, |w, column| {
             u32::from(quantize(w, flat_scales[column]) as u8)
         });
         Self {
@@ -266,7 +267,7 @@ mod simd {
     use std::arch::x86_64::{
         __m512i, _mm512_add_ps, _mm512_cvtepi32_ps, _mm512_dpbusd_epi32, _mm512_loadu_epi32,
         _mm512_loadu_ps, _mm512_mul_ps, _mm512_mullo_epi32, _mm512_set1_epi32, _mm512_set1_ps,
-        _mm512_setzero_si512, _mm512_storeu_ps, _mm512_sub_epi32,
+        _mm512_setzero_si512, _mm512_sub_epi32,
     };
 
     use std::arch::x86_64::{
@@ -416,14 +417,9 @@ mod simd {
                 let scale = _mm512_mul_ps(row_scale, scales);
                 _mm512_add_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(exact), scale), bias)
             };
-            let mut values = [0.0f32; NR];
             let low = rescale(lanes[0], sums.0, scales.0, bias.0);
             let high = rescale(lanes[1], sums.1, scales.1, bias.1);
-            // SAFETY: `values` has room for 32 values; each write stores 16, unaligned.
-            unsafe { _mm512_storeu_ps(values.as_mut_ptr(), low) };
-            // SAFETY: as above, the second 16.
-            unsafe { _mm512_storeu_ps(values[16..].as_mut_ptr(), high) };
-            out[r * ldc..r * ldc + columns].copy_from_slice(&values[..columns]);
+            crate::store_row(&mut out[r * ldc..r * ldc + columns], low, high);
         }
     }
 }

@@ -162,6 +162,23 @@ fn check_product(
     (rows, panels.start, width)
 }
 
+/// Writes `low` and `high` (16 values each) to the start of `row`, as many as it holds (at
+/// most 32), with masked stores: no copy through a buffer, nothing written past `row`.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+fn store_row(row: &mut [f32], low: std::arch::x86_64::__m512, high: std::arch::x86_64::__m512) {
+    use std::arch::x86_64::_mm512_mask_storeu_ps;
+    let columns = row.len().min(NR);
+    let mask = |count: usize| ((1u32 << count.min(16)) - 1) as u16;
+    // SAFETY: the mask enables the first min(columns, 16) lanes, all within `row`; a masked
+    // lane is neither written nor faulted on. The store needs no alignment.
+    unsafe { _mm512_mask_storeu_ps(row.as_mut_ptr(), mask(columns), low) };
+    if columns > 16 {
+        // SAFETY: as above, for the lanes from the 17th on, within `row[16..]`.
+        unsafe { _mm512_mask_storeu_ps(row[16..].as_mut_ptr(), mask(columns - 16), high) };
+    }
+}
+
 /// Cuts the product of `rows` input rows by the panels `panels` into blocks of at most [`MR`]
 /// rows by one panel, panel by panel (a panel stays in cache while the rows pass over it),
 /// and hands `block` each: the panel, its first row, its rows, and the part of `out` (row

@@ -4,16 +4,16 @@
 
 use crate::NR;
 
-/// `weight` (`k × n`, row-major) as panels of [`NR`] columns: panel `p` is `k.div_ceil(G)`
-/// steps of `NR` lanes, lane `c` of step `s` holding `encode(w[s·G + t][p·NR + c], column)`
-/// for `t` in `0..G` in its `t`-th `32 / G` bits. Columns past `n` and depths past `k` are 0.
-pub(crate) fn panels<const G: usize>(
-    weight: &[f32],
+/// A `k × n` weight given by its rows (`row(i)`, `n` values each) as panels of [`NR`]
+/// columns: panel `p` is `k.div_ceil(G)` steps of `NR` lanes, lane `c` of step `s` holding
+/// `encode(w[s·G + t][p·NR + c], column)` for `t` in `0..G` in its `t`-th `32 / G` bits.
+/// Columns past `n` and depths past `k` are 0.
+pub(crate) fn panels<'a, const G: usize>(
+    row: impl Fn(usize) -> &'a [f32],
     k: usize,
     n: usize,
     encode: impl Fn(f32, usize) -> u32,
 ) -> Vec<[u32; NR]> {
-    assert_eq!(weight.len(), k * n, "a {k} × {n} weight");
     let bits = 32 / G;
     let steps = k.div_ceil(G);
     let mut panels = vec![[0u32; NR]; n.div_ceil(NR) * steps];
@@ -25,7 +25,7 @@ pub(crate) fn panels<const G: usize>(
                     break;
                 }
                 for t in 0..G.min(k - s * G) {
-                    let value = encode(weight[(s * G + t) * n + column], column);
+                    let value = encode(row(s * G + t)[column], column);
                     *lane |= value << (t * bits);
                 }
             }
@@ -43,7 +43,7 @@ mod tests {
         // 3 × 33: two panels, two steps (the second half empty).
         let (k, n) = (3, 33);
         let weight: Vec<f32> = (0..k * n).map(|i| i as f32).collect();
-        let panels = panels::<2>(&weight, k, n, |w, _| w as u32 + 1);
+        let panels = panels::<2>(|i| &weight[i * n..(i + 1) * n], k, n, |w, _| w as u32 + 1);
         assert_eq!(panels.len(), 4);
         // Panel 0, step 0, column 5: rows 0 and 1.
         assert_eq!(panels[0][5], (5 + 1) | ((n as u32 + 5 + 1) << 16));
