@@ -352,9 +352,15 @@ fn root_and_config(root: Option<PathBuf>) -> Result<(PathBuf, Config)> {
     Ok((root, config))
 }
 
+/// The engine's options from the repository's configuration, with what the environment
+/// sets (`QUARRY_BACKEND`, `QUARRY_PRECISION`) over it.
 fn engine_options(config: &Config) -> Result<EngineOptions> {
+    let embedder = EmbedderOptions {
+        precision: config.index.precision,
+        ..EmbedderOptions::default()
+    };
     Ok(EngineOptions {
-        embedder: EmbedderOptions::from_env()?,
+        embedder: embedder.with_env()?,
         max_file_bytes: config.index.max_file_bytes,
         ..EngineOptions::default()
     })

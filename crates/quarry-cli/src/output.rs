@@ -228,6 +228,7 @@ pub fn model_json(model: &ModelDir, embedder: &Embedder) -> Value {
         "directory": model.path,
         "source": format!("{:?}", model.source),
         "backend": embedder.backend().to_string(),
+        "precision": embedder.precision().name(),
         "dimensions": embedder.dimensions(),
         "max_tokens": embedder.max_tokens(),
     })
@@ -247,6 +248,7 @@ pub fn print_model(
         model.source
     )?;
     writeln!(out, "backend      {}", embedder.backend())?;
+    writeln!(out, "precision    {}", embedder.precision())?;
     writeln!(out, "dimensions   {}", embedder.dimensions())?;
     writeln!(out, "max tokens   {}", embedder.max_tokens())?;
     writeln!(

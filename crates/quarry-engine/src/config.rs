@@ -3,6 +3,7 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
+use quarry_embed::PrecisionChoice;
 use quarry_rank::RankingConfig;
 use quarry_store::INDEX_DIR;
 use serde::{Deserialize, Serialize};
@@ -24,6 +25,7 @@ pub const CONFIG_FILE: &str = "config.toml";
 ///
 /// [index]
 /// max_file_bytes = 2097152
+/// precision = "auto"     # auto, f32, bf16 or int8 (QUARRY_PRECISION overrides it)
 ///
 /// [ranking]              # quarry_rank::RankingConfig
 /// limit = 10
@@ -47,12 +49,16 @@ pub struct Config {
 pub struct IndexDefaults {
     /// Files larger than this many bytes are skipped ([`crate::EngineOptions::max_file_bytes`]).
     pub max_file_bytes: u64,
+    /// The precision the embedding model computes in; part of the index's identity, so a
+    /// change asks for `quarry index --force`. `QUARRY_PRECISION` overrides it.
+    pub precision: PrecisionChoice,
 }
 
 impl Default for IndexDefaults {
     fn default() -> Self {
         Self {
             max_file_bytes: crate::MAX_FILE_BYTES,
+            precision: PrecisionChoice::Auto,
         }
     }
 }

@@ -77,8 +77,8 @@ pub use quarry_store::INDEX_DIR;
 pub mod model {
     pub use quarry_embed::provision::Progress;
     pub use quarry_embed::{
-        DEFAULT_MODEL, Embedder, EmbedderOptions, KnownModel, MS_MARCO_MINILM_L6, ModelDir,
-        Provisioner,
+        BackendChoice, DEFAULT_MODEL, Embedder, EmbedderOptions, KnownModel, MS_MARCO_MINILM_L6,
+        ModelDir, Precision, PrecisionChoice, Provisioner,
     };
 }
 

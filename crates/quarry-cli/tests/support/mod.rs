@@ -1,16 +1,26 @@
 //! What the CLI's integration tests share: running the binary as a user does.
 
+#![allow(dead_code)] // Each test binary uses its own part.
+
 use std::path::Path;
 use std::process::{Command, Output};
 
 /// Runs `quarry` with `args` in `dir`, without colour.
 pub fn quarry(dir: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_quarry"))
-        .args(args)
-        .current_dir(dir)
-        .env("NO_COLOR", "1")
-        .output()
-        .unwrap()
+    quarry_with(dir, args, &[])
+}
+
+/// [`quarry`] with environment variables set (`Some`) or removed (`None`).
+pub fn quarry_with(dir: &Path, args: &[&str], env: &[(&str, Option<&str>)]) -> Output {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_quarry"));
+    command.args(args).current_dir(dir).env("NO_COLOR", "1");
+    for (name, value) in env {
+        match value {
+            Some(value) => command.env(name, value),
+            None => command.env_remove(name),
+        };
+    }
+    command.output().unwrap()
 }
 
 /// Bytes of output as text.
