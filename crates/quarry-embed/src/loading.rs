@@ -232,3 +232,48 @@ impl Batch {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn text(tokens: usize) -> Tokenized {
+        Tokenized {
+            ids: vec![1; tokens],
+            type_ids: vec![0; tokens],
+            truncated: false,
+        }
+    }
+
+    /// The token counts of each batch `in_length_order` forms within `limits`, and checks
+    /// that every output lands at its text.
+    fn batches(lengths: &[usize], limits: BatchLimits) -> Vec<Vec<usize>> {
+        let texts: Vec<Tokenized> = lengths.iter().map(|&n| text(n)).collect();
+        let mut seen = Vec::new();
+        let outputs = in_length_order(&texts, limits, |batch| {
+            seen.push(batch.iter().map(|t| t.ids.len()).collect::<Vec<_>>());
+            batch.iter().map(|t| t.ids.len()).collect()
+        });
+        assert_eq!(outputs, lengths, "one output per text, in order");
+        seen
+    }
+
+    #[test]
+    fn batches_are_cut_by_tokens_or_texts_whichever_comes_first() {
+        let limits = BatchLimits {
+            texts: 4,
+            tokens: 100,
+        };
+        // Short texts: four a batch (the text limit).
+        assert_eq!(
+            batches(&[5, 3, 4, 2, 6, 1], limits),
+            [vec![1, 2, 3, 4], vec![5, 6]]
+        );
+        // Long ones: as many as fit 100 padded tokens; one longer than that goes alone.
+        assert_eq!(
+            batches(&[40, 30, 60, 150, 45], limits),
+            [vec![30, 40], vec![45], vec![60], vec![150]]
+        );
+        assert!(batches(&[], limits).is_empty());
+    }
+}

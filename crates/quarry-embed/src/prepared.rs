@@ -292,7 +292,7 @@ mod tests {
         assert_eq!(first.read::<f32>().unwrap(), words);
         assert_eq!(second, &empty);
         assert_eq!(third.read::<u16>().unwrap(), half);
-        let mut some = [0.0; 2];
+        let mut some = [0.0f32; 2];
         last.read_into(998, &mut some).unwrap();
         assert_eq!(some, [7.0; 2]);
 

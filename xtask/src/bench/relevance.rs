@@ -76,6 +76,10 @@ pub struct RelevanceArgs {
     /// Where reports go (default: bench-suite/reports).
     #[arg(long, value_name = "DIR")]
     out: Option<PathBuf>,
+    /// Read documents up to this many tokens instead of the model's maximum (chunks are cut
+    /// to fit it too): the speed-against-relevance trade of a shorter window.
+    #[arg(long, value_name = "N")]
+    max_tokens: Option<usize>,
 }
 
 /// `KEY=VALUE`.
@@ -135,6 +139,7 @@ pub fn run(args: RelevanceArgs) -> Result<()> {
         baseline,
         doc_cases,
         out,
+        max_tokens,
         ..
     } = args;
     let peers = !no_peers;
@@ -272,7 +277,10 @@ pub fn run(args: RelevanceArgs) -> Result<()> {
         cache,
         model: &model,
         engine: EngineOptions {
-            embedder: EmbedderOptions::from_env()?,
+            embedder: EmbedderOptions {
+                max_tokens,
+                ..EmbedderOptions::from_env()?
+            },
             ..EngineOptions::default()
         },
         doc_cases,
