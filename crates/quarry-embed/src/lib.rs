@@ -62,6 +62,35 @@
 //! `BertForSequenceClassification` assembled from the default model's trunk and pooler and a
 //! seeded head (`fixtures/embed/cross_encoder_head.safetensors`), whose scores mean nothing.
 //!
+//! # Precision
+//!
+//! The linear layers (query, key and value; the attention output; both feed-forward
+//! products) compute in a [`Precision`]: `f32`, bf16 or int8, the last two on a CPU with
+//! AVX-512 BF16 or VNNI through the `quarry-kernels` crate (int8: weights scaled per output
+//! column once at load, each input row quantised over its own range as a product reads it,
+//! exact integer sums). Under either reduced precision attention's two products run in bf16;
+//! layer norms, softmax, GELU and pooling stay `f32`. [`EmbedderOptions::precision`] is a
+//! [`PrecisionChoice`]: `auto` (the default) takes the fastest this machine runs, int8 then
+//! bf16 then `f32` (on a GPU, `f32`); `QUARRY_PRECISION` sets it. The precision is part of the
+//! [`ModelFingerprint`], so vectors of two precisions never share an index.
+//!
+//! ```
+//! use quarry_embed::{DEFAULT_MODEL, Embedder, EmbedderOptions, Precision, PrecisionChoice};
+//!
+//! let model = quarry_embed::Provisioner::from_env().resolve(&DEFAULT_MODEL)?;
+//! let exact = EmbedderOptions {
+//!     precision: PrecisionChoice::Fixed(Precision::F32),
+//!     ..EmbedderOptions::default()
+//! };
+//! let reference = Embedder::load(&model, exact)?;
+//! let fast = Embedder::load(&model, EmbedderOptions::default())?;
+//! let text = "fn retry_with_backoff(request: Request) -> Response";
+//! let (a, b) = (reference.embed_one(text)?.vector, fast.embed_one(text)?.vector);
+//! let cosine: f32 = a.iter().zip(&b).map(|(x, y)| x * y).sum();
+//! assert!(cosine > 0.99, "{} against f32: {cosine}", fast.precision());
+//! # Ok::<(), quarry_embed::EmbedError>(())
+//! ```
+//!
 //! # Backends
 //!
 //! The CPU backend is Burn's `flex` (with SIMD, rayon threads and the `x86-v4` AVX-512 GEMM

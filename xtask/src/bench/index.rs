@@ -1,14 +1,16 @@
 //! `cargo xtask bench index`: how soon a fresh repository answers. The whole `quarry search`
 //! process on a fresh copy (first result), the first phase alone in process (source MB/s),
-//! and optionally the second (chunks/s), with ripgrep over the same copy as the reference
-//! measured in the same run.
+//! and optionally the second (chunks/s, in each precision asked for), with ripgrep over the
+//! same copy as the reference measured in the same run.
 
 use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, ensure};
-use quarry_embed::{DEFAULT_MODEL, EmbedderOptions, ModelDir};
+use quarry_embed::{
+    BackendChoice, DEFAULT_MODEL, EmbedderOptions, ModelDir, Precision, PrecisionChoice,
+};
 use quarry_engine::{Engine, EngineOptions};
 use serde_json::json;
 
@@ -27,8 +29,8 @@ struct Measured {
     first_result: Duration,
     phase_one: Duration,
     ripgrep: Duration,
-    /// Chunks embedded by the second phase, and how long it took.
-    phase_two: Option<(usize, Duration)>,
+    /// Chunks embedded by the second phase in each precision, and how long it took.
+    phase_two: Vec<(Precision, usize, Duration)>,
 }
 
 /// `cargo xtask bench index`'s options.
@@ -37,6 +39,10 @@ pub struct IndexArgs {
     /// Runs per corpus; medians are reported.
     #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..))]
     runs: u32,
+    /// The second phase in this precision (repeatable: each on a fresh copy, the first is
+    /// the main table's; default: the environment's, `QUARRY_PRECISION` or auto).
+    #[arg(long = "precision", value_name = "P")]
+    precisions: Vec<PrecisionChoice>,
     #[command(flatten)]
     corpora: CorpusArgs,
 }
@@ -46,9 +52,16 @@ pub fn run(args: IndexArgs) -> Result<()> {
     let quarry = release_quarry()?;
     let root = repository_root()?;
     let model = provisioner().resolve(&DEFAULT_MODEL)?;
+    let precisions = match args.precisions.is_empty() {
+        true => vec![engine_options()?.embedder.precision],
+        false => args.precisions,
+    };
     let mut measured = Vec::new();
     for (corpus, source) in args.corpora.corpora(root)? {
-        let embed = args.corpora.embeds(&corpus);
+        let embed = match args.corpora.embeds(&corpus) {
+            true => &precisions[..],
+            false => &[],
+        };
         eprintln!("{}: {runs} runs", corpus.name);
         measured.push(measure(
             &corpus.name,
@@ -74,9 +87,9 @@ pub fn run(args: IndexArgs) -> Result<()> {
             "first_result_seconds": m.first_result.as_secs_f64(),
             "phase_one_seconds": m.phase_one.as_secs_f64(),
             "ripgrep_seconds": m.ripgrep.as_secs_f64(),
-            "phase_two": m.phase_two.map(|(chunks, time)| json!({
-                "chunks": chunks, "seconds": time.as_secs_f64()
-            })),
+            "phase_two": m.phase_two.iter().map(|(precision, chunks, time)| json!({
+                "precision": precision.name(), "chunks": chunks, "seconds": time.as_secs_f64()
+            })).collect::<Vec<_>>(),
         })).collect::<Vec<_>>(),
     });
     write_report(root, &format!("index-{commit}"), &markdown, &json)?;
@@ -85,14 +98,15 @@ pub fn run(args: IndexArgs) -> Result<()> {
 }
 
 /// Each run on a fresh copy of `source`: `quarry search` whole, ripgrep whole, the first
-/// phase in process; then, if `embed`, the second phase on the last copy.
+/// phase in process; then the second phase in each of `precisions`, the first on the last
+/// copy, the others each on a fresh copy of their own (its first phase not timed).
 fn measure(
     name: &str,
     source: &Path,
     quarry: &Path,
     model: &ModelDir,
     runs: usize,
-    embed: bool,
+    precisions: &[PrecisionChoice],
 ) -> Result<Measured> {
     let mut first_results = Vec::new();
     let mut phase_ones = Vec::new();
@@ -123,7 +137,7 @@ fn measure(
         ensure!(out.status.code() == Some(0), "rg found nothing in {name}");
 
         let copy = fresh_copy(source)?;
-        let engine = Engine::open(copy.path(), model, engine_options()?)?;
+        let engine = Engine::open(copy.path(), model, with_precision(precisions.first())?)?;
         let started = Instant::now();
         engine.index_files(&mut |_| {})?;
         phase_ones.push(started.elapsed());
@@ -134,14 +148,25 @@ fn measure(
     let files = store.files()?;
     let bytes = files.iter().map(|f| f.size).sum();
     let chunks = store.counts()?.chunks;
-    let phase_two = match embed {
-        true => {
-            let started = Instant::now();
-            let embedded = engine.embed_pending(&mut |_| {})?;
-            Some((embedded, started.elapsed()))
-        }
-        false => None,
-    };
+    let mut phase_two = Vec::new();
+    for (i, &precision) in precisions.iter().enumerate() {
+        let fresh;
+        let engine = match i {
+            0 => &engine,
+            _ => {
+                let copy = fresh_copy(source)?;
+                let other = Engine::open(copy.path(), model, with_precision(Some(&precision))?)?;
+                other.index_files(&mut |_| {})?;
+                fresh = (copy, other);
+                &fresh.1
+            }
+        };
+        let resolved = precision.resolve(BackendChoice::Auto)?;
+        eprintln!("{name}: second phase in {resolved}");
+        let started = Instant::now();
+        let embedded = engine.embed_pending(&mut |_| {})?;
+        phase_two.push((resolved, embedded, started.elapsed()));
+    }
     Ok(Measured {
         name: name.to_owned(),
         files: files.iter().filter(|f| !f.chunk_ids.is_empty()).count(),
@@ -159,6 +184,15 @@ fn engine_options() -> Result<EngineOptions> {
         embedder: EmbedderOptions::from_env()?,
         ..EngineOptions::default()
     })
+}
+
+/// [`engine_options`] in `precision`, where given.
+fn with_precision(precision: Option<&PrecisionChoice>) -> Result<EngineOptions> {
+    let mut options = engine_options()?;
+    if let Some(&precision) = precision {
+        options.embedder.precision = precision;
+    }
+    Ok(options)
 }
 
 /// A copy of `source` in a new temporary directory, without any index.
@@ -187,15 +221,15 @@ fn markdown(commit: &str, runs: usize, measured: &[Measured]) -> String {
          fresh copy (walk, chunk, store, lexical index, import graph), and the source bytes \
          it read per second. **rg**: `rg --count -i configuration` over the same copy, the \
          reference in the same run. **phase 2**: `Engine::embed_pending` after it (the \
-         transformer), where measured.\n\n\
+         transformer), where measured, in the first precision of the table below.\n\n\
          | corpus | files | chunks | source MB | first result s | × rg | phase 1 s | MB/s | \
          rg ms | phase 2 chunks | phase 2 s | chunks/s |\n\
          |---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n"
     );
     for m in measured {
         let megabytes = m.bytes as f64 / 1e6;
-        let (two_chunks, two_seconds, rate) = match m.phase_two {
-            Some((chunks, time)) => (
+        let (two_chunks, two_seconds, rate) = match m.phase_two.first() {
+            Some(&(_, chunks, time)) => (
                 chunks.to_string(),
                 format!("{:.1}", time.as_secs_f64()),
                 format!("{:.1}", chunks as f64 / time.as_secs_f64()),
@@ -214,6 +248,28 @@ fn markdown(commit: &str, runs: usize, measured: &[Measured]) -> String {
             megabytes / m.phase_one.as_secs_f64(),
             m.ripgrep.as_secs_f64() * 1000.0,
         ));
+    }
+    out.push_str(
+        "\n**Phase 2 by precision** (each on a fresh copy, one after another; × the first):\n\n\
+         | corpus | precision | chunks | s | chunks/s | × first |\n|---|---|---:|---:|---:|---:|\n",
+    );
+    for m in measured {
+        let rate =
+            |&(_, chunks, time): &(Precision, usize, Duration)| chunks as f64 / time.as_secs_f64();
+        let Some(first) = m.phase_two.first().map(rate) else {
+            continue;
+        };
+        for run in &m.phase_two {
+            out.push_str(&format!(
+                "| {} | {} | {} | {:.1} | {:.1} | {:.2} |\n",
+                m.name,
+                run.0,
+                run.1,
+                run.2.as_secs_f64(),
+                rate(run),
+                rate(run) / first
+            ));
+        }
     }
     out
 }
