@@ -97,8 +97,9 @@ pub struct Embedding {
 }
 
 /// What a model is without its weights: its configuration (with the maximum sequence
-/// length `options` asks for) and its fingerprint (with the precision `options` resolves to). Cheap to read: the weights' digest is
-/// remembered in the model directory while they do not change.
+/// length `options` asks for) and its fingerprint (with the precision `options` resolves
+/// to). Cheap to read: the weights' digest is remembered in the model directory while they
+/// do not change.
 #[derive(Debug, Clone)]
 pub struct ModelDescription {
     /// The model's configuration.

@@ -86,8 +86,8 @@ pub(crate) fn load_weights<M: Module>(
 
 /// The fingerprint of the model in `dir` run in `precision`, checking each file against its
 /// published digest where `dir` has them. `max_seq_length` is part of it: truncating sooner
-/// changes the outputs of long texts. Digests come from the directory's [`DigestCache`] where the files did not
-/// change since they were hashed.
+/// changes the outputs of long texts. Digests come from the directory's [`DigestCache`]
+/// where the files did not change since they were hashed.
 pub(crate) fn fingerprint(
     dir: &ModelDir,
     max_seq_length: usize,

@@ -160,13 +160,7 @@ mod tests {
     }
 
     #[test]
-    fn auto_takes_the_fastest_this_cpu_runs_and_a_fixed_choice_is_checked() {
-        let auto = PrecisionChoice::Auto.resolve(BackendChoice::Cpu).unwrap();
-        let fastest = PrecisionChoice::AUTO_ORDER
-            .into_iter()
-            .find(|p| p.supported())
-            .unwrap();
-        assert_eq!(auto, fastest);
+    fn a_fixed_choice_is_checked_against_this_cpu() {
         for precision in Precision::ALL {
             let resolved = PrecisionChoice::Fixed(precision).resolve(BackendChoice::Cpu);
             match resolved {

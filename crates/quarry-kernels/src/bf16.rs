@@ -108,8 +108,8 @@ impl Bf16Weights {
     ///
     /// # Panics
     ///
-    /// Where the CPU lacks AVX-512 BF16 ([`crate::bf16_supported`]), `x` is not whole rows, `panels` lies past the last panel, `bias` is not one per
-    /// panel, or `out` is too short.
+    /// Where the CPU lacks AVX-512 BF16 ([`crate::bf16_supported`]), `x` is not whole rows,
+    /// `panels` lies past the last panel, `bias` is not one per panel, or `out` is too short.
     pub fn multiply(
         &self,
         x: &[f32],

@@ -108,8 +108,8 @@ impl Int8Weights {
     ///
     /// # Panics
     ///
-    /// Where the CPU lacks AVX-512 VNNI ([`crate::int8_supported`]), `x` is not whole rows, `panels` lies past the last panel, `bias` is not one per
-    /// panel, or `out` is too short.
+    /// Where the CPU lacks AVX-512 VNNI ([`crate::int8_supported`]), `x` is not whole rows,
+    /// `panels` lies past the last panel, `bias` is not one per panel, or `out` is too short.
     pub fn multiply(
         &self,
         x: &[f32],

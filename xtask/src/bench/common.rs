@@ -11,8 +11,15 @@ use quarry_bench::corpus::{CorporaFile, Corpus};
 use serde_json::Value;
 
 /// The reference's pinned versions; the virtual environment is made once (about 6 GB, as
-/// PyPI's torch wheel brings its CUDA libraries).
-const REFERENCE_PACKAGES: [&str; 2] = ["sentence-transformers==6.2.0", "torch==2.15.0"];
+/// PyPI's torch wheel brings its CUDA libraries) and installed into again when they change.
+const REFERENCE_PACKAGES: [&str; 5] = [
+    "sentence-transformers==6.2.0",
+    "torch==2.15.0",
+    // `bench embed`'s ONNX Runtime int8 reference; onnxscript is torch's ONNX exporter's.
+    "onnxruntime==1.32.0",
+    "onnx==1.23.2",
+    "onnxscript==0.7.2",
+];
 
 /// Writes a benchmark's report as `bench-suite/reports/<name>.md` and `.json` under `root`.
 pub(crate) fn write_report(root: &Path, name: &str, markdown: &str, json: &Value) -> Result<()> {
@@ -47,7 +54,7 @@ pub(crate) fn git_commit(root: &Path) -> String {
 }
 
 /// The reference's Python: `QUARRY_BENCH_PYTHON`, or a virtual environment in the user cache,
-/// made on first use.
+/// made on first use and brought up to date when [`REFERENCE_PACKAGES`] changes.
 pub(crate) fn reference_python() -> Result<PathBuf> {
     if let Some(python) = std::env::var_os("QUARRY_BENCH_PYTHON") {
         return Ok(python.into());
@@ -56,7 +63,11 @@ pub(crate) fn reference_python() -> Result<PathBuf> {
         .context("no user cache directory; set QUARRY_BENCH_PYTHON")?;
     let venv = cache.cache_dir().join("bench-venv");
     let python = venv.join("bin/python");
-    if !python.exists() {
+    // The list the environment was last installed with.
+    let stamp = venv.join("quarry-requirements.txt");
+    let wanted = REFERENCE_PACKAGES.join("\n");
+    let created = !python.exists();
+    if created {
         eprintln!(
             "creating {} with {REFERENCE_PACKAGES:?} (about 6 GB, once)",
             venv.display()
@@ -67,15 +78,22 @@ pub(crate) fn reference_python() -> Result<PathBuf> {
             .arg(&venv)
             .status()?;
         ensure!(status.success(), "python3 -m venv failed");
-        let status = Command::new(&python)
-            .args(["-m", "pip", "install", "--quiet"])
-            .args(REFERENCE_PACKAGES)
-            .status()?;
-        if !status.success() {
-            let _ = std::fs::remove_dir_all(&venv);
-            bail!("pip install {REFERENCE_PACKAGES:?} failed");
-        }
+    } else if fs::read_to_string(&stamp).is_ok_and(|installed| installed == wanted) {
+        return Ok(python);
+    } else {
+        eprintln!("installing {REFERENCE_PACKAGES:?} into {}", venv.display());
     }
+    let status = Command::new(&python)
+        .args(["-m", "pip", "install", "--quiet"])
+        .args(REFERENCE_PACKAGES)
+        .status()?;
+    if !status.success() {
+        if created {
+            let _ = fs::remove_dir_all(&venv);
+        }
+        bail!("pip install {REFERENCE_PACKAGES:?} failed");
+    }
+    fs::write(&stamp, wanted)?;
     Ok(python)
 }
 

@@ -1,5 +1,8 @@
-//! `cargo xtask bench embed`: embedding throughput and query latency of quarry's embedder, and
-//! in the same run the same inputs through sentence-transformers on PyTorch as the reference.
+//! `cargo xtask bench embed`: embedding throughput, query latency and peak RSS of quarry's
+//! embedder at every precision this machine runs, and in the same run the same inputs through
+//! the references: sentence-transformers on PyTorch in fp32 and under bf16 autocast, and the
+//! model exported to ONNX with int8 weights on ONNX Runtime. Every runtime runs in a process of
+//! its own (quarry's in a child of this xtask), so that each peak RSS is its own.
 
 use std::fmt::Write as _;
 use std::io::Write as _;
@@ -10,7 +13,10 @@ use std::time::Instant;
 use anyhow::{Context, Result, ensure};
 use quarry_bench::stats::percentile;
 use quarry_chunk::Chunker;
-use quarry_embed::{DEFAULT_MODEL, Embedder, EmbedderOptions};
+use quarry_embed::{
+    DEFAULT_MODEL, EmbedError, Embedder, EmbedderOptions, Embedding, ModelDir, Precision,
+    PrecisionChoice,
+};
 use serde_json::{Value, json};
 
 use crate::bench::common::{git_commit, reference_python, write_report};
@@ -20,12 +26,16 @@ const BATCH_SIZES: [usize; 3] = [1, 8, 32];
 /// Twelve tokens with `[CLS]` and `[SEP]`.
 const QUERY: &str = "function that retries an http request with backoff";
 const QUERY_RUNS: usize = 100;
-
-struct Run {
-    length: usize,
-    batch_size: usize,
-    seconds: f64,
-}
+/// `embed_reference.py`'s runtimes, by the name it takes and the report's; the first is the
+/// baseline every runtime's vectors are compared with.
+const REFERENCES: [(&str, &str); 3] = [
+    ("torch-fp32", "PyTorch fp32"),
+    ("torch-bf16", "PyTorch bf16"),
+    ("ort-int8", "ORT int8"),
+];
+/// Below this cosine to the baseline, a runtime computes something else and its speed says
+/// nothing.
+const MIN_COSINE: f64 = 0.98;
 
 /// `cargo xtask bench embed`'s options.
 #[derive(clap::Args)]
@@ -33,34 +43,153 @@ pub struct EmbedArgs {
     /// Code chunks embedded per length and batch size.
     #[arg(long = "texts", value_name = "N", default_value_t = 128)]
     count: usize,
-    /// Leave out the PyTorch reference (and its 6 GB environment).
+    /// Leave out the references (and their 6 GB environment): quarry's precisions only.
     #[arg(long)]
     no_reference: bool,
+    /// Measures this precision only, on the job read as JSON from stdin, and writes the
+    /// measurements as JSON to stdout: how a run measures each precision in its own process.
+    #[arg(long, hide = true, value_parser = parse_precision)]
+    only_precision: Option<Precision>,
+}
+
+fn parse_precision(name: &str) -> Result<Precision, String> {
+    Precision::ALL
+        .into_iter()
+        .find(|precision| precision.name() == name)
+        .ok_or_else(|| format!("unknown precision `{name}`"))
+}
+
+struct Run {
+    length: usize,
+    batch_size: usize,
+    seconds: f64,
+}
+
+/// One runtime's measurements, as its process reported them.
+struct Measured {
+    /// Its name in the report: `quarry int8`, `PyTorch bf16`.
+    name: String,
+    /// `runtime` (a description), `query_ms`, `peak_rss_mb`, `embeddings` (the vectors of
+    /// the longest length at the largest batch), and quarry's `fingerprint` and, in f32,
+    /// `query_f32_ms`.
+    result: Value,
+    runs: Vec<Run>,
 }
 
 pub fn run(args: EmbedArgs) -> Result<()> {
-    let (count, with_reference) = (args.count, !args.no_reference);
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
     let model = crate::model::provisioner().resolve(&DEFAULT_MODEL)?;
     let options = EmbedderOptions::from_env()?;
-    let probe = Embedder::load(&model, options)?;
-    let texts = code_chunks(root, &probe, count)?;
+    if let Some(precision) = args.only_precision {
+        return measure_quarry(&model, options, precision);
+    }
+    // f32 runs on every machine; this one only tokenizes.
+    let probe = Embedder::load(
+        &model,
+        EmbedderOptions {
+            precision: PrecisionChoice::Fixed(Precision::F32),
+            ..options
+        },
+    )?;
+    let texts = code_chunks(root, &probe, args.count)?;
+    let fingerprint = probe.fingerprint();
+    let model_name = format!(
+        "{}@{}#{}",
+        fingerprint.name,
+        fingerprint.revision,
+        &fingerprint.digest[..16]
+    );
+    drop(probe);
+    let default = PrecisionChoice::Auto.resolve(options.backend)?;
+    let precisions: Vec<Precision> = Precision::ALL
+        .into_iter()
+        .filter(|&p| PrecisionChoice::Fixed(p).resolve(options.backend).is_ok())
+        .collect();
     eprintln!(
-        "{} code chunks of at least {} tokens; {}",
+        "{} code chunks of at least {} tokens; quarry in {precisions:?}, {default} by default",
         texts.len(),
         LENGTHS[1],
-        probe.backend()
     );
-    let texts: Vec<&str> = texts.iter().map(String::as_str).collect();
+    let job = json!({
+        "model_dir": model.path,
+        "texts": texts,
+        "lengths": LENGTHS,
+        "batch_sizes": BATCH_SIZES,
+        "threads": std::thread::available_parallelism().map_or(1, |n| n.get()),
+        "query": QUERY,
+        "query_runs": QUERY_RUNS,
+        "check_length": LENGTHS[1],
+        "check_batch_size": BATCH_SIZES[2],
+    });
 
+    let xtask = std::env::current_exe()?;
+    let mut measured = Vec::new();
+    for precision in precisions {
+        let mut command = Command::new(&xtask);
+        command.args(["bench", "embed", "--only-precision", precision.name()]);
+        measured.push(measure(format!("quarry {precision}"), command, &job)?);
+    }
+    if !args.no_reference {
+        let python = reference_python()?;
+        for (runtime, name) in REFERENCES {
+            let mut command = Command::new(&python);
+            command
+                .arg(root.join("bench-suite/embed_reference.py"))
+                .env("HF_HUB_OFFLINE", "1");
+            let mut job = job.clone();
+            job["runtime"] = json!(runtime);
+            measured.push(measure(name.to_owned(), command, &job)?);
+        }
+    }
+
+    let report = Report {
+        model: model_name,
+        texts: texts.len(),
+        default: format!("quarry {default}"),
+        measured,
+    };
+    let markdown = report.markdown();
+    print!("{markdown}");
+    let name = format!("embed-{}", git_commit(root));
+    write_report(root, &name, &markdown, &report.json())?;
+    for runtime in &report.measured {
+        if let Some(cosine) = report.lowest_cosine(runtime) {
+            ensure!(
+                cosine > MIN_COSINE,
+                "{}'s vectors stray from {}'s (lowest cosine {cosine:.4}): it computes something \
+                 else, and its speed says nothing",
+                runtime.name,
+                report.baseline().map_or("", |b| b.name.as_str()),
+            );
+        }
+    }
+    Ok(())
+}
+
+/// `--only-precision`: quarry in `precision` on the job's texts, written to stdout as
+/// `embed_reference.py` writes its own.
+fn measure_quarry(model: &ModelDir, options: EmbedderOptions, precision: Precision) -> Result<()> {
+    let job: Value = serde_json::from_reader(std::io::stdin().lock())?;
+    let texts = job["texts"]
+        .as_array()
+        .context("the job has no texts")?
+        .iter()
+        .map(|text| text.as_str().context("a text is not a string"))
+        .collect::<Result<Vec<&str>>>()?;
+    let options = EmbedderOptions {
+        precision: PrecisionChoice::Fixed(precision),
+        ..options
+    };
     let mut runs = Vec::new();
-    let mut check_vectors = Vec::new();
+    let mut check_vectors = Value::Null;
     for length in LENGTHS {
         for batch_size in BATCH_SIZES {
+            // No token budget: the batch size alone cuts batches, as the references' do.
             let embedder = Embedder::load(
-                &model,
+                model,
                 EmbedderOptions {
                     batch_size,
+                    batch_tokens: usize::MAX,
                     max_tokens: Some(length),
                     ..options
                 },
@@ -74,64 +203,55 @@ pub fn run(args: EmbedArgs) -> Result<()> {
                 "an input is shorter than {length} tokens"
             );
             eprintln!(
-                "quarry    {length:>3} tokens, batch {batch_size:>2}: {:>6.1} seq/s",
+                "quarry {:<4} {length:>3} tokens, batch {batch_size:>2}: {:>6.1} seq/s",
+                precision.name(),
                 texts.len() as f64 / seconds
             );
             if (length, batch_size) == (LENGTHS[1], BATCH_SIZES[2]) {
-                check_vectors = embeddings.into_iter().map(|e| e.vector).collect();
+                check_vectors = json!(embeddings.iter().map(|e| &e.vector).collect::<Vec<_>>());
             }
-            runs.push(Run {
-                length,
-                batch_size,
-                seconds,
-            });
+            runs.push(json!({"length": length, "batch_size": batch_size, "seconds": seconds}));
         }
     }
-    // A query as search embeds it (half-precision weights on the host path), and in f32 as
-    // documents are, in turns of ten runs: both see the same machine, and each turn the
-    // caches a server answering queries of one kind would have (its first run is left out).
-    let (mut latencies, mut f32_latencies) = (Vec::new(), Vec::new());
-    for turn in 0..QUERY_RUNS.div_ceil(9) * 2 {
-        let (embed, into): (fn(&Embedder, &str) -> _, _) = match turn % 2 {
-            0 => (Embedder::embed_query, &mut latencies),
-            _ => (Embedder::embed_one, &mut f32_latencies),
-        };
+
+    // A query as search embeds it, and in f32 also as documents are (there only the two
+    // differ: queries read half-precision copies of the weights), in turns of ten runs: both
+    // see the same machine, and each turn the caches a server answering queries of one kind
+    // would have (its first run is left out).
+    type Embed = fn(&Embedder, &str) -> Result<Embedding, EmbedError>;
+    let kinds: &[Embed] = match precision {
+        Precision::F32 => &[Embedder::embed_query, Embedder::embed_one],
+        _ => &[Embedder::embed_query],
+    };
+    let embedder = Embedder::load(model, options)?;
+    let mut latencies = vec![Vec::new(); kinds.len()];
+    for turn in 0..QUERY_RUNS.div_ceil(9) * kinds.len() {
+        let kind = turn % kinds.len();
         for run in 0..10 {
             let start = Instant::now();
-            embed(&probe, QUERY)?;
+            kinds[kind](&embedder, QUERY)?;
             if run > 0 {
-                into.push(start.elapsed().as_secs_f64() * 1000.0);
+                latencies[kind].push(start.elapsed().as_secs_f64() * 1000.0);
             }
         }
     }
-    latencies.sort_by(f64::total_cmp);
-    f32_latencies.sort_by(f64::total_cmp);
-    let ours = json!({
-        "runtime": format!("quarry-embed, Burn 0.22.1, {}", probe.backend()),
-        "query_ms": {"p50": percentile(&latencies, 0.5), "p95": percentile(&latencies, 0.95)},
-        "query_f32_ms": {
-            "p50": percentile(&f32_latencies, 0.5),
-            "p95": percentile(&f32_latencies, 0.95),
-        },
-        "peak_rss_mb": peak_rss_mb()?,
+    let summary = |latencies: &mut Vec<f64>| {
+        latencies.sort_by(f64::total_cmp);
+        json!({"p50": percentile(latencies, 0.5), "p95": percentile(latencies, 0.95)})
+    };
+    let mut result = json!({
+        "runtime": format!("quarry-embed, Burn 0.22.1, {}", embedder.backend()),
+        "fingerprint": embedder.fingerprint().to_string(),
+        "runs": runs,
+        "query_ms": summary(&mut latencies[0]),
+        "embeddings": check_vectors,
     });
-
-    let reference = if with_reference {
-        Some(run_reference(root, &model.path, &texts)?)
-    } else {
-        None
-    };
-    let report = Report {
-        texts: texts.len(),
-        fingerprint: probe.fingerprint().to_string(),
-        ours: (ours, runs),
-        reference,
-        check_vectors,
-    };
-    let markdown = report.markdown();
-    print!("{markdown}");
-    let name = format!("embed-{}", git_commit(root));
-    write_report(root, &name, &markdown, &report.json())
+    if let Some(f32_latencies) = latencies.get_mut(1) {
+        result["query_f32_ms"] = summary(f32_latencies);
+    }
+    result["peak_rss_mb"] = json!(peak_rss_mb()?);
+    serde_json::to_writer(std::io::stdout().lock(), &result)?;
+    Ok(())
 }
 
 /// Up to `count` chunks of real code (this repository's crates and part of Python's standard
@@ -210,43 +330,27 @@ fn collect_sources(dir: &Path, files: &mut Vec<PathBuf>) -> Result<()> {
     Ok(())
 }
 
-/// Runs `bench-suite/embed_reference.py` in the reference's virtual environment.
-fn run_reference(root: &Path, model_dir: &Path, texts: &[&str]) -> Result<(Value, Vec<Run>)> {
-    let python = reference_python()?;
-    let job = json!({
-        "model_dir": model_dir,
-        "texts": texts,
-        "lengths": LENGTHS,
-        "batch_sizes": BATCH_SIZES,
-        "threads": std::thread::available_parallelism().map_or(1, |n| n.get()),
-        "query": QUERY,
-        "query_runs": QUERY_RUNS,
-        "check_length": LENGTHS[1],
-        "check_batch_size": BATCH_SIZES[2],
-    });
-    eprintln!("running the PyTorch reference");
-    let mut child = Command::new(&python)
-        .arg(root.join("bench-suite/embed_reference.py"))
-        .env("HF_HUB_OFFLINE", "1")
+/// Runs `command` (a runtime in a process of its own) with `job` as JSON on its stdin, and
+/// reads its measurements as JSON from its stdout.
+fn measure(name: String, mut command: Command, job: &Value) -> Result<Measured> {
+    eprintln!("measuring {name}");
+    let mut child = command
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .spawn()
-        .with_context(|| format!("cannot run {}", python.display()))?;
+        .with_context(|| format!("cannot start {name}"))?;
     child
         .stdin
         .take()
         .unwrap()
         .write_all(job.to_string().as_bytes())?;
     let output = child.wait_with_output()?;
-    ensure!(
-        output.status.success(),
-        "the reference failed ({})",
-        output.status
-    );
-    let result: Value = serde_json::from_slice(&output.stdout)?;
+    ensure!(output.status.success(), "{name} failed ({})", output.status);
+    let result: Value = serde_json::from_slice(&output.stdout)
+        .with_context(|| format!("{name} wrote no measurements"))?;
     let runs = result["runs"]
         .as_array()
-        .context("the reference reported no runs")?
+        .with_context(|| format!("{name} reported no runs"))?
         .iter()
         .map(|run| Run {
             length: run["length"].as_u64().unwrap_or(0) as usize,
@@ -254,7 +358,7 @@ fn run_reference(root: &Path, model_dir: &Path, texts: &[&str]) -> Result<(Value
             seconds: run["seconds"].as_f64().unwrap_or(f64::NAN),
         })
         .collect();
-    Ok((result, runs))
+    Ok(Measured { name, result, runs })
 }
 
 fn peak_rss_mb() -> Result<f64> {
@@ -268,126 +372,206 @@ fn peak_rss_mb() -> Result<f64> {
 }
 
 struct Report {
+    /// The model, without the precision a fingerprint ends with.
+    model: String,
     texts: usize,
-    fingerprint: String,
-    ours: (Value, Vec<Run>),
-    reference: Option<(Value, Vec<Run>)>,
-    check_vectors: Vec<Vec<f32>>,
+    /// The name of quarry's default precision's runtime.
+    default: String,
+    /// quarry's precisions, then the references.
+    measured: Vec<Measured>,
 }
 
 impl Report {
+    fn find(&self, name: &str) -> Option<&Measured> {
+        self.measured.iter().find(|runtime| runtime.name == name)
+    }
+
+    /// The runtime every runtime's vectors are compared with: PyTorch fp32, or without the
+    /// references quarry's f32.
+    fn baseline(&self) -> Option<&Measured> {
+        self.find(REFERENCES[0].1)
+            .or_else(|| self.find("quarry f32"))
+    }
+
+    fn label(&self, runtime: &Measured) -> String {
+        if runtime.name == self.default {
+            format!("{} (default)", runtime.name)
+        } else {
+            runtime.name.clone()
+        }
+    }
+
     fn seq_per_s(&self, run: &Run) -> f64 {
         self.texts as f64 / run.seconds
     }
 
-    /// The lowest cosine between our vectors and the reference's for the same inputs.
-    fn lowest_cosine(&self) -> Option<f64> {
-        let reference = self.reference.as_ref()?.0["embeddings"].as_array()?;
-        reference
+    fn speed(&self, runtime: &Measured, length: usize, batch_size: usize) -> Option<f64> {
+        runtime
+            .runs
             .iter()
-            .zip(&self.check_vectors)
-            .map(|(theirs, ours)| {
-                let theirs: Vec<f64> = serde_json::from_value(theirs.clone()).ok()?;
-                Some(
-                    ours.iter()
-                        .zip(&theirs)
-                        .map(|(a, b)| f64::from(*a) * b)
-                        .sum::<f64>(),
-                )
-            })
-            .collect::<Option<Vec<f64>>>()
-            .map(|c| c.into_iter().fold(f64::INFINITY, f64::min))
+            .find(|r| (r.length, r.batch_size) == (length, batch_size))
+            .map(|r| self.seq_per_s(r))
+    }
+
+    /// The lowest cosine between `runtime`'s vectors and the baseline's for the same inputs
+    /// (both are normalised).
+    fn lowest_cosine(&self, runtime: &Measured) -> Option<f64> {
+        let vectors = |of: &Measured| -> Option<Vec<Vec<f64>>> {
+            serde_json::from_value(of.result["embeddings"].clone()).ok()
+        };
+        let (ours, theirs) = (vectors(runtime)?, vectors(self.baseline()?)?);
+        ours.iter()
+            .zip(&theirs)
+            .map(|(a, b)| a.iter().zip(b).map(|(x, y)| x * y).sum::<f64>())
+            .reduce(f64::min)
     }
 
     fn markdown(&self) -> String {
-        let (ours, our_runs) = &self.ours;
         let mut out = String::new();
         let _ = writeln!(out, "# Embedding benchmark\n");
-        let _ = writeln!(out, "- model: {}", self.fingerprint);
-        let _ = writeln!(out, "- quarry: {}", ours["runtime"].as_str().unwrap_or(""));
-        if let Some((reference, _)) = &self.reference {
-            let _ = writeln!(
-                out,
-                "- reference: {}",
-                reference["runtime"].as_str().unwrap_or("")
-            );
+        let _ = writeln!(out, "- model: {}", self.model);
+        // One line per description: quarry's precisions share theirs.
+        let mut described: Vec<(&str, Vec<String>)> = Vec::new();
+        for runtime in &self.measured {
+            let description = runtime.result["runtime"].as_str().unwrap_or("");
+            match described.iter_mut().find(|(d, _)| *d == description) {
+                Some((_, names)) => names.push(self.label(runtime)),
+                None => described.push((description, vec![self.label(runtime)])),
+            }
+        }
+        for (description, names) in described {
+            let _ = writeln!(out, "- {}: {description}", names.join(", "));
         }
         let _ = writeln!(
             out,
             "- inputs: {} code chunks, each truncated to the length measured\n",
             self.texts
         );
+
+        // Sequences per second, and the default against PyTorch fp32 and against the faster
+        // of the reduced-precision references.
+        let default = self.find(&self.default);
+        let fp32 = self.find(REFERENCES[0].1);
+        let reduced: Vec<&Measured> = REFERENCES[1..]
+            .iter()
+            .filter_map(|(_, name)| self.find(name))
+            .collect();
+        let mut header: Vec<String> = vec!["tokens".into(), "batch".into()];
+        header.extend(self.measured.iter().map(|r| self.label(r)));
+        if let Some(fp32) = fp32 {
+            header.push(format!("{} / {}", self.default, fp32.name));
+        }
+        if !reduced.is_empty() {
+            let names: Vec<&str> = reduced.iter().map(|r| r.name.as_str()).collect();
+            header.push(format!("{} / faster of {}", self.default, names.join(", ")));
+        }
+        let _ = writeln!(out, "Sequences per second:\n");
+        let _ = writeln!(out, "| {} |", header.join(" | "));
+        let _ = writeln!(out, "|{}", "---:|".repeat(header.len()));
+        for length in LENGTHS {
+            for batch_size in BATCH_SIZES {
+                let speed = |runtime: &Measured| self.speed(runtime, length, batch_size);
+                let ours = default.and_then(speed);
+                let mut row = vec![length.to_string(), batch_size.to_string()];
+                row.extend(self.measured.iter().map(|runtime| {
+                    speed(runtime).map_or("-".into(), |seq_per_s| format!("{seq_per_s:.1}"))
+                }));
+                if let Some(fp32) = fp32 {
+                    let ratio = ours.zip(speed(fp32)).map(|(a, b)| a / b);
+                    row.push(ratio.map_or("-".into(), |ratio| format!("{ratio:.2}")));
+                }
+                let faster = reduced
+                    .iter()
+                    .filter_map(|runtime| Some((speed(runtime)?, &runtime.name)))
+                    .max_by(|a, b| a.0.total_cmp(&b.0));
+                if let Some((theirs, name)) = faster {
+                    let ratio = ours.map_or(f64::NAN, |ours| ours / theirs);
+                    row.push(format!("{ratio:.2} ({name})"));
+                }
+                let _ = writeln!(out, "| {} |", row.join(" | "));
+            }
+        }
+
+        let baseline = self.baseline().map_or("-", |b| b.name.as_str());
         let _ = writeln!(
             out,
-            "| tokens | batch | quarry seq/s | quarry tokens/s | reference seq/s | ratio |"
+            "\n| runtime | query p50 ms | query p95 ms | peak RSS MB | lowest cosine to {baseline} |"
         );
-        let _ = writeln!(out, "|---:|---:|---:|---:|---:|---:|");
-        for run in our_runs {
-            let ours = self.seq_per_s(run);
-            let theirs = self.reference.as_ref().and_then(|(_, runs)| {
-                runs.iter()
-                    .find(|r| (r.length, r.batch_size) == (run.length, run.batch_size))
-                    .map(|r| self.seq_per_s(r))
-            });
-            let (theirs_text, ratio) = theirs.map_or(("-".into(), "-".into()), |t| {
-                (format!("{t:.1}"), format!("{:.2}", ours / t))
-            });
+        let _ = writeln!(out, "|---|---:|---:|---:|---:|");
+        let number = |value: &Value| value.as_f64().unwrap_or(f64::NAN);
+        for runtime in &self.measured {
+            let result = &runtime.result;
+            let cosine = self
+                .lowest_cosine(runtime)
+                .map_or("-".into(), |cosine| format!("{cosine:.6}"));
             let _ = writeln!(
                 out,
-                "| {} | {} | {ours:.1} | {:.0} | {theirs_text} | {ratio} |",
-                run.length,
-                run.batch_size,
-                ours * run.length as f64
+                "| {} | {:.1} | {:.1} | {:.0} | {cosine} |",
+                self.label(runtime),
+                number(&result["query_ms"]["p50"]),
+                number(&result["query_ms"]["p95"]),
+                number(&result["peak_rss_mb"]),
             );
         }
-        let latency = |v: &Value| {
-            format!(
-                "p50 {:.1} ms, p95 {:.1} ms",
-                v["query_ms"]["p50"].as_f64().unwrap_or(f64::NAN),
-                v["query_ms"]["p95"].as_f64().unwrap_or(f64::NAN)
-            )
-        };
-        let rss = |v: &Value| format!("{:.0} MB", v["peak_rss_mb"].as_f64().unwrap_or(f64::NAN));
-        let f32_p50 = ours["query_f32_ms"]["p50"].as_f64().unwrap_or(f64::NAN);
         let _ = writeln!(
             out,
-            "\nOne {QUERY_RUNS}-run query of 12 tokens: quarry {} (`embed_query`); with f32 \
-             weights, as documents are embedded, p50 {f32_p50:.1} ms (`embed_one`, in turns of \
-             ten runs): {:.2}x",
-            latency(ours),
-            ours["query_ms"]["p50"].as_f64().unwrap_or(f64::NAN) / f32_p50,
+            "\nSequences per second: the {} texts in one call per row, after a warm-up batch, \
+             tokenization included; quarry's batches are cut by their size alone (no token \
+             budget), as the references' are. Query: one of 12 tokens, {QUERY_RUNS} runs after \
+             warm-up. Peak RSS: each runtime's own process, loading included.",
+            self.texts
         );
-        let _ = writeln!(out, "Peak RSS: quarry {}", rss(ours));
-        if let Some((reference, _)) = &self.reference {
+        if self.find(REFERENCES[2].1).is_some() {
             let _ = writeln!(
                 out,
-                "Reference: query {}, peak RSS {}",
-                latency(reference),
-                rss(reference)
+                "\n{}: the model's transformer exported by torch.onnx, its weights quantised by \
+                 `quantize_dynamic` (per channel, QInt8) in another process (not in its peak \
+                 RSS); tokenization, mean pooling and normalisation as sentence-transformers' \
+                 pipeline.",
+                REFERENCES[2].1
             );
         }
-        if let Some(cosine) = self.lowest_cosine() {
+        if let Some(f32) = self.find("quarry f32") {
+            let (query, f32_weights) = (
+                number(&f32.result["query_ms"]["p50"]),
+                number(&f32.result["query_f32_ms"]["p50"]),
+            );
             let _ = writeln!(
                 out,
-                "Lowest cosine between quarry's and the reference's vectors: {cosine:.6}"
+                "\nquarry f32's queries read half-precision copies of the weights (`embed_query`): \
+                 p50 {query:.1} ms against {f32_weights:.1} ms with the f32 weights documents \
+                 are embedded with (`embed_one`), in turns of ten runs: {:.2}x.",
+                query / f32_weights
             );
         }
         out
     }
 
     fn json(&self) -> Value {
-        let runs = |runs: &[Run]| -> Vec<Value> {
-            runs.iter()
-                .map(|r| json!({"length": r.length, "batch_size": r.batch_size, "seconds": r.seconds, "seq_per_s": self.seq_per_s(r)}))
-                .collect()
-        };
-        let summary = |(value, list): &(Value, Vec<Run>)| json!({"runtime": value["runtime"], "query_ms": value["query_ms"], "peak_rss_mb": value["peak_rss_mb"], "runs": runs(list)});
+        let runtimes: Vec<Value> = self
+            .measured
+            .iter()
+            .map(|runtime| {
+                let mut summary = runtime.result.clone();
+                if let Some(fields) = summary.as_object_mut() {
+                    fields.remove("embeddings");
+                }
+                summary["name"] = json!(runtime.name);
+                summary["runs"] = runtime
+                    .runs
+                    .iter()
+                    .map(|r| json!({"length": r.length, "batch_size": r.batch_size, "seconds": r.seconds, "seq_per_s": self.seq_per_s(r)}))
+                    .collect();
+                summary["lowest_cosine"] = json!(self.lowest_cosine(runtime));
+                summary
+            })
+            .collect();
         json!({
-            "model": self.fingerprint,
+            "model": self.model,
             "texts": self.texts,
-            "quarry": summary(&self.ours),
-            "reference": self.reference.as_ref().map(summary),
-            "lowest_cosine": self.lowest_cosine(),
+            "default": self.default,
+            "baseline": self.baseline().map(|b| &b.name),
+            "runtimes": runtimes,
         })
     }
 }

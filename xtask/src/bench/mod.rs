@@ -15,7 +15,8 @@ use clap::Subcommand;
 #[derive(Subcommand)]
 pub enum Bench {
     /// Embedding throughput (128/256 tokens, batches 1/8/32), query latency and peak RSS,
-    /// against sentence-transformers on PyTorch in the same run.
+    /// in every precision this CPU runs, against PyTorch (fp32 and bf16 autocast) and ONNX
+    /// Runtime int8 in the same run.
     Embed(embed::EmbedArgs),
     /// HNSW recall@10 against the exact scan, query latency, build time and index size on
     /// random-normal and real embeddings; change detection in a 10k-file tree; re-indexing
