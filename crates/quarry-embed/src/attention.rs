@@ -18,6 +18,12 @@ use rayon::prelude::*;
 
 use crate::gemm::PackedLinear;
 
+thread_local! {
+    /// Each thread's attention scores, kept from task to task: a fresh buffer of a long
+    /// text's (256 KB at 256 tokens) is mapped and faulted in every time.
+    static SCORES: std::cell::RefCell<Vec<f32>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
 /// What attention's two products multiply in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Products {
@@ -84,18 +90,17 @@ pub fn attention(
                     let keys = Bf16Weights::from_columns(head_width, length, |t| column(1, t));
                     let values = Bf16Weights::from_rows(length, head_width, |t| column(2, t));
                     let zeros = vec![[0.0; NR]; length.div_ceil(NR)];
-                    let mut scores = vec![0.0; length * length];
-                    keys.multiply(&queries, 0..keys.panel_count(), &zeros, &mut scores, length);
-                    softmax(&mut scores);
                     let mut attended = vec![0.0; length * head_width];
-                    let all = 0..values.panel_count();
-                    values.multiply(
-                        &scores,
-                        all.clone(),
-                        &zeros[..all.len()],
-                        &mut attended,
-                        head_width,
-                    );
+                    SCORES.with_borrow_mut(|scores| {
+                        // Every score is written before it is read.
+                        scores.resize(length * length, 0.0);
+                        let all = 0..keys.panel_count();
+                        keys.multiply(&queries, all, &zeros, scores, length);
+                        softmax(scores);
+                        let all = 0..values.panel_count();
+                        let bias = &zeros[..all.len()];
+                        values.multiply(scores, all, bias, &mut attended, head_width);
+                    });
                     attended
                 }
             }

@@ -45,11 +45,6 @@ impl Bf16Weights {
     /// A `k × n` weight given by its rows, `row(i)` for `i` in `0..k` (`n` values each):
     /// attention's values, each a slice of a wider row of states.
     pub fn from_rows<'a>(k: usize, n: usize, row: impl Fn(usize) -> &'a [f32]) -> Self {
-        let row = |i| {
-            let values = row(i);
-            assert_eq!(values.len(), n, "rows of {n} values");
-            values
-        };
         Self {
             k,
             n,

@@ -17,17 +17,14 @@ pub(crate) fn panels<'a, const G: usize>(
     let bits = 32 / G;
     let steps = k.div_ceil(G);
     let mut panels = vec![[0u32; NR]; n.div_ceil(NR) * steps];
-    for (p, panel) in panels.chunks_mut(steps).enumerate() {
-        for (s, step) in panel.iter_mut().enumerate() {
-            for (c, lane) in step.iter_mut().enumerate() {
-                let column = p * NR + c;
-                if column >= n {
-                    break;
-                }
-                for t in 0..G.min(k - s * G) {
-                    let value = encode(row(s * G + t)[column], column);
-                    *lane |= value << (t * bits);
-                }
+    for s in 0..steps {
+        // Each of the step's rows fetched once, then read along.
+        for t in 0..G.min(k - s * G) {
+            let values = row(s * G + t);
+            assert_eq!(values.len(), n, "rows of {n} values");
+            for (column, &value) in values.iter().enumerate() {
+                let lane = &mut panels[column / NR * steps + s][column % NR];
+                *lane |= encode(value, column) << (t * bits);
             }
         }
     }
