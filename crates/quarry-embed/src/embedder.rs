@@ -41,7 +41,10 @@ impl Default for EmbedderOptions {
         Self {
             backend: BackendChoice::Auto,
             precision: PrecisionChoice::Auto,
-            batch_size: 256,
+            // 256 texts a pass was no faster on tokio's sources than 32
+            // (`bench-suite/reports/index-batch*.md`); the token budget binds for a model
+            // that reads more than 256 tokens a text.
+            batch_size: 32,
             batch_tokens: 8192,
             max_tokens: None,
         }

@@ -134,8 +134,8 @@ pub(crate) fn fingerprint(
 pub(crate) struct BatchLimits {
     /// Most texts a batch.
     pub texts: usize,
-    /// Most tokens a batch, padding included (its texts times its longest): short texts
-    /// share a pass by the hundred, long ones a few at a time.
+    /// Most tokens a batch, padding included (its texts times its longest): long texts
+    /// (a model reading 512 tokens) share a pass a few at a time.
     pub tokens: usize,
 }
 

@@ -43,6 +43,12 @@ pub struct IndexArgs {
     /// the main table's; default: the environment's, `QUARRY_PRECISION` or auto).
     #[arg(long = "precision", value_name = "P")]
     precisions: Vec<PrecisionChoice>,
+    /// Most texts a forward pass (default: the embedder's).
+    #[arg(long, value_name = "N")]
+    batch_size: Option<usize>,
+    /// Most padded tokens a forward pass (default: the embedder's).
+    #[arg(long, value_name = "N")]
+    batch_tokens: Option<usize>,
     #[command(flatten)]
     corpora: CorpusArgs,
 }
@@ -52,6 +58,7 @@ pub fn run(args: IndexArgs) -> Result<()> {
     let quarry = release_quarry()?;
     let root = repository_root()?;
     let model = provisioner().resolve(&DEFAULT_MODEL)?;
+    let batch = (args.batch_size, args.batch_tokens);
     let precisions = match args.precisions.is_empty() {
         true => vec![engine_options()?.embedder.precision],
         false => args.precisions,
@@ -70,6 +77,7 @@ pub fn run(args: IndexArgs) -> Result<()> {
             &model,
             runs,
             embed,
+            batch,
         )?);
     }
 
@@ -107,6 +115,7 @@ fn measure(
     model: &ModelDir,
     runs: usize,
     precisions: &[PrecisionChoice],
+    batch: (Option<usize>, Option<usize>),
 ) -> Result<Measured> {
     let mut first_results = Vec::new();
     let mut phase_ones = Vec::new();
@@ -137,7 +146,11 @@ fn measure(
         ensure!(out.status.code() == Some(0), "rg found nothing in {name}");
 
         let copy = fresh_copy(source)?;
-        let engine = Engine::open(copy.path(), model, with_precision(precisions.first())?)?;
+        let engine = Engine::open(
+            copy.path(),
+            model,
+            with_precision(precisions.first(), batch)?,
+        )?;
         let started = Instant::now();
         engine.index_files(&mut |_| {})?;
         phase_ones.push(started.elapsed());
@@ -155,7 +168,8 @@ fn measure(
             0 => &engine,
             _ => {
                 let copy = fresh_copy(source)?;
-                let other = Engine::open(copy.path(), model, with_precision(Some(&precision))?)?;
+                let other =
+                    Engine::open(copy.path(), model, with_precision(Some(&precision), batch)?)?;
                 other.index_files(&mut |_| {})?;
                 fresh = (copy, other);
                 &fresh.1
@@ -186,12 +200,16 @@ fn engine_options() -> Result<EngineOptions> {
     })
 }
 
-/// [`engine_options`] in `precision`, where given.
-fn with_precision(precision: Option<&PrecisionChoice>) -> Result<EngineOptions> {
+/// [`engine_options`] in `precision` and with the batch limits `(texts, tokens)`, where given.
+fn with_precision(
+    precision: Option<&PrecisionChoice>,
+    (texts, tokens): (Option<usize>, Option<usize>),
+) -> Result<EngineOptions> {
     let mut options = engine_options()?;
-    if let Some(&precision) = precision {
-        options.embedder.precision = precision;
-    }
+    let embedder = &mut options.embedder;
+    embedder.precision = precision.copied().unwrap_or(embedder.precision);
+    embedder.batch_size = texts.unwrap_or(embedder.batch_size);
+    embedder.batch_tokens = tokens.unwrap_or(embedder.batch_tokens);
     Ok(options)
 }
 
