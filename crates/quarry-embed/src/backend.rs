@@ -85,8 +85,17 @@ fn cpu(reason: String) -> (Device, BackendInfo) {
     (Device::flex(), info)
 }
 
+/// The physical GPU, looked for once a process: resolving the precision and loading the
+/// model both ask, and enumerating adapters is not free.
 #[cfg(feature = "wgpu")]
 fn gpu() -> Result<(Device, BackendInfo), String> {
+    static FOUND: std::sync::OnceLock<Result<(Device, BackendInfo), String>> =
+        std::sync::OnceLock::new();
+    FOUND.get_or_init(find_gpu).clone()
+}
+
+#[cfg(feature = "wgpu")]
+fn find_gpu() -> Result<(Device, BackendInfo), String> {
     // Only a physical adapter: `Device::default()` would also take a software rasteriser
     // (Mesa's lavapipe), which is far slower than the CPU backend.
     let gpus = Device::enumerate_physical();

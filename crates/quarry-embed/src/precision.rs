@@ -83,15 +83,17 @@ impl PrecisionChoice {
 
     /// The precision this choice runs on `backend`: a GPU computes in `f32` only.
     pub fn resolve(self, backend: BackendChoice) -> Result<Precision, EmbedError> {
-        let on_gpu = crate::backend::picks_gpu(backend);
+        let fastest = Self::AUTO_ORDER
+            .into_iter()
+            .find(|precision| precision.supported())
+            .unwrap_or(Precision::F32);
+        // Only a CPU that runs a reduced precision needs to know whether a GPU takes over.
+        let on_gpu = || crate::backend::picks_gpu(backend);
         match self {
-            PrecisionChoice::Auto if on_gpu => Ok(Precision::F32),
-            PrecisionChoice::Auto => Ok(Self::AUTO_ORDER
-                .into_iter()
-                .find(|precision| precision.supported())
-                .unwrap_or(Precision::F32)),
+            PrecisionChoice::Auto if fastest == Precision::F32 || on_gpu() => Ok(Precision::F32),
+            PrecisionChoice::Auto => Ok(fastest),
             PrecisionChoice::Fixed(Precision::F32) => Ok(Precision::F32),
-            PrecisionChoice::Fixed(precision) if on_gpu => Err(EmbedError::Precision {
+            PrecisionChoice::Fixed(precision) if on_gpu() => Err(EmbedError::Precision {
                 requested: precision,
                 message: "the GPU backend computes in f32 only; use f32 or auto".into(),
             }),

@@ -113,10 +113,9 @@ impl Bf16Weights {
         out: &mut [f32],
         ldc: usize,
     ) {
-        let (rows, _, _) = check_product(self.k, self.n, x, &panels, bias, out, ldc);
-        if rows == 0 || panels.is_empty() {
+        let Some(rows) = check_product(self.k, self.n, x, &panels, bias, out, ldc) else {
             return;
-        }
+        };
         let isa = Bf16Isa::detect();
         let steps = self.k.div_ceil(2);
         LANES.with_borrow_mut(|lanes| {

@@ -118,10 +118,9 @@ impl Int8Weights {
         out: &mut [f32],
         ldc: usize,
     ) {
-        let (rows, _, _) = check_product(self.k, self.n, x, &panels, bias, out, ldc);
-        if rows == 0 || panels.is_empty() {
+        let Some(rows) = check_product(self.k, self.n, x, &panels, bias, out, ldc) else {
             return;
-        }
+        };
         let isa = Int8Isa::detect();
         let steps = self.k.div_ceil(4);
         ROWS.with_borrow_mut(|quantized| {

@@ -128,8 +128,8 @@ pub fn int8_supported() -> bool {
     }
 }
 
-/// Checks the arguments every product takes, and returns `(rows, first panel, width)`: the
-/// input's rows, and the output columns the panels `panels` cover.
+/// Checks the arguments every product takes, and returns the input's rows, or `None` where
+/// there is nothing to compute (no rows, or no panels).
 fn check_product(
     k: usize,
     n: usize,
@@ -138,7 +138,7 @@ fn check_product(
     bias: &[[f32; NR]],
     out: &[f32],
     ldc: usize,
-) -> (usize, usize, usize) {
+) -> Option<usize> {
     let panel_count = n.div_ceil(NR);
     assert!(k > 0 && x.len().is_multiple_of(k), "rows of {k} inputs");
     assert!(
@@ -159,7 +159,7 @@ fn check_product(
             out.len()
         );
     }
-    (rows, panels.start, width)
+    (rows > 0 && width > 0).then_some(rows)
 }
 
 /// Writes `low` and `high` (16 values each) to the start of `row`, as many as it holds (at
