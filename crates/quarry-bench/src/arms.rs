@@ -204,7 +204,12 @@ impl Arm {
                     question: even,
                     sentence: even,
                     phrase: even,
+                    ..settings.legs
                 };
+                None
+            }
+            "symbol-leg" => {
+                settings.legs.symbol = 0.0;
                 None
             }
             "cap-by-shape" => {
@@ -309,9 +314,10 @@ fn zero(weight: &mut f32) -> Option<LayerKind> {
 /// per result, the fetch before it), each lexical field (`lexical-*`: weight 0), each
 /// ranking layer that runs by default, and the chunk header. (The cross-encoder rerank is
 /// off by default, so it has nothing to ablate.)
-pub const ABLATIONS: [&str; 19] = [
+pub const ABLATIONS: [&str; 20] = [
     "dense",
     "lexical",
+    "symbol-leg",
     "leg-weights",
     "deep-pool",
     "lexical-name",

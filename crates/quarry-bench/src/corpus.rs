@@ -45,6 +45,10 @@ pub struct Corpus {
     /// `full` (the default) or `smoke` (the small suite CI runs).
     #[serde(default)]
     pub suite: Suite,
+    /// A group of corpora that reports show apart (`symbols`: the corpora added to see
+    /// symbol lookups, C and C++, and large repositories).
+    #[serde(default)]
+    pub group: Option<String>,
 }
 
 /// Which suite a corpus belongs to.

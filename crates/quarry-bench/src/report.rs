@@ -8,8 +8,9 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 use crate::BenchError;
+use crate::cases::Category;
 use crate::metrics::{METRICS, Scores};
-use crate::run::{ArmResult, Run, mean_by};
+use crate::run::{ArmResult, CaseResult, CorpusReport, Run, mean_by};
 use crate::stats::{Delta, paired_bootstrap, percentile};
 
 /// The metrics that say "better" when they rise; a regression is a drop in one of them.
@@ -305,27 +306,56 @@ impl Report {
             "\nNDCG@10's 95% interval: a percentile bootstrap over the cases ({} resamples).",
             crate::stats::RESAMPLES
         );
-        for (title, key) in [
+        type Key<'k> = Box<dyn Fn(&CaseResult) -> Option<String> + 'k>;
+        let family = |case: &CaseResult| {
+            run.corpora
+                .iter()
+                .find(|c| c.name == case.corpus)
+                .map(CorpusReport::family)
+        };
+        let sections: [(&str, Key); 6] = [
             (
                 "By category",
-                Box::new(|c: &crate::run::CaseResult| c.category.name().to_owned())
-                    as Box<dyn Fn(&crate::run::CaseResult) -> String>,
+                Box::new(|c| Some(c.category.name().to_owned())),
+            ),
+            ("By corpus", Box::new(|c| Some(c.corpus.clone()))),
+            (
+                "By corpus family (large: 2,000 files or more; C/C++: the smaller C and C++ corpora)",
+                Box::new(|c| family(c).map(str::to_owned)),
             ),
             (
-                "By corpus",
-                Box::new(|c: &crate::run::CaseResult| c.corpus.clone()),
+                "Symbol cases by corpus family",
+                Box::new(|c| {
+                    (c.category == Category::Symbol)
+                        .then(|| family(c).map(str::to_owned))
+                        .flatten()
+                }),
+            ),
+            (
+                "The corpora added for symbol lookups, apart (hand-written cases)",
+                Box::new(|c| {
+                    let added = run
+                        .corpora
+                        .iter()
+                        .any(|corpus| corpus.name == c.corpus && corpus.group.is_some());
+                    (c.category != Category::Doc).then(|| match added {
+                        true => format!("added: {}", c.category.name()),
+                        false => format!("earlier: {}", c.category.name()),
+                    })
+                }),
             ),
             (
                 "Held out and tuning cases (hand-written; doc cases are generated, never tuned on)",
-                Box::new(
-                    |c: &crate::run::CaseResult| match (c.category, c.held_out) {
-                        (crate::cases::Category::Doc, _) => "doc (generated)".to_owned(),
+                Box::new(|c| {
+                    Some(match (c.category, c.held_out) {
+                        (Category::Doc, _) => "doc (generated)".to_owned(),
                         (_, true) => "held out".to_owned(),
                         (_, false) => "tuning".to_owned(),
-                    },
-                ),
+                    })
+                }),
             ),
-        ] {
+        ];
+        for (title, key) in sections {
             let _ = writeln!(md, "\n## {title}\n");
             let _ = writeln!(
                 md,
@@ -342,7 +372,9 @@ impl Report {
             for group in groups {
                 for (arm, means) in &by_arm {
                     if let Some((n, s)) = means.get(group) {
-                        let interval = ndcg_interval(arm.cases.iter().filter(|c| key(c) == *group));
+                        let interval = ndcg_interval(
+                            arm.cases.iter().filter(|c| key(c).as_ref() == Some(group)),
+                        );
                         let _ = writeln!(
                             md,
                             "| {group} | {} | {n} | {:.3} | {interval} | {} |",

@@ -104,7 +104,25 @@ pub struct CorpusReport {
     pub cases: usize,
     /// Generated doc-comment cases.
     pub doc_cases: usize,
+    /// The group the suite shows apart, if any ([`crate::corpus::Corpus::group`]).
+    #[serde(default)]
+    pub group: Option<String>,
 }
+
+impl CorpusReport {
+    /// The corpus's family for the report: `large` (2,000 files or more), else `C/C++`
+    /// (a C or C++ corpus), else `rest`.
+    pub fn family(&self) -> &'static str {
+        match (self.files >= LARGE_CORPUS_FILES, self.language.as_str()) {
+            (true, _) => "large",
+            (false, "c" | "cpp") => "C/C++",
+            (false, _) => "rest",
+        }
+    }
+}
+
+/// Files from which a corpus counts as a large repository.
+pub const LARGE_CORPUS_FILES: usize = 2000;
 
 /// One arm's results.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -214,6 +232,7 @@ pub fn run(
             peer_index_seconds: BTreeMap::new(),
             cases: cases.len(),
             doc_cases: 0,
+            group: corpus.group.clone(),
         };
         let mut doc_cases: Vec<DocCase> = Vec::new();
         for variant in variants(&options.arms, options.doc_cases > 0) {
@@ -626,11 +645,13 @@ fn copy_tree(from: &Path, to: &Path) -> Result<(), BenchError> {
 /// Mean scores of `cases` grouped by `key`, with the count per group.
 pub fn mean_by(
     cases: &[CaseResult],
-    key: impl Fn(&CaseResult) -> String,
+    key: impl Fn(&CaseResult) -> Option<String>,
 ) -> BTreeMap<String, (usize, Scores)> {
     let mut groups: BTreeMap<String, Vec<&Scores>> = BTreeMap::new();
     for case in cases {
-        groups.entry(key(case)).or_default().push(&case.scores);
+        if let Some(group) = key(case) {
+            groups.entry(group).or_default().push(&case.scores);
+        }
     }
     groups
         .into_iter()

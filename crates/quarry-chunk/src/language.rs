@@ -155,8 +155,69 @@ impl Language {
                 Language::Cpp
             }
             Some(language) => language,
-            None => Self::from_shebang(text).unwrap_or(Language::Text),
+            None => Self::from_shebang(text)
+                .or_else(|| Self::from_modeline(text))
+                .unwrap_or(Language::Text),
         }
+    }
+
+    /// The language an editor modeline names: Emacs's `-*- shell-script -*-` or
+    /// `-*- mode: python -*-` on the first two lines, or Vim's `vim: ft=sh` (`ex:`,
+    /// `filetype=`, `syntax=`) on the first or last five. Files without an extension
+    /// (bash-completion's completions, scripts in `bin/`) often say what they are this way.
+    ///
+    /// ```
+    /// use quarry_chunk::Language;
+    /// let completion = "# ssh(1) completion                -*- shell-script -*-\n_ssh() { :; }\n";
+    /// assert_eq!(Language::detect("completions/ssh", completion), Language::Bash);
+    /// assert_eq!(Language::from_modeline("x = 1\n# vim: set ft=python:\n"), Some(Language::Python));
+    /// assert_eq!(Language::from_modeline("no modeline here\n"), None);
+    /// ```
+    pub fn from_modeline(text: &str) -> Option<Language> {
+        let lines: Vec<&str> = text.lines().collect();
+        let emacs = lines.iter().take(2).find_map(|line| {
+            let (_, rest) = line.split_once("-*-")?;
+            let (inside, _) = rest.split_once("-*-")?;
+            let mode = inside
+                .split(';')
+                .find_map(|setting| match setting.split_once(':') {
+                    Some((key, value)) => {
+                        (key.trim().eq_ignore_ascii_case("mode")).then(|| value.trim())
+                    }
+                    None => Some(setting.trim()),
+                })?;
+            Self::from_mode_name(mode)
+        });
+        let last = lines.len().saturating_sub(5).max(5.min(lines.len()));
+        let vim = lines.iter().take(5).chain(&lines[last..]).find_map(|line| {
+            let at = ["vim:", "vi:", "ex:"]
+                .iter()
+                .find_map(|tag| line.find(tag))?;
+            line[at..]
+                .split([' ', ':', '\t'])
+                .find_map(|setting| {
+                    let (key, value) = setting.split_once('=')?;
+                    matches!(key, "ft" | "filetype" | "syntax").then_some(value)
+                })
+                .and_then(Self::from_mode_name)
+        });
+        emacs.or(vim)
+    }
+
+    /// The language an editor's mode or file-type name stands for.
+    fn from_mode_name(name: &str) -> Option<Language> {
+        Some(match name.to_ascii_lowercase().as_str() {
+            "sh" | "bash" | "shell-script" | "zsh" | "ksh" => Language::Bash,
+            "python" => Language::Python,
+            "ruby" => Language::Ruby,
+            "lua" => Language::Lua,
+            "c" => Language::C,
+            "c++" | "cpp" => Language::Cpp,
+            "js" | "javascript" => Language::JavaScript,
+            "typescript" => Language::TypeScript,
+            "php" => Language::Php,
+            _ => return None,
+        })
     }
 
     /// Whether a header's text is C++: a line opens with `namespace`, `template`, `class`,

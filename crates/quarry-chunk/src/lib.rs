@@ -44,6 +44,7 @@
 
 mod check;
 mod chunk;
+mod definition;
 mod detect;
 mod language;
 mod lines;
@@ -58,6 +59,7 @@ mod syntax;
 
 pub use check::{InvariantViolation, check_chunks};
 pub use chunk::{ALL_KINDS, Chunk, ChunkId, ChunkIdPrefix, ChunkKind, InvalidChunkId, UnknownKind};
+pub use definition::Definition;
 pub use detect::Skip;
 pub use language::{ALL_LANGUAGES, Language, UnknownLanguage};
 pub use parse::SyntaxTree;
@@ -142,12 +144,13 @@ impl Chunker {
         }
         let language = Language::detect(&path, text);
         let syntax = SyntaxTree::parse(text, language);
-        let chunks = self.chunk_parsed(&path, text, language, syntax.as_ref());
+        let (chunks, definitions) = self.chunk_parsed(&path, text, language, syntax.as_ref());
         Ok(ChunkedFile {
             text,
             language,
             syntax,
             chunks,
+            definitions,
         })
     }
 
@@ -160,21 +163,26 @@ impl Chunker {
             language,
             SyntaxTree::parse(text, language).as_ref(),
         )
+        .0
     }
 
     /// Chunks `text` along `syntax`, its tree where it has one (a parse abandoned, or a
-    /// language without a grammar, falls back to line windows).
+    /// language without a grammar, falls back to line windows), and lists its definitions.
     fn chunk_parsed(
         &self,
         path: &str,
         text: &str,
         language: Language,
         syntax: Option<&SyntaxTree>,
-    ) -> Vec<Chunk> {
+    ) -> (Vec<Chunk>, Vec<Definition>) {
         let lines = Lines::new(text);
+        let mut found = Vec::new();
         let pieces = match (language, syntax, rules::rules(language)) {
             (_, Some(syntax), Some(rules)) => {
-                Some(syntax::SyntaxChunker::new(syntax, &lines, rules, self.config.budget).pieces())
+                let chunker = syntax::SyntaxChunker::new(syntax, &lines, rules, self.config.budget);
+                let (pieces, definitions) = chunker.pieces();
+                found = definitions;
+                Some(pieces)
             }
             (Language::Markdown, _, _) => Some(markdown::pieces(&lines)),
             _ => None,
@@ -188,7 +196,9 @@ impl Chunker {
                 signature: None,
             }]
         });
-        piece::into_chunks(path, language, &lines, pieces, &self.config)
+        let chunks = piece::into_chunks(path, language, &lines, pieces, &self.config);
+        let definitions = definition::attach(found, &chunks);
+        (chunks, definitions)
     }
 }
 
@@ -204,4 +214,6 @@ pub struct ChunkedFile<'b> {
     pub syntax: Option<SyntaxTree<'b>>,
     /// Its chunks, in order.
     pub chunks: Vec<Chunk>,
+    /// What it defines, in order of their first lines ([`Definition`]).
+    pub definitions: Vec<Definition>,
 }

@@ -1,10 +1,12 @@
 //! Chunking along the syntax tree: items, containers split into members, and
 //! merged blocks of module-level code.
 
+use std::cell::RefCell;
 use std::ops::Range;
 
 use tree_sitter::{Node, Tree};
 
+use crate::definition::Found;
 use crate::lines::Lines;
 use crate::piece::Piece;
 use crate::rules::{Rules, lookup};
@@ -49,6 +51,8 @@ pub(crate) struct SyntaxChunker<'a> {
     language: Language,
     rules: &'static Rules,
     budget: usize,
+    /// What the file defines, gathered while its pieces are made.
+    definitions: RefCell<Vec<Found>>,
 }
 
 impl<'a> SyntaxChunker<'a> {
@@ -65,25 +69,27 @@ impl<'a> SyntaxChunker<'a> {
             language: syntax.language(),
             rules,
             budget,
+            definitions: RefCell::new(Vec::new()),
         }
     }
 
-    /// The pieces of the whole file, in order.
-    pub(crate) fn pieces(&self) -> Vec<Piece> {
+    /// The pieces of the whole file, in order, and the definitions found in it.
+    pub(crate) fn pieces(self) -> (Vec<Piece>, Vec<Found>) {
         let root = self.tree.root_node();
         let mut pieces = Vec::new();
-        let entries = self.entries(named_children(root));
+        let entries = self.entries(named_children(root), &[]);
         self.emit(entries, 0..self.lines.count(), &[], None, 0, &mut pieces);
-        pieces
+        (pieces, self.definitions.into_inner())
     }
 
-    /// Classifies the nodes of a scope into entries of whole lines.
-    fn entries<'tree>(&self, nodes: Vec<Node<'tree>>) -> Vec<Entry<'tree>> {
+    /// Classifies the nodes of a scope (inside `container`) into entries of whole lines.
+    fn entries<'tree>(&self, nodes: Vec<Node<'tree>>, container: &[String]) -> Vec<Entry<'tree>> {
         let mut flat = Vec::with_capacity(nodes.len());
         self.flatten(nodes, 0, &mut flat);
         let mut entries: Vec<Entry<'tree>> = Vec::with_capacity(flat.len());
         let mut leading: Option<Range<usize>> = None;
         for node in flat {
+            self.define_within(node, container);
             let mut entry = Entry {
                 lines: self.node_lines(node),
                 what: self.classify(node),
@@ -381,6 +387,9 @@ impl<'a> SyntaxChunker<'a> {
         self.cover_gaps(&mut entries, span);
         let mut block: Option<Range<usize>> = None;
         for entry in entries {
+            if let What::Item(item) = &entry.what {
+                self.define(item, &entry.lines, container, parent);
+            }
             match entry.what {
                 What::Item(item) if !self.is_small_declaration(&item, &entry.lines) => {
                     self.flush_block(&mut block, container, out);
@@ -461,19 +470,19 @@ impl<'a> SyntaxChunker<'a> {
         depth: usize,
         out: &mut Vec<Piece>,
     ) {
-        let kind = match (item.kind, parent) {
-            (ChunkKind::Function, Some(p)) if p != ChunkKind::Module => ChunkKind::Method,
-            (kind, _) => kind,
-        };
+        let kind = member_kind(item.kind, parent);
         let mut path = container.to_vec();
         path.extend(item.qualifiers.iter().cloned());
         let signature = self.signature(item.decl);
+        let is_container = depth < MAX_DEPTH && self.rules.containers.contains(&item.decl.kind());
         if self.lines.chars(lines.clone()) > self.budget
-            && depth < MAX_DEPTH
-            && self.rules.containers.contains(&item.decl.kind())
+            && is_container
             && self.split_container(&lines, &item, kind, &path, &signature, depth, out)
         {
             return;
+        }
+        if is_container {
+            self.define_members(&item, kind, &path, depth);
         }
         out.push(Piece {
             lines,
@@ -500,7 +509,9 @@ impl<'a> SyntaxChunker<'a> {
         let Some(body) = self.body_of(item.decl) else {
             return false;
         };
-        let mut members = self.entries(named_children(body));
+        let mut inner = path.to_vec();
+        inner.extend(item.name.iter().cloned());
+        let mut members = self.entries(named_children(body), &inner);
         let Some(first) = members.iter().position(|e| matches!(e.what, What::Item(_))) else {
             return false;
         };
@@ -516,8 +527,6 @@ impl<'a> SyntaxChunker<'a> {
                 signature: Some(signature.to_owned()),
             });
         }
-        let mut inner = path.to_vec();
-        inner.extend(item.name.iter().cloned());
         self.emit(
             members,
             members_start..lines.end,
@@ -527,6 +536,99 @@ impl<'a> SyntaxChunker<'a> {
             out,
         );
         true
+    }
+
+    /// Records `item`, spanning `lines`, as a definition inside `container`.
+    fn define(
+        &self,
+        item: &Item,
+        lines: &Range<usize>,
+        container: &[String],
+        parent: Option<ChunkKind>,
+    ) {
+        let Some(name) = item.name.clone().filter(|n| !n.is_empty()) else {
+            return;
+        };
+        // A forward declaration (`struct foo;`) defines nothing.
+        if matches!(self.language, Language::C | Language::Cpp)
+            && matches!(
+                item.kind,
+                ChunkKind::Struct | ChunkKind::Enum | ChunkKind::Class
+            )
+            && item.decl.child_by_field_name("body").is_none()
+        {
+            return;
+        }
+        let mut path = container.to_vec();
+        path.extend(item.qualifiers.iter().cloned());
+        self.definitions.borrow_mut().push(Found {
+            lines: lines.clone(),
+            name,
+            container: path,
+            kind: member_kind(item.kind, parent),
+        });
+    }
+
+    /// Records the members of a container that stays one chunk, so that `Type::method`
+    /// finds the method's lines inside it.
+    fn define_members(&self, item: &Item, kind: ChunkKind, path: &[String], depth: usize) {
+        let Some(body) = self.body_of(item.decl) else {
+            return;
+        };
+        let mut inner = path.to_vec();
+        inner.extend(item.name.iter().cloned());
+        for entry in self.entries(named_children(body), &inner) {
+            let What::Item(member) = &entry.what else {
+                continue;
+            };
+            self.define(member, &entry.lines, &inner, Some(kind));
+            if depth + 1 < MAX_DEPTH && self.rules.containers.contains(&member.decl.kind()) {
+                let member_kind = member_kind(member.kind, Some(kind));
+                let mut member_path = inner.clone();
+                member_path.extend(member.qualifiers.iter().cloned());
+                self.define_members(member, member_kind, &member_path, depth + 1);
+            }
+        }
+    }
+
+    /// Definitions that are not items of their own: a C `#define` constant, and the
+    /// `struct` tag a `typedef` declares beside its alias.
+    fn define_within(&self, node: Node, container: &[String]) {
+        if !matches!(self.language, Language::C | Language::Cpp) {
+            return;
+        }
+        let lines = self.node_lines(node);
+        let found = |name: Node, kind: ChunkKind| Found {
+            lines: lines.clone(),
+            name: self.text_of(name),
+            container: container.to_vec(),
+            kind,
+        };
+        let mut definitions = self.definitions.borrow_mut();
+        match node.kind() {
+            "preproc_def" => definitions.extend(
+                node.child_by_field_name("name")
+                    .map(|name| found(name, ChunkKind::Macro)),
+            ),
+            "type_definition" => {
+                let tag = node.child_by_field_name("type").filter(|t| {
+                    matches!(
+                        t.kind(),
+                        "struct_specifier" | "union_specifier" | "enum_specifier"
+                    ) && t.child_by_field_name("body").is_some()
+                });
+                if let Some(tag) = tag
+                    && let Some(name) = tag.child_by_field_name("name")
+                {
+                    let kind = match tag.kind() {
+                        "enum_specifier" => ChunkKind::Enum,
+                        _ => ChunkKind::Struct,
+                    };
+                    definitions.push(found(name, kind));
+                }
+            }
+            _ => {}
+        }
     }
 
     fn body_of<'tree>(&self, decl: Node<'tree>) -> Option<Node<'tree>> {
@@ -550,6 +652,14 @@ impl<'a> SyntaxChunker<'a> {
             Some((cut, _)) => format!("{}…", &line[..cut]),
             None => line.to_owned(),
         }
+    }
+}
+
+/// A function inside anything but a module is a method.
+fn member_kind(kind: ChunkKind, parent: Option<ChunkKind>) -> ChunkKind {
+    match (kind, parent) {
+        (ChunkKind::Function, Some(p)) if p != ChunkKind::Module => ChunkKind::Method,
+        (kind, _) => kind,
     }
 }
 

@@ -148,6 +148,9 @@ fn run_search(args: SearchArgs) -> Result<()> {
         writeln!(out, "{}", json(&view))?;
     } else {
         output::print_results(&mut out, &response.results, detail, results.explain)?;
+        if results.explain {
+            output::print_definitions(&mut out, &response.definitions)?;
+        }
         if let Some(note) = output::coverage_note(response.coverage).filter(|_| dense) {
             eprintln!("{note}");
         }

@@ -5,7 +5,7 @@ use std::io::{IsTerminal, Write};
 
 use quarry_engine::model::{Embedder, ModelDir};
 use quarry_engine::view::{dense_search, snippet};
-use quarry_engine::{Coverage, Detail, IndexReport, SearchResult, Status};
+use quarry_engine::{Coverage, Detail, IndexReport, SearchResult, Status, SymbolHit};
 use serde_json::{Value, json};
 
 pub fn report_summary(report: &IndexReport) -> String {
@@ -117,6 +117,23 @@ pub fn print_results(
         if explain {
             writeln!(out, "    {dim}{:?}{reset}", result.explanation)?;
         }
+    }
+    Ok(())
+}
+
+/// What the symbol leg found (`--explain`): `definitions: exact Index::search src/index.rs:40-80`.
+pub fn print_definitions(out: &mut impl Write, hits: &[SymbolHit]) -> std::io::Result<()> {
+    let Style { dim, reset, .. } = Style::for_stdout();
+    if hits.is_empty() {
+        return Ok(());
+    }
+    writeln!(out, "{dim}definitions (the symbol leg):{reset}")?;
+    for hit in hits {
+        writeln!(
+            out,
+            "    {dim}{} {} {} {}:{}-{}{reset}",
+            hit.matched, hit.kind, hit.symbol, hit.path, hit.start_line, hit.end_line
+        )?;
     }
     Ok(())
 }

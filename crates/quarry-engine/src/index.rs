@@ -1,6 +1,6 @@
 //! Indexing: bring the store in step with the working tree.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -13,6 +13,7 @@ use quarry_store::{
 };
 use rayon::prelude::*;
 
+use crate::symbols::DEFINITIONS_DATA;
 use crate::{Engine, EngineError};
 
 /// The per-file data name under which a file's import-graph [`quarry_graph::FileScore`] is stored.
@@ -149,6 +150,8 @@ struct ReadFile {
     chunks: Vec<Chunk>,
     /// What it imports, for a project file the chunker parsed.
     imports: Option<FileImports>,
+    /// What it defines.
+    definitions: Vec<quarry_chunk::Definition>,
 }
 
 impl Engine {
@@ -211,7 +214,8 @@ impl Engine {
     /// What the first phase has to do to `store`'s index.
     fn first_phase(&self, store: &Store) -> Result<FirstPhase, EngineError> {
         let indexed = store.files()?;
-        let plan = self.plan(store, &indexed)?;
+        let mut plan = self.plan(store, &indexed)?;
+        self.plan_definitions(store, &indexed, &mut plan)?;
         let has_scores = match indexed.iter().find(|f| !f.chunk_ids.is_empty()) {
             Some(file) => store
                 .snapshot()?
@@ -230,6 +234,60 @@ impl Engine {
             rank,
             new_head,
         })
+    }
+
+    /// Adds to `plan` the indexed files without their [`DEFINITIONS_DATA`] (an index made
+    /// before definitions were stored): read and chunked again, they keep their chunks and
+    /// vectors and gain the table. One file is looked at when every file has it.
+    fn plan_definitions(
+        &self,
+        store: &Store,
+        indexed: &[FileState],
+        plan: &mut Plan,
+    ) -> Result<(), EngineError> {
+        let snapshot = store.snapshot()?;
+        let lacks = |file: &FileState| -> Result<bool, EngineError> {
+            Ok(!file.chunk_ids.is_empty()
+                && snapshot.file_data(&file.path, DEFINITIONS_DATA)?.is_none())
+        };
+        match indexed.iter().find(|f| !f.chunk_ids.is_empty()) {
+            Some(sample) if lacks(sample)? => {}
+            _ => return Ok(()),
+        }
+        let planned: HashSet<&str> = plan
+            .added
+            .iter()
+            .chain(&plan.modified)
+            .map(|(_, file)| file.path.as_str())
+            .chain(plan.removed.iter().map(String::as_str))
+            .collect();
+        let mut sources = self.sources()?;
+        // The longest prefix first: the project's is empty and matches every path.
+        sources.sort_by_key(|source| std::cmp::Reverse(source.prefix.len()));
+        let mut backfill = Vec::new();
+        for file in indexed {
+            if planned.contains(file.path.as_str()) || !lacks(file)? {
+                continue;
+            }
+            let Some(source) = sources
+                .iter()
+                .find(|source| file.path.starts_with(&source.prefix))
+            else {
+                continue;
+            };
+            let tree_file = TreeFile {
+                path: file.path.clone(),
+                size: file.size,
+                mtime_ns: file.mtime_ns,
+            };
+            backfill.push((
+                source.root.join(source.relative_path(&file.path)),
+                tree_file,
+            ));
+        }
+        plan.unchanged = plan.unchanged.saturating_sub(backfill.len());
+        plan.modified.extend(backfill);
+        Ok(())
     }
 
     /// Carries out `phase` on `store`, which may be the engine's reader where the phase
@@ -472,6 +530,12 @@ impl Engine {
                 if let Some(imports) = &file.imports {
                     set_file_data(&mut batch, &file.state.path, IMPORTS_DATA, imports)?;
                 }
+                set_file_data(
+                    &mut batch,
+                    &file.state.path,
+                    DEFINITIONS_DATA,
+                    &file.definitions,
+                )?;
                 report.files_read += 1;
             }
             batch.commit()?;
@@ -500,6 +564,7 @@ impl Engine {
             },
             chunks: Vec::new(),
             imports: None,
+            definitions: Vec::new(),
         };
         if file.size > self.options.max_file_bytes {
             let skip = format!(
@@ -524,6 +589,7 @@ impl Engine {
         });
         read.state.chunk_ids = chunked.chunks.iter().map(|c| c.id.0).collect();
         read.chunks = chunked.chunks;
+        read.definitions = chunked.definitions;
         Ok((read, None))
     }
 

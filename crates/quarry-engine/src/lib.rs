@@ -46,6 +46,7 @@ mod request;
 mod root;
 mod search;
 mod status;
+mod symbols;
 pub mod view;
 
 use std::path::{Path, PathBuf};
@@ -67,6 +68,7 @@ pub use search::{
     LegWeights, MAX_QUERY_BYTES, RRF_K, SearchMode, SearchOptions, SearchResponse, SearchResult,
 };
 pub use status::{Coverage, Stale, Status};
+pub use symbols::{DEFINITIONS_DATA, SYMBOL_LEG_DEPTH, SymbolHit, SymbolMatch};
 
 // What front ends name from the crates below the engine, so that they depend on it alone.
 pub use quarry_chunk::{ChunkId, ChunkIdPrefix, ChunkKind, Language};
@@ -168,6 +170,8 @@ pub struct Engine {
     reranker: Option<Arc<CrossEncoder>>,
     /// A [`Rebuild`]'s writer of the index it builds beside the live one.
     staged: Option<Store>,
+    /// The definitions table as the last search read it.
+    symbols: symbols::SymbolCache,
 }
 
 /// A new index being built beside the live one ([`Engine::rebuild`]).
@@ -194,6 +198,7 @@ impl Rebuild {
             options,
             reranker,
             staged,
+            symbols: _,
         } = self.engine;
         let settings = store.settings().clone();
         drop(store);
@@ -209,6 +214,7 @@ impl Rebuild {
             options,
             reranker,
             staged: None,
+            symbols: Default::default(),
         })
     }
 }
@@ -301,6 +307,7 @@ impl Engine {
             options,
             reranker: None,
             staged: None,
+            symbols: Default::default(),
         })
     }
 

@@ -9,6 +9,7 @@ use quarry_store::{Filter, Hit, LexicalWeights, StoredChunk};
 use serde::{Deserialize, Serialize};
 
 use crate::index::{PAGERANK_DATA, decode_file_data};
+use crate::symbols::SymbolHit;
 use crate::{Coverage, Engine, EngineError};
 use quarry_graph::FileScore;
 
@@ -64,6 +65,9 @@ pub struct LegWeights {
     pub sentence: f32,
     /// Anything else (a word or a few): 0.5.
     pub phrase: f32,
+    /// The symbol leg's weight beside the other two, when the query names a symbol the
+    /// definitions table holds (hybrid and lexical modes): 0.5. 0 leaves the leg out.
+    pub symbol: f32,
 }
 
 impl Default for LegWeights {
@@ -73,6 +77,7 @@ impl Default for LegWeights {
             question: 0.7,
             sentence: 0.7,
             phrase: 0.5,
+            symbol: 0.5,
         }
     }
 }
@@ -96,11 +101,14 @@ impl LegWeights {
             ("question", self.question),
             ("sentence", self.sentence),
             ("phrase", self.phrase),
+            ("symbol", self.symbol),
         ] {
             if !(0.0..=1.0).contains(&weight) {
-                return Err(format!(
-                    "the dense leg's weight for {shape} queries must lie in [0, 1], not {weight}"
-                ));
+                let leg = match shape {
+                    "symbol" => "the symbol leg's weight".to_owned(),
+                    _ => format!("the dense leg's weight for {shape} queries"),
+                };
+                return Err(format!("{leg} must lie in [0, 1], not {weight}"));
             }
         }
         Ok(())
@@ -129,6 +137,9 @@ pub struct SearchResponse {
     pub summary: Summary,
     /// The leg weights used (dense, lexical).
     pub weights: (f32, f32),
+    /// What the symbol leg found in the definitions table, best match first (empty when
+    /// the query names no defined symbol, or the leg did not run).
+    pub definitions: Vec<SymbolHit>,
     /// How much of the index the dense leg covered.
     pub coverage: Coverage,
 }
@@ -201,7 +212,30 @@ impl Engine {
             (true, false) => (dense_leg()?, Vec::new()),
             (false, _) => (Vec::new(), lexical_leg()?),
         };
-        let fused = fuse(&[(&dense, weights.0), (&lexical, weights.1)], fetch);
+        let definitions = match options.mode != SearchMode::Semantic && options.legs.symbol > 0.0 {
+            true => self
+                .symbols
+                .table(&self.store.snapshot()?)?
+                .resolve(&QueryTerms::of(query), |path| {
+                    options.filter.admits_path(path)
+                }),
+            false => Vec::new(),
+        };
+        let symbols: Vec<Hit> = definitions
+            .iter()
+            .map(|hit| Hit {
+                id: hit.chunk,
+                score: 0.0,
+            })
+            .collect();
+        let fused = fuse(
+            &[
+                (&dense, weights.0),
+                (&lexical, weights.1),
+                (&symbols, options.legs.symbol),
+            ],
+            fetch,
+        );
 
         let ids: Vec<quarry_chunk::ChunkId> = fused.iter().map(|&(id, _)| id).collect();
         let chunks = self.store.snapshot()?.chunks(&ids)?;
@@ -209,12 +243,15 @@ impl Engine {
             .into_iter()
             .zip(fused)
             .filter_map(|(chunk, (_, score))| Some((chunk?, score)))
+            // The legs filter inside; the symbol leg's definitions by path alone.
+            .filter(|(chunk, _)| options.filter.admits(chunk))
             .collect();
         let (results, summary) = self.rank(query, scored, &options.ranking, true)?;
         Ok(SearchResponse {
             results,
             summary,
             weights,
+            definitions,
             coverage,
         })
     }
@@ -274,7 +311,12 @@ impl Engine {
 /// the ranking would outweigh many places of relevance; spread over the fetched depth, one
 /// place near the top is worth about 5%. Best first, ties by chunk id.
 fn fuse(legs: &[(&[Hit], f32)], depth: usize) -> Vec<(quarry_chunk::ChunkId, f32)> {
-    let legs: Vec<_> = legs.iter().filter(|(_, w)| *w > 0.0).collect();
+    // A leg that found nothing (the symbol leg of a query that names no symbol) does not
+    // lower the scale.
+    let legs: Vec<_> = legs
+        .iter()
+        .filter(|(hits, w)| *w > 0.0 && !hits.is_empty())
+        .collect();
     let at = |rank: usize| 1.0 / (RRF_K + rank as f32);
     let best: f32 = legs.iter().map(|(_, w)| w * at(1)).sum();
     let floor: f32 = legs.iter().map(|(_, w)| w * at(depth + 1)).sum();

@@ -23,6 +23,7 @@ use serde::Serialize;
 
 use crate::{
     Coverage, Detail, IndexReport, RelatedResponse, SearchResponse, SearchResult, Stale, Status,
+    SymbolHit,
 };
 
 /// A view as a JSON value, the form both front ends write: the MCP server's tool results
@@ -131,6 +132,10 @@ pub struct SearchView {
     pub page: Option<Page>,
     /// The results.
     pub results: Vec<ResultView>,
+    /// What the symbol leg found in the definitions table, best match first (with
+    /// `explain`; left out when it found nothing).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub definitions: Vec<SymbolHit>,
     /// Why the results may be incomplete, when they may be.
     #[serde(flatten)]
     pub partial: Option<Partial>,
@@ -148,6 +153,10 @@ impl SearchView {
             coverage: response.coverage,
             page: None,
             results: ResultView::all(&response.results, detail, explain),
+            definitions: match explain {
+                true => response.definitions.clone(),
+                false => Vec::new(),
+            },
             partial: None,
         }
     }

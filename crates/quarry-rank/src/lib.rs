@@ -79,4 +79,4 @@ pub use layers::{
     Threshold, TopK,
 };
 pub use path::PathClass;
-pub use query::{QueryShape, QueryTerms};
+pub use query::{QueryShape, QueryTerms, segments as identifier_segments};

@@ -18,6 +18,7 @@ use quarry_text::{identifier_parts, is_stopword, stem, words};
 #[derive(Debug, Clone, PartialEq)]
 pub struct QueryTerms {
     symbol: Option<Vec<String>>,
+    joined: Option<String>,
     identifiers: Vec<String>,
     keywords: Vec<String>,
     words: usize,
@@ -65,11 +66,20 @@ impl QueryTerms {
                 keywords.push(stemmed);
             }
         }
+        // Two to four plain words may spell one name apart (`deflate params`).
+        let joined = (symbol.is_none()
+            && (2..=4).contains(&tokens.len())
+            && tokens.iter().all(|t| {
+                t.chars().all(|c| c.is_alphanumeric() || c == '_')
+                    && !is_stopword(&t.to_lowercase())
+            }))
+        .then(|| tokens.concat());
         let opens_with_interrogative = tokens
             .first()
             .is_some_and(|first| INTERROGATIVES.contains(&first.to_lowercase().as_str()));
         QueryTerms {
             symbol,
+            joined,
             identifiers,
             keywords,
             words: tokens.len(),
@@ -82,6 +92,12 @@ impl QueryTerms {
     /// `pl.tablex.deepcompare`, `$obj->method`): the name is the last segment.
     pub fn symbol(&self) -> Option<&[String]> {
         self.symbol.as_deref()
+    }
+
+    /// The words of a query of two to four plain words joined into one name
+    /// (`deflate params` → `deflateparams`), which may be a name written apart.
+    pub fn joined_words(&self) -> Option<&str> {
+        self.joined.as_deref()
     }
 
     /// Identifiers inside a query in words (`parseConfig`, `read_to_end`, `fs::read`,
@@ -134,8 +150,8 @@ pub enum QueryShape {
 }
 
 /// The segments of `token` if it is a (possibly qualified) identifier, with a `()` or `$`
-/// allowed around it.
-pub(crate) fn segments(token: &str) -> Option<Vec<String>> {
+/// allowed around it: `Router::merge` is `Router`, `merge`.
+pub fn segments(token: &str) -> Option<Vec<String>> {
     let token = token.trim_end_matches("()").trim_start_matches('$');
     let mut segments = vec![token.to_owned()];
     for separator in QUALIFIERS {

@@ -139,6 +139,22 @@ impl Snapshot<'_> {
         })
     }
 
+    /// Every file's data under `name` ([`Batch::set_file_data`]), by path.
+    pub fn file_data_named(&self, name: &str) -> Result<Vec<(String, Vec<u8>)>, StoreError> {
+        self.read(|txn| {
+            let data = txn.open_table(FILE_DATA)?;
+            let mut found = Vec::new();
+            for entry in data.iter()? {
+                let (key, value) = entry?;
+                let (path, data_name) = key.value();
+                if data_name == name {
+                    found.push((path.to_owned(), value.value().to_vec()));
+                }
+            }
+            Ok(found)
+        })
+    }
+
     /// The git commit the project was last indexed at ([`Batch::set_indexed_commit`]).
     pub fn indexed_commit(&self) -> Result<Option<String>, StoreError> {
         self.read(|txn| {
@@ -149,8 +165,9 @@ impl Snapshot<'_> {
         })
     }
 
-    /// The commit counter derived indexes are tagged with.
-    pub(crate) fn generation(&self) -> Result<u64, StoreError> {
+    /// The commit counter derived indexes are tagged with: it moves on with every commit,
+    /// so what a caller derives from a snapshot stays good while it is unchanged.
+    pub fn generation(&self) -> Result<u64, StoreError> {
         self.read(|txn| {
             let meta = txn.open_table(META)?;
             Ok(meta

@@ -1,0 +1,140 @@
+//! What a file defines: every named definition with its whole span and the chunk that shows it.
+
+use quarry_chunk::{ChunkKind, Chunker, ChunkerConfig, Definition};
+
+fn definitions(path: &str, source: &str) -> Vec<Definition> {
+    definitions_with(Chunker::default(), path, source)
+}
+
+fn definitions_with(chunker: Chunker, path: &str, source: &str) -> Vec<Definition> {
+    let file = chunker.chunk_file(path, source.as_bytes()).unwrap();
+    for definition in &file.definitions {
+        let chunk = file
+            .chunks
+            .iter()
+            .find(|c| c.id.0 == definition.chunk)
+            .expect("a definition's chunk is one of the file's");
+        assert!(
+            chunk.start_line <= definition.end_line && chunk.end_line >= definition.start_line,
+            "{definition:?} is shown by {chunk}"
+        );
+    }
+    file.definitions
+}
+
+fn summary(definitions: &[Definition]) -> Vec<(String, ChunkKind, usize, usize)> {
+    definitions
+        .iter()
+        .map(|d| (d.qualified_name(), d.kind, d.start_line, d.end_line))
+        .collect()
+}
+
+#[test]
+fn c_names_typedefs_struct_tags_macros_and_functions_but_not_prototypes() {
+    let source = "\
+#include <stddef.h>
+#define BUFFER_SIZE 4096
+#define MAX(a, b) ((a) > (b) ? (a) : (b))
+
+struct session;
+int session_open(struct session *s);
+
+typedef struct session_state {
+    int fd;
+    size_t sent;
+} session_state_t;
+
+int session_open(struct session *s)
+{
+    return 0;
+}
+";
+    assert_eq!(
+        summary(&definitions("session.c", source)),
+        [
+            ("BUFFER_SIZE".into(), ChunkKind::Macro, 2, 2),
+            ("MAX".into(), ChunkKind::Macro, 3, 3),
+            ("session_state".into(), ChunkKind::Struct, 8, 11),
+            ("session_state_t".into(), ChunkKind::Type, 8, 11),
+            ("session_open".into(), ChunkKind::Function, 13, 16),
+        ]
+    );
+}
+
+#[test]
+fn members_of_a_container_that_stays_one_chunk_are_definitions_too() {
+    let source = "\
+class Cache:
+    \"\"\"Keeps answers.\"\"\"
+
+    def get(self, key):
+        return self.items.get(key)
+
+    def put(self, key, value):
+        self.items[key] = value
+";
+    assert_eq!(
+        summary(&definitions("cache.py", source)),
+        [
+            ("Cache".into(), ChunkKind::Class, 1, 8),
+            ("Cache::get".into(), ChunkKind::Method, 4, 5),
+            ("Cache::put".into(), ChunkKind::Method, 7, 8),
+        ]
+    );
+}
+
+#[test]
+fn a_split_container_spans_its_header_and_members_and_is_shown_by_its_header() {
+    let body: String = (0..12)
+        .map(|i| format!("    def method_{i}(self):\n        return {i} + self.offset * {i}\n\n"))
+        .collect();
+    let source = format!("class Wide:\n    offset = 1\n\n{body}");
+    let file = Chunker::new(ChunkerConfig {
+        budget: 200,
+        ..ChunkerConfig::default()
+    })
+    .chunk_file("wide.py", source.as_bytes())
+    .unwrap();
+    let wide = &file.definitions[0];
+    assert_eq!((wide.name.as_str(), wide.kind), ("Wide", ChunkKind::Class));
+    assert_eq!((wide.start_line, wide.end_line), (1, 2 + 12 * 3));
+    let header = file.chunks.iter().find(|c| c.id.0 == wide.chunk).unwrap();
+    assert_eq!(header.kind, ChunkKind::Header);
+    assert_eq!(file.definitions.len(), 13);
+    assert_eq!(file.definitions[12].qualified_name(), "Wide::method_11");
+}
+
+#[test]
+fn go_methods_are_qualified_by_their_receiver_and_cpp_by_their_class() {
+    let go = "\
+package index
+
+type Index struct {
+\tdocs []string
+}
+
+func (ix *Index) Search(q string) []string {
+\treturn nil
+}
+";
+    assert_eq!(
+        summary(&definitions("index.go", go)),
+        [
+            ("Index".into(), ChunkKind::Struct, 3, 5),
+            ("Index::Search".into(), ChunkKind::Method, 7, 9),
+        ]
+    );
+    let cpp = "\
+namespace net {
+class Socket;
+int Socket::send(const char *data) {
+    return 0;
+}
+}
+";
+    let names: Vec<String> = definitions("socket.cpp", cpp)
+        .iter()
+        .map(Definition::qualified_name)
+        .collect();
+    assert_eq!(names, ["net", "net::Socket::send"]);
+}

@@ -1,0 +1,235 @@
+//! The symbol leg: a query that is or names an identifier is looked up in the definitions
+//! table the chunker fills ([`quarry_chunk::Definition`], stored per file as
+//! [`DEFINITIONS_DATA`]), so the file that defines a name is retrieved whatever the words
+//! around the name, and before the files that only mention it.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use quarry_chunk::{ChunkKind, Definition};
+use quarry_rank::QueryTerms;
+use quarry_store::Snapshot;
+use serde::Serialize;
+
+use crate::EngineError;
+use crate::index::decode_file_data;
+
+/// The file data name under which a file's [`Definition`]s are stored.
+pub const DEFINITIONS_DATA: &str = "definitions";
+
+/// The most definitions the symbol leg returns: a name defined in more places than this
+/// (`new`, `init`) is common, and the other legs decide among them.
+pub const SYMBOL_LEG_DEPTH: usize = 30;
+
+/// How a definition matched the name a query asks for, best first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+#[serde(rename_all = "snake_case")]
+pub enum SymbolMatch {
+    /// The name, and its qualifier names an enclosing symbol or the file
+    /// (`Router::merge`, `tablex.deepcompare`).
+    Qualified,
+    /// The name as written.
+    Exact,
+    /// The name without case and `_` (`parse_config` for `parseConfig`).
+    Folded,
+    /// The name, but the query's qualifier names neither an enclosing symbol nor the file.
+    OtherQualifier,
+    /// The query's words joined into one name (`deflate params` for `deflateParams`).
+    Joined,
+}
+
+impl SymbolMatch {
+    /// The match's name, as JSON writes it.
+    pub fn name(self) -> &'static str {
+        match self {
+            SymbolMatch::Qualified => "qualified",
+            SymbolMatch::Exact => "exact",
+            SymbolMatch::Folded => "folded",
+            SymbolMatch::OtherQualifier => "other_qualifier",
+            SymbolMatch::Joined => "joined",
+        }
+    }
+}
+
+impl std::fmt::Display for SymbolMatch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// A definition the symbol leg found for a query.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct SymbolHit {
+    /// The file that defines it.
+    pub path: String,
+    /// Its qualified name (`Index::search`).
+    pub symbol: String,
+    /// What it defines.
+    pub kind: ChunkKind,
+    /// Its whole span, 1-based and inclusive.
+    pub start_line: usize,
+    /// Its last line.
+    pub end_line: usize,
+    /// How it matched.
+    #[serde(rename = "match")]
+    pub matched: SymbolMatch,
+    /// The chunk that shows it.
+    #[serde(skip)]
+    pub chunk: quarry_chunk::ChunkId,
+}
+
+/// Every definition of an index, by its name without case and `_`.
+#[derive(Debug, Default)]
+pub(crate) struct SymbolTable {
+    by_name: HashMap<String, Vec<(Arc<str>, Definition)>>,
+}
+
+/// The table of the generation it was read at, shared by the searches of that generation.
+#[derive(Debug, Default)]
+pub(crate) struct SymbolCache(Mutex<Option<(u64, Arc<SymbolTable>)>>);
+
+impl SymbolCache {
+    /// The table as `snapshot` has it: read once per generation of the index.
+    pub(crate) fn table(&self, snapshot: &Snapshot) -> Result<Arc<SymbolTable>, EngineError> {
+        let generation = snapshot.generation()?;
+        let mut cached = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some((at, table)) = cached.as_ref()
+            && *at == generation
+        {
+            return Ok(table.clone());
+        }
+        let table = Arc::new(SymbolTable::read(snapshot)?);
+        *cached = Some((generation, table.clone()));
+        Ok(table)
+    }
+}
+
+impl SymbolTable {
+    fn read(snapshot: &Snapshot) -> Result<Self, EngineError> {
+        let mut by_name: HashMap<String, Vec<(Arc<str>, Definition)>> = HashMap::new();
+        for (path, bytes) in snapshot.file_data_named(DEFINITIONS_DATA)? {
+            let definitions: Vec<Definition> = decode_file_data(&path, DEFINITIONS_DATA, &bytes)?;
+            let path: Arc<str> = path.into();
+            for definition in definitions {
+                by_name
+                    .entry(fold(&definition.name))
+                    .or_default()
+                    .push((path.clone(), definition));
+            }
+        }
+        Ok(Self { by_name })
+    }
+
+    /// The definitions `terms` asks for, best match first, at most [`SYMBOL_LEG_DEPTH`]
+    /// (one per chunk), admitted by `admits` (the search's filter).
+    pub(crate) fn resolve(
+        &self,
+        terms: &QueryTerms,
+        admits: impl Fn(&str) -> bool,
+    ) -> Vec<SymbolHit> {
+        let mut hits: Vec<SymbolHit> = Vec::new();
+        let mut wanted: Vec<Vec<String>> = match terms.symbol() {
+            Some(segments) => vec![segments.to_vec()],
+            None => terms
+                .identifiers()
+                .iter()
+                .filter_map(|identifier| quarry_rank::identifier_segments(identifier))
+                .collect(),
+        };
+        let joined = terms.joined_words();
+        if let Some(joined) = joined {
+            wanted.push(vec![joined.to_owned()]);
+        }
+        for segments in &wanted {
+            let Some((name, before)) = segments.split_last() else {
+                continue;
+            };
+            let qualifier = before.last().map(|q| fold(q));
+            let is_joined = joined == Some(name.as_str());
+            for (path, definition) in self.by_name.get(&fold(name)).into_iter().flatten() {
+                if !admits(path) {
+                    continue;
+                }
+                let matched = match (&qualifier, is_joined) {
+                    (_, true) => SymbolMatch::Joined,
+                    (Some(qualifier), _) if qualifies(qualifier, definition, path) => {
+                        SymbolMatch::Qualified
+                    }
+                    (Some(_), _) => SymbolMatch::OtherQualifier,
+                    (None, _) if definition.name == *name => SymbolMatch::Exact,
+                    (None, _) => SymbolMatch::Folded,
+                };
+                hits.push(SymbolHit {
+                    path: path.to_string(),
+                    symbol: definition.qualified_name(),
+                    kind: definition.kind,
+                    start_line: definition.start_line,
+                    end_line: definition.end_line,
+                    matched,
+                    chunk: definition.chunk_id(),
+                });
+            }
+        }
+        // Best match first; then the definition proper before what names it in passing (a
+        // type before a function of the same name, a longer span before a shorter one);
+        // then the path, for a stable order.
+        hits.sort_by(|a, b| {
+            (
+                a.matched,
+                kind_rank(a.kind),
+                std::cmp::Reverse(a.end_line - a.start_line),
+            )
+                .cmp(&(
+                    b.matched,
+                    kind_rank(b.kind),
+                    std::cmp::Reverse(b.end_line - b.start_line),
+                ))
+                .then_with(|| a.path.cmp(&b.path))
+                .then(a.start_line.cmp(&b.start_line))
+        });
+        let mut seen = std::collections::HashSet::new();
+        hits.retain(|hit| seen.insert(hit.chunk));
+        hits.truncate(SYMBOL_LEG_DEPTH);
+        hits
+    }
+}
+
+/// Whether `qualifier` (folded) names an enclosing symbol of `definition` or its file.
+fn qualifies(qualifier: &str, definition: &Definition, path: &str) -> bool {
+    definition
+        .container
+        .iter()
+        .any(|c| quarry_text::identifiers(c).any(|(s, e)| fold(&c[s..e]) == qualifier))
+        || fold(file_stem(path)) == qualifier
+}
+
+/// Types and modules first: a bare name that is both a type and a function (a constructor)
+/// asks for the type.
+fn kind_rank(kind: ChunkKind) -> u8 {
+    use ChunkKind::*;
+    match kind {
+        Class | Struct | Enum | Trait | Interface | Type | Module => 0,
+        Function | Method | Macro | Test => 1,
+        Impl => 2,
+        _ => 3,
+    }
+}
+
+/// A name without case and `_`: `parse_config`, `parseConfig` and `ParseConfig` are one.
+fn fold(name: &str) -> String {
+    name.chars()
+        .filter(|c| *c != '_')
+        .flat_map(char::to_lowercase)
+        .collect()
+}
+
+/// The file's name without its extensions.
+fn file_stem(path: &str) -> &str {
+    let name = path.rsplit('/').next().unwrap_or(path);
+    match name.find('.') {
+        Some(0) | None => name,
+        Some(dot) => &name[..dot],
+    }
+}

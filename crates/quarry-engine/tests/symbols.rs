@@ -1,0 +1,164 @@
+//! The symbol leg: a query that names a defined symbol finds the file that defines it
+//! first, through the definitions table, with no model run (lexical mode).
+
+use std::fs;
+use std::path::Path;
+
+use quarry_engine::{
+    DEFINITIONS_DATA, Engine, EngineOptions, LegWeights, SearchMode, SearchOptions, SymbolMatch,
+};
+use quarry_testkit::model;
+
+/// A small C library where one type is defined once and named in many files, plus a
+/// Python module with two classes that both have a `get`.
+fn repository() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let write = |path: &str, text: &str| {
+        let path = dir.path().join(path);
+        fs::create_dir_all(path.parent().unwrap()).unwrap();
+        fs::write(path, text).unwrap();
+    };
+    write(
+        "src/session.h",
+        "#ifndef SESSION_H\n#define SESSION_H\n#define SESSION_BUFFER 4096\n\n\
+         typedef struct session_state {\n    int fd;\n    unsigned long sent;\n    \
+         unsigned long received;\n} session_state_t;\n\n\
+         int session_open(session_state_t *state);\n#endif\n",
+    );
+    for i in 0..12 {
+        write(
+            &format!("src/handler_{i}.c"),
+            &format!(
+                "#include \"session.h\"\n\nstruct handler_{i} {{\n    session_state_t *state;\n}};\n\n\
+                 int handler_{i}_run(session_state_t *state) {{\n    \
+                 return session_open(state) + {i};\n}}\n"
+            ),
+        );
+    }
+    write(
+        "src/session.c",
+        "#include \"session.h\"\n\nint session_open(session_state_t *state)\n{\n    \
+         state->sent = 0;\n    state->received = 0;\n    return state->fd;\n}\n",
+    );
+    write(
+        "cache.py",
+        "class Memory:\n    def get(self, key):\n        return self.items.get(key)\n\n\n\
+         class Disk:\n    def get(self, key):\n        with open(key) as f:\n            \
+         return f.read()\n",
+    );
+    dir
+}
+
+fn lexical(legs: LegWeights) -> SearchOptions {
+    SearchOptions {
+        mode: SearchMode::Lexical,
+        legs,
+        ..SearchOptions::default()
+    }
+}
+
+fn indexed(root: &Path) -> Engine {
+    let engine = Engine::open(root, model(), EngineOptions::default()).unwrap();
+    engine.index_files(&mut |_| {}).unwrap();
+    engine
+}
+
+#[test]
+fn a_type_name_finds_its_definition_first_among_the_files_that_use_it() {
+    let dir = repository();
+    let engine = indexed(dir.path());
+    for query in ["session_state_t", "session_state", "SessionState"] {
+        let response = engine
+            .search(query, &lexical(LegWeights::default()))
+            .unwrap();
+        let first = &response.results[0].chunk;
+        assert_eq!(first.path, "src/session.h", "{query}: {first:?}");
+        assert!(
+            first.start_line <= 5 && first.end_line >= 9,
+            "{query}: {first:?}"
+        );
+        let hit = &response.definitions[0];
+        assert_eq!((hit.start_line, hit.end_line), (5, 9), "{query}");
+        let expected = match query {
+            "SessionState" => SymbolMatch::Folded,
+            _ => SymbolMatch::Exact,
+        };
+        assert_eq!(hit.matched, expected, "{query}");
+    }
+    // A `#define` constant shares a block chunk with its neighbours, and is found there.
+    let response = engine
+        .search("SESSION_BUFFER", &lexical(LegWeights::default()))
+        .unwrap();
+    assert_eq!(response.definitions[0].symbol, "SESSION_BUFFER");
+    assert_eq!(response.results[0].chunk.path, "src/session.h");
+}
+
+#[test]
+fn a_qualified_name_picks_the_definition_in_its_container() {
+    let dir = repository();
+    let engine = indexed(dir.path());
+    for (query, line) in [("Disk::get", 7), ("Disk.get", 7), ("Memory.get", 2)] {
+        let response = engine
+            .search(query, &lexical(LegWeights::default()))
+            .unwrap();
+        let hit = &response.definitions[0];
+        assert_eq!(
+            (hit.matched, hit.path.as_str(), hit.start_line),
+            (SymbolMatch::Qualified, "cache.py", line),
+            "{query}: {:?}",
+            response.definitions
+        );
+        assert_eq!(response.definitions[1].matched, SymbolMatch::OtherQualifier);
+    }
+}
+
+#[test]
+fn the_leg_can_be_left_out_and_the_table_follows_the_files() {
+    let dir = repository();
+    let engine = indexed(dir.path());
+    let off = LegWeights {
+        symbol: 0.0,
+        ..LegWeights::default()
+    };
+    assert!(
+        engine
+            .search("session_state_t", &lexical(off))
+            .unwrap()
+            .definitions
+            .is_empty()
+    );
+    // Every file with chunks has its definitions stored (an empty list where it defines
+    // nothing), so a later run reads no file again.
+    let snapshot = engine.store().snapshot().unwrap();
+    for file in snapshot.files().unwrap() {
+        assert!(
+            snapshot
+                .file_data(&file.path, DEFINITIONS_DATA)
+                .unwrap()
+                .is_some(),
+            "{}",
+            file.path
+        );
+    }
+    drop(snapshot);
+    assert_eq!(engine.index_files(&mut |_| {}).unwrap().files_read, 0);
+    // A renamed definition leaves the table when its file changes.
+    let header = dir.path().join("src/session.h");
+    let text = fs::read_to_string(&header)
+        .unwrap()
+        .replace("session_state_t", "conn_state_t");
+    fs::write(&header, text).unwrap();
+    engine.index_files(&mut |_| {}).unwrap();
+    let response = engine
+        .search("conn_state_t", &lexical(LegWeights::default()))
+        .unwrap();
+    assert_eq!(response.definitions[0].path, "src/session.h");
+    let gone = engine
+        .search("session_state_t", &lexical(LegWeights::default()))
+        .unwrap();
+    assert!(
+        gone.definitions
+            .iter()
+            .all(|hit| hit.symbol != "session_state_t")
+    );
+}
