@@ -49,5 +49,6 @@ pub mod stats;
 
 pub use error::BenchError;
 pub use run::{
-    ArmResult, CaseResult, CorpusReport, Progress, Run, RunConfig, RunOptions, mean_by, run,
+    ArmResult, CaseResult, CorpusReport, LARGE_CORPUS_FILES, Progress, Run, RunConfig, RunOptions,
+    mean_by, run,
 };

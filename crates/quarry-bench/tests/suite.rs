@@ -117,3 +117,53 @@ fn the_full_suite_is_large_and_varied() {
         "{held_out} of {total} held out"
     );
 }
+
+/// The corpora added to see symbol lookups lose (issue 30): C and C++ libraries and large
+/// repositories, each with symbol cases whose answer is a definition's span.
+#[test]
+fn the_symbol_corpora_cover_c_cpp_and_large_repositories() {
+    let (corpora, case_files) = load();
+    let added: Vec<_> = corpora
+        .corpora
+        .iter()
+        .zip(&case_files)
+        .filter(|(c, _)| c.group.as_deref() == Some("symbols"))
+        .collect();
+    assert!(
+        added.len() >= 6,
+        "{} corpora in the symbols group",
+        added.len()
+    );
+    let count = |language: &str| added.iter().filter(|(c, _)| c.language == language).count();
+    assert!(
+        count("c") >= 2 && count("cpp") >= 2,
+        "C {}, C++ {}",
+        count("c"),
+        count("cpp")
+    );
+    let large = added
+        .iter()
+        .filter(|(c, _)| {
+            let manifest = Manifest::load(&manifest_path(&suite_dir(), &c.name)).unwrap();
+            manifest.files.len() >= quarry_bench::LARGE_CORPUS_FILES
+        })
+        .count();
+    assert!(large >= 3, "{large} corpora of 2,000 files or more");
+    let symbol_cases: Vec<_> = added
+        .iter()
+        .flat_map(|(_, file)| &file.cases)
+        .filter(|case| case.category == Category::Symbol)
+        .collect();
+    assert!(
+        symbol_cases.len() >= 60,
+        "{} symbol cases",
+        symbol_cases.len()
+    );
+    for case in symbol_cases {
+        assert!(
+            case.relevant.iter().any(|target| target.lines.is_some()) || case.query.contains('.'),
+            "{}: a symbol case answers with the definition's lines (or names a module)",
+            case.id
+        );
+    }
+}

@@ -59,7 +59,7 @@ mod syntax;
 
 pub use check::{InvariantViolation, check_chunks};
 pub use chunk::{ALL_KINDS, Chunk, ChunkId, ChunkIdPrefix, ChunkKind, InvalidChunkId, UnknownKind};
-pub use definition::Definition;
+pub use definition::{DEFINITIONS_VERSION, Definition};
 pub use detect::Skip;
 pub use language::{ALL_LANGUAGES, Language, UnknownLanguage};
 pub use parse::SyntaxTree;
@@ -196,6 +196,10 @@ impl Chunker {
                 signature: None,
             }]
         });
+        if language == Language::Bash {
+            let scanned = definition::shell_functions(&lines, &found);
+            found.extend(scanned);
+        }
         let chunks = piece::into_chunks(path, language, &lines, pieces, &self.config);
         let definitions = definition::attach(found, &chunks);
         (chunks, definitions)

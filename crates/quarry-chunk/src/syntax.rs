@@ -563,6 +563,11 @@ impl<'a> SyntaxChunker<'a> {
         path.extend(item.qualifiers.iter().cloned());
         self.definitions.borrow_mut().push(Found {
             lines: lines.clone(),
+            code_line: item
+                .decl
+                .start_position()
+                .row
+                .clamp(lines.start, lines.end - 1),
             name,
             container: path,
             kind: member_kind(item.kind, parent),
@@ -600,6 +605,7 @@ impl<'a> SyntaxChunker<'a> {
         let lines = self.node_lines(node);
         let found = |name: Node, kind: ChunkKind| Found {
             lines: lines.clone(),
+            code_line: lines.start,
             name: self.text_of(name),
             container: container.to_vec(),
             kind,

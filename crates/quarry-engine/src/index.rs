@@ -6,14 +6,14 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use quarry_changes::{GitUse, TreeFile, content_hash, detect_changes};
-use quarry_chunk::{Chunk, ChunkId};
+use quarry_chunk::{Chunk, ChunkId, DEFINITIONS_VERSION};
 use quarry_graph::{FileImports, FileKey, GraphBuilder, PageRankConfig};
 use quarry_store::{
     Batch, Check, FileState, IndexPart, PROJECT_SCOPE, Store, StoredChunk, scope_of,
 };
 use rayon::prelude::*;
 
-use crate::symbols::DEFINITIONS_DATA;
+use crate::symbols::{DEFINITIONS_DATA, FileDefinitions};
 use crate::{Engine, EngineError};
 
 /// The per-file data name under which a file's import-graph [`quarry_graph::FileScore`] is stored.
@@ -236,9 +236,10 @@ impl Engine {
         })
     }
 
-    /// Adds to `plan` the indexed files without their [`DEFINITIONS_DATA`] (an index made
-    /// before definitions were stored): read and chunked again, they keep their chunks and
-    /// vectors and gain the table. One file is looked at when every file has it.
+    /// Adds to `plan` the indexed files without their [`DEFINITIONS_DATA`], or with the data
+    /// of another [`DEFINITIONS_VERSION`] (an index made before definitions were stored, or
+    /// listed otherwise): read and chunked again, they keep their chunks and vectors and
+    /// gain the table. One file is looked at when every file is up to date.
     fn plan_definitions(
         &self,
         store: &Store,
@@ -248,7 +249,9 @@ impl Engine {
         let snapshot = store.snapshot()?;
         let lacks = |file: &FileState| -> Result<bool, EngineError> {
             Ok(!file.chunk_ids.is_empty()
-                && snapshot.file_data(&file.path, DEFINITIONS_DATA)?.is_none())
+                && snapshot
+                    .file_data(&file.path, DEFINITIONS_DATA)?
+                    .is_none_or(|bytes| FileDefinitions::outdated(&file.path, &bytes)))
         };
         match indexed.iter().find(|f| !f.chunk_ids.is_empty()) {
             Some(sample) if lacks(sample)? => {}
@@ -509,7 +512,7 @@ impl Engine {
             let snapshot = store.snapshot()?;
             let mut batch = store.write()?;
             for result in results {
-                let (file, skip) = match result {
+                let (mut file, skip) = match result {
                     Ok(chunked) => chunked,
                     Err(warning) => {
                         report.warnings.push(warning);
@@ -530,12 +533,11 @@ impl Engine {
                 if let Some(imports) = &file.imports {
                     set_file_data(&mut batch, &file.state.path, IMPORTS_DATA, imports)?;
                 }
-                set_file_data(
-                    &mut batch,
-                    &file.state.path,
-                    DEFINITIONS_DATA,
-                    &file.definitions,
-                )?;
+                let definitions = FileDefinitions {
+                    version: DEFINITIONS_VERSION,
+                    definitions: std::mem::take(&mut file.definitions),
+                };
+                set_file_data(&mut batch, &file.state.path, DEFINITIONS_DATA, &definitions)?;
                 report.files_read += 1;
             }
             batch.commit()?;

@@ -4,7 +4,7 @@ use quarry_chunk::{ChunkId, ChunkIdPrefix};
 
 /// How many of the chunks an ambiguous id prefix names are listed.
 const AMBIGUOUS_SHOWN: usize = 5;
-use quarry_rank::{LayerKind, RankingConfig, Summary};
+use quarry_rank::{LayerKind, QueryTerms, RankingConfig, Summary};
 use quarry_store::{Filter, StoredChunk};
 
 use crate::index::{LINKS_DATA, decode_file_data};
@@ -149,7 +149,8 @@ impl Engine {
         ranking
             .disable
             .extend([LayerKind::Definition, LayerKind::PathMatch]);
-        let (mut results, summary) = self.rank(&source.text, scored, &ranking, false)?;
+        let (mut results, summary) =
+            self.rank(&QueryTerms::of(&source.text), scored, &ranking, false)?;
         // Results are sorted by score, so this keeps the same as a cut before the top-k.
         results.retain(|r| r.score >= options.min_score);
         Ok(RelatedResponse {

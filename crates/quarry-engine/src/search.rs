@@ -84,8 +84,8 @@ impl Default for LegWeights {
 
 impl LegWeights {
     /// The (dense, lexical) weights for `query`.
-    pub fn for_query(&self, query: &str) -> (f32, f32) {
-        let dense = match QueryTerms::of(query).shape() {
+    pub fn for_query(&self, query: &QueryTerms) -> (f32, f32) {
+        let dense = match query.shape() {
             QueryShape::Identifier => self.identifier,
             QueryShape::Question => self.question,
             QueryShape::Sentence => self.sentence,
@@ -175,9 +175,11 @@ impl Engine {
             .validate()
             .map_err(EngineError::SearchOptions)?;
         let fetch = options.ranking.fetch_count();
+        // Analysed once, for the legs and every ranking layer.
+        let terms = QueryTerms::of(query);
         let coverage = Coverage::of(self.store.counts()?);
         let weights = match options.mode {
-            SearchMode::Hybrid => options.legs.for_query(query),
+            SearchMode::Hybrid => options.legs.for_query(&terms),
             SearchMode::Semantic => (1.0, 0.0),
             SearchMode::Lexical => (0.0, 1.0),
         };
@@ -216,9 +218,7 @@ impl Engine {
             true => self
                 .symbols
                 .table(&self.store.snapshot()?)?
-                .resolve(&QueryTerms::of(query), |path| {
-                    options.filter.admits_path(path)
-                }),
+                .resolve(&terms, |path| options.filter.admits_path(path)),
             false => Vec::new(),
         };
         let symbols: Vec<Hit> = definitions
@@ -246,7 +246,7 @@ impl Engine {
             // The legs filter inside; the symbol leg's definitions by path alone.
             .filter(|(chunk, _)| options.filter.admits(chunk))
             .collect();
-        let (results, summary) = self.rank(query, scored, &options.ranking, true)?;
+        let (results, summary) = self.rank(&terms, scored, &options.ranking, true)?;
         Ok(SearchResponse {
             results,
             summary,
@@ -261,7 +261,7 @@ impl Engine {
     /// one and `rerank` allows it; scores the results on `[0, 1]`.
     pub(crate) fn rank(
         &self,
-        query: &str,
+        query: &QueryTerms,
         scored: Vec<(StoredChunk, f32)>,
         ranking: &RankingConfig,
         rerank: bool,
@@ -373,7 +373,7 @@ mod tests {
     fn query_shape_sets_the_leg_weights() {
         let legs = LegWeights::default();
         let close = |query: &str, dense: f32| {
-            let (d, l) = legs.for_query(query);
+            let (d, l) = legs.for_query(&QueryTerms::of(query));
             assert!(
                 (d - dense).abs() < 1e-6 && (d + l - 1.0).abs() < 1e-6,
                 "{query}"

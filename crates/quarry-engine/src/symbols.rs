@@ -6,16 +6,34 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use quarry_chunk::{ChunkKind, Definition};
+use quarry_chunk::{ChunkKind, DEFINITIONS_VERSION, Definition};
 use quarry_rank::QueryTerms;
 use quarry_store::Snapshot;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::EngineError;
 use crate::index::decode_file_data;
 
-/// The file data name under which a file's [`Definition`]s are stored.
+/// The file data name under which a file's [`Definition`]s are stored
+/// ([`FileDefinitions`]).
 pub const DEFINITIONS_DATA: &str = "definitions";
+
+/// A file's definitions as the index stores them, with the chunker's
+/// [`DEFINITIONS_VERSION`] that listed them.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub(crate) struct FileDefinitions {
+    pub version: u32,
+    pub definitions: Vec<Definition>,
+}
+
+impl FileDefinitions {
+    /// Whether the data `bytes` stored for `path` were listed by another version of the
+    /// chunker, or cannot be read: the file is then read again.
+    pub(crate) fn outdated(path: &str, bytes: &[u8]) -> bool {
+        decode_file_data::<FileDefinitions>(path, DEFINITIONS_DATA, bytes)
+            .map_or(true, |stored| stored.version != DEFINITIONS_VERSION)
+    }
+}
 
 /// The most definitions the symbol leg returns: a name defined in more places than this
 /// (`new`, `init`) is common, and the other legs decide among them.
@@ -110,9 +128,9 @@ impl SymbolTable {
     fn read(snapshot: &Snapshot) -> Result<Self, EngineError> {
         let mut by_name: HashMap<String, Vec<(Arc<str>, Definition)>> = HashMap::new();
         for (path, bytes) in snapshot.file_data_named(DEFINITIONS_DATA)? {
-            let definitions: Vec<Definition> = decode_file_data(&path, DEFINITIONS_DATA, &bytes)?;
+            let stored: FileDefinitions = decode_file_data(&path, DEFINITIONS_DATA, &bytes)?;
             let path: Arc<str> = path.into();
-            for definition in definitions {
+            for definition in stored.definitions {
                 by_name
                     .entry(fold(&definition.name))
                     .or_default()

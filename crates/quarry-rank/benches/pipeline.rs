@@ -12,7 +12,7 @@ use std::hint::black_box;
 
 use criterion::{BatchSize, Criterion};
 use quarry_chunk::StoredChunk;
-use quarry_rank::{Pipeline, RankingConfig};
+use quarry_rank::{Pipeline, QueryTerms, RankingConfig};
 
 /// xorshift64*: a fixed sequence, so every run ranks the same candidates.
 struct Sequence(u64);
@@ -120,7 +120,7 @@ fn candidates(count: usize) -> (Vec<(StoredChunk, f32)>, HashMap<String, f32>) {
 
 fn bench_pipeline(c: &mut Criterion) {
     let config = RankingConfig::default();
-    let query = "where is parse_config called when the index is opened";
+    let query = QueryTerms::of("where is parse_config called when the index is opened");
     let mut group = c.benchmark_group("default pipeline");
     for count in [config.fetch_count(), 1_000] {
         let (candidates, percentiles) = candidates(count);
@@ -133,7 +133,7 @@ fn bench_pipeline(c: &mut Criterion) {
         group.bench_function(format!("{count} candidates"), |b| {
             b.iter_batched(
                 || candidates.clone(),
-                |candidates| black_box(pipeline.rank(black_box(query), candidates)),
+                |candidates| black_box(pipeline.rank(black_box(&query), candidates)),
                 BatchSize::SmallInput,
             )
         });

@@ -3,7 +3,7 @@
 use quarry_chunk::StoredChunk;
 use std::cmp::Ordering;
 
-use crate::{Effect, Explanation, LayerKind, LayerReport, RankError, Step, Summary};
+use crate::{Effect, Explanation, LayerKind, LayerReport, QueryTerms, RankError, Step, Summary};
 
 /// A candidate with its current score and how it got it.
 #[derive(Debug, Clone, PartialEq)]
@@ -47,6 +47,17 @@ impl Ranked {
     }
 }
 
+impl LayerReport {
+    /// Scales `ranked` by `factor` for this report's layer ([`Ranked::scale`]), counting it
+    /// as adjusted when the factor changed its score: the bookkeeping every rescoring layer
+    /// does.
+    pub(crate) fn scale(&mut self, ranked: &mut Ranked, factor: f32, effect: Effect) {
+        if ranked.scale(self.layer, factor, effect) {
+            self.adjusted += 1;
+        }
+    }
+}
+
 /// One step of the ranking pipeline.
 ///
 /// [`apply_chain`] hands every layer the list in ranking order (descending score, ties by
@@ -60,7 +71,7 @@ pub trait RankingLayer: Send + Sync {
     /// dropped and in each result's explanation what it changed.
     fn apply(
         &self,
-        query: &str,
+        query: &QueryTerms,
         list: &mut Vec<Ranked>,
         report: &mut LayerReport,
     ) -> Result<(), RankError>;
@@ -81,7 +92,7 @@ pub struct Ranking {
 /// then start line (then end line and id, so the order is total). Scores must be finite.
 pub fn apply_chain(
     layers: &[Box<dyn RankingLayer>],
-    query: &str,
+    query: &QueryTerms,
     candidates: Vec<(StoredChunk, f32)>,
 ) -> Result<Ranking, RankError> {
     let mut list = Vec::with_capacity(candidates.len());
@@ -219,7 +230,7 @@ pub(crate) mod tests {
             .iter()
             .map(|&(path, line, score)| (candidate(path, line), score))
             .collect();
-        apply_chain(&layers, query, candidates).unwrap()
+        apply_chain(&layers, &QueryTerms::of(query), candidates).unwrap()
     }
 
     /// `(path, line, score)` of each result, the score rounded to 4 decimals so that
@@ -251,7 +262,7 @@ pub(crate) mod tests {
                 .iter()
                 .map(|&(p, l, s)| (candidate(p, l), s))
                 .collect();
-            let ranking = apply_chain(&layers, "", candidates).unwrap();
+            let ranking = apply_chain(&layers, &QueryTerms::of(""), candidates).unwrap();
             assert_eq!(
                 outline(&ranking),
                 [
@@ -267,7 +278,12 @@ pub(crate) mod tests {
     #[test]
     fn a_score_that_cannot_be_ordered_is_refused() {
         for score in [f32::NAN, f32::INFINITY, f32::NEG_INFINITY] {
-            let error = apply_chain(&[], "", vec![(candidate("a.rs", 1), score)]).unwrap_err();
+            let error = apply_chain(
+                &[],
+                &QueryTerms::of(""),
+                vec![(candidate("a.rs", 1), score)],
+            )
+            .unwrap_err();
             assert!(matches!(error, RankError::InvalidScore { .. }), "{error}");
         }
     }

@@ -5,6 +5,7 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
+use crate::QueryTerms;
 use crate::{
     CapDecay, CapMode, ConfigError, CrossEncoderRerank, Definition, DiversityCap, FileEvidence,
     IncludeTests, LayerKind, PageRankBoost, PathMatch, PathPenalty, PenaltyFactors, Percentiles,
@@ -254,7 +255,7 @@ impl Pipeline {
     /// Ranks one query's candidates (each with its retrieval score); see [`apply_chain`].
     pub fn rank(
         &self,
-        query: &str,
+        query: &QueryTerms,
         candidates: Vec<(StoredChunk, f32)>,
     ) -> Result<Ranking, RankError> {
         apply_chain(&self.layers, query, candidates)

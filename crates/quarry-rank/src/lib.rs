@@ -4,7 +4,7 @@
 //! ```
 //! use quarry_chunk::{ChunkKind, Language};
 //! use quarry_chunk::StoredChunk;
-//! use quarry_rank::{Effect, Pipeline, RankingConfig};
+//! use quarry_rank::{Effect, Pipeline, QueryTerms, RankingConfig};
 //!
 //! let chunk = |path: &str, line: usize| StoredChunk {
 //!     id: line as u128, path: path.into(), start_line: line, end_line: line + 5,
@@ -22,7 +22,8 @@
 //! let config = RankingConfig { limit: 5, ..RankingConfig::default() };
 //! assert_eq!(config.fetch_count(), 100); // what to ask the retriever for: a deep pool
 //! let pipeline = Pipeline::from_config(&config, None, None)?;
-//! let ranking = pipeline.rank("parse_expression", candidates)?;
+//! // The query is analysed once; every layer reads the analysis.
+//! let ranking = pipeline.rank(&QueryTerms::of("parse_expression"), candidates)?;
 //!
 //! // The parser's best chunk leads; each further chunk of it counts half the one before (the
 //! // soft per-file cap), so the lexer comes second; the test is penalised to the end.

@@ -3,7 +3,8 @@
 
 use quarry_text::{identifier_parts, is_stopword, stem, words};
 
-/// A query, analysed once for every layer that compares it with chunks.
+/// A query, analysed once: the engine's legs and every ranking layer read this analysis
+/// rather than the text.
 ///
 /// ```
 /// use quarry_rank::QueryTerms;
@@ -17,6 +18,7 @@ use quarry_text::{identifier_parts, is_stopword, stem, words};
 /// ```
 #[derive(Debug, Clone, PartialEq)]
 pub struct QueryTerms {
+    text: String,
     symbol: Option<Vec<String>>,
     joined: Option<String>,
     identifiers: Vec<String>,
@@ -78,6 +80,7 @@ impl QueryTerms {
             .first()
             .is_some_and(|first| INTERROGATIVES.contains(&first.to_lowercase().as_str()));
         QueryTerms {
+            text: query.to_owned(),
             symbol,
             joined,
             identifiers,
@@ -85,6 +88,12 @@ impl QueryTerms {
             words: tokens.len(),
             question: opens_with_interrogative || query.ends_with('?'),
         }
+    }
+
+    /// The query as asked, trimmed: for the layers that read it whole (a reranker, the
+    /// words that say a query is about tests or documentation).
+    pub fn text(&self) -> &str {
+        &self.text
     }
 
     /// The segments of the symbol the query names, when the whole query is one identifier,

@@ -6,8 +6,8 @@ use std::collections::HashMap;
 use proptest::prelude::*;
 use quarry_rank::{
     CapDecay, CapMode, DiversityCap, Effect, IncludeTests, PageRankBoost, PathPenalty,
-    PenaltyFactors, Pipeline, Ranked, RankingConfig, RankingLayer, RerankError, Reranker,
-    apply_chain,
+    PenaltyFactors, Pipeline, QueryTerms, Ranked, RankingConfig, RankingLayer, RerankError,
+    Reranker, apply_chain,
 };
 
 /// Files of every class, with source files under `src/`, `lib/` and at the root.
@@ -122,7 +122,9 @@ fn ids(results: &[Ranked]) -> Vec<u128> {
 
 /// The candidates in ranking order, through no layer.
 fn sorted(candidates: &[(StoredChunk, f32)]) -> Vec<Ranked> {
-    apply_chain(&[], "", candidates.to_vec()).unwrap().results
+    apply_chain(&[], &QueryTerms::of(""), candidates.to_vec())
+        .unwrap()
+        .results
 }
 
 fn spilled(ranked: &Ranked) -> bool {
@@ -152,7 +154,7 @@ proptest! {
         )
         .unwrap();
         for end in 0..=pipeline.layers().len() {
-            let ranking = apply_chain(&pipeline.layers()[..end], query, candidates.clone()).unwrap();
+            let ranking = apply_chain(&pipeline.layers()[..end], &QueryTerms::of(query), candidates.clone()).unwrap();
             prop_assert!(in_ranking_order(&ranking.results), "after {end} layers");
             // The explanation accounts for the score.
             for result in &ranking.results {
@@ -167,8 +169,8 @@ proptest! {
         let mut reversed = candidates.clone();
         reversed.reverse();
         prop_assert_eq!(
-            pipeline.rank(query, candidates).unwrap(),
-            pipeline.rank(query, reversed).unwrap()
+            pipeline.rank(&QueryTerms::of(query), candidates).unwrap(),
+            pipeline.rank(&QueryTerms::of(query), reversed).unwrap()
         );
     }
 
@@ -180,7 +182,7 @@ proptest! {
     ) {
         let layers: Vec<Box<dyn RankingLayer>> =
             vec![Box::new(DiversityCap::new(cap, limit, CapMode::Hard).unwrap())];
-        let results = apply_chain(&layers, "", candidates.clone()).unwrap().results;
+        let results = apply_chain(&layers, &QueryTerms::of(""), candidates.clone()).unwrap().results;
         let input = sorted(&candidates);
 
         // What it keeps is the input minus some candidates, in the same order.
@@ -216,7 +218,7 @@ proptest! {
     ) {
         let layers: Vec<Box<dyn RankingLayer>> =
             vec![Box::new(DiversityCap::new(cap, 10, CapMode::Soft { decay: CapDecay::uniform(decay) }).unwrap())];
-        let results = apply_chain(&layers, "", candidates.clone()).unwrap().results;
+        let results = apply_chain(&layers, &QueryTerms::of(""), candidates.clone()).unwrap().results;
         prop_assert_eq!(results.len(), candidates.len());
         for result in results {
             match result.explanation.steps.as_slice() {
@@ -245,7 +247,7 @@ proptest! {
         let include_tests = if always { IncludeTests::Always } else { IncludeTests::Auto };
         let layers: Vec<Box<dyn RankingLayer>> =
             vec![Box::new(PathPenalty::new(ones, include_tests).unwrap())];
-        let results = apply_chain(&layers, query, candidates.clone()).unwrap().results;
+        let results = apply_chain(&layers, &QueryTerms::of(query), candidates.clone()).unwrap().results;
         prop_assert_eq!(results, sorted(&candidates));
     }
 
@@ -257,7 +259,7 @@ proptest! {
         let layers: Vec<Box<dyn RankingLayer>> = vec![Box::new(
             PathPenalty::new(PenaltyFactors::default(), IncludeTests::Auto).unwrap(),
         )];
-        for result in apply_chain(&layers, query, candidates).unwrap().results {
+        for result in apply_chain(&layers, &QueryTerms::of(query), candidates).unwrap().results {
             prop_assert!(result.score <= result.explanation.retrieval_score);
         }
     }
@@ -286,7 +288,7 @@ proptest! {
             text: String::new(),
         };
         let candidates = vec![(candidate("low.rs", 0), score), (candidate("high.rs", 1), score)];
-        let results = apply_chain(&layers, "", candidates).unwrap().results;
+        let results = apply_chain(&layers, &QueryTerms::of(""), candidates).unwrap().results;
         let boosted = |path: &str| results.iter().find(|r| r.candidate.path == path).unwrap().score;
         prop_assert!(boosted("low.rs") <= boosted("high.rs"));
         prop_assert!(boosted("low.rs") >= score);

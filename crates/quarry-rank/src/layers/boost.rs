@@ -4,7 +4,9 @@ use std::fmt;
 
 use super::boost;
 use crate::path::{classify, under_source_dir};
-use crate::{ConfigError, Effect, LayerKind, LayerReport, RankError, Ranked, RankingLayer};
+use crate::{
+    ConfigError, Effect, LayerKind, LayerReport, QueryTerms, RankError, Ranked, RankingLayer,
+};
 
 /// Multiplies the score of a chunk under a source directory (`src/`, `source/`, `lib/`,
 /// `pkg/`, `internal/`, `cmd/`, `app/`, at any depth) by a factor of at least 1.
@@ -31,7 +33,7 @@ impl RankingLayer for SourceBoost {
 
     fn apply(
         &self,
-        _query: &str,
+        _query: &QueryTerms,
         list: &mut Vec<Ranked>,
         report: &mut LayerReport,
     ) -> Result<(), RankError> {
@@ -41,8 +43,8 @@ impl RankingLayer for SourceBoost {
             let effect = Effect::Boosted {
                 factor: self.factor,
             };
-            if source && ranked.scale(LayerKind::SourceBoost, self.factor, effect) {
-                report.adjusted += 1;
+            if source {
+                report.scale(ranked, self.factor, effect);
             }
         }
         Ok(())
@@ -108,7 +110,7 @@ impl RankingLayer for PageRankBoost {
 
     fn apply(
         &self,
-        _query: &str,
+        _query: &QueryTerms,
         list: &mut Vec<Ranked>,
         report: &mut LayerReport,
     ) -> Result<(), RankError> {
@@ -121,9 +123,7 @@ impl RankingLayer for PageRankBoost {
             };
             let factor = self.factor(percentile);
             let effect = Effect::PageRank { percentile, factor };
-            if ranked.scale(LayerKind::PageRank, factor, effect) {
-                report.adjusted += 1;
-            }
+            report.scale(ranked, factor, effect);
         }
         Ok(())
     }

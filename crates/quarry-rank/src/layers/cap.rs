@@ -175,7 +175,7 @@ impl RankingLayer for DiversityCap {
 
     fn apply(
         &self,
-        query: &str,
+        query: &QueryTerms,
         list: &mut Vec<Ranked>,
         report: &mut LayerReport,
     ) -> Result<(), RankError> {
@@ -212,7 +212,7 @@ impl RankingLayer for DiversityCap {
                 keep_where(list, report, |i, _| keep[i]);
             }
             CapMode::Soft { decay } => {
-                let decay = decay.for_shape(QueryTerms::of(query).shape());
+                let decay = decay.for_shape(query.shape());
                 for (ranked, &n) in list.iter_mut().zip(&nth) {
                     if n <= self.max_per_file {
                         continue;
@@ -223,9 +223,7 @@ impl RankingLayer for DiversityCap {
                         nth_in_file: n,
                         factor,
                     };
-                    if ranked.scale(LayerKind::DiversityCap, factor, effect) {
-                        report.adjusted += 1;
-                    }
+                    report.scale(ranked, factor, effect);
                 }
             }
         }

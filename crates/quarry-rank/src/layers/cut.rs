@@ -2,7 +2,7 @@
 
 use super::check;
 use crate::chain::keep_where;
-use crate::{ConfigError, LayerKind, LayerReport, RankError, Ranked, RankingLayer};
+use crate::{ConfigError, LayerKind, LayerReport, QueryTerms, RankError, Ranked, RankingLayer};
 
 /// Drops every candidate whose score is not above a threshold.
 ///
@@ -29,7 +29,7 @@ impl RankingLayer for Threshold {
 
     fn apply(
         &self,
-        _query: &str,
+        _query: &QueryTerms,
         list: &mut Vec<Ranked>,
         report: &mut LayerReport,
     ) -> Result<(), RankError> {
@@ -58,7 +58,7 @@ impl RankingLayer for TopK {
 
     fn apply(
         &self,
-        _query: &str,
+        _query: &QueryTerms,
         list: &mut Vec<Ranked>,
         report: &mut LayerReport,
     ) -> Result<(), RankError> {

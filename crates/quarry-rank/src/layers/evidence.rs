@@ -2,7 +2,9 @@
 
 use std::collections::{HashMap, HashSet};
 
-use crate::{ConfigError, Effect, LayerKind, LayerReport, RankError, Ranked, RankingLayer};
+use crate::{
+    ConfigError, Effect, LayerKind, LayerReport, QueryTerms, RankError, Ranked, RankingLayer,
+};
 
 /// Raises the best chunk of each file by `1 + strength × share`, where `share` is the sum of
 /// the file's candidate scores over the largest such sum among the files (1 for the file
@@ -32,7 +34,7 @@ impl RankingLayer for FileEvidence {
 
     fn apply(
         &self,
-        _query: &str,
+        _query: &QueryTerms,
         list: &mut Vec<Ranked>,
         report: &mut LayerReport,
     ) -> Result<(), RankError> {
@@ -58,9 +60,7 @@ impl RankingLayer for FileEvidence {
             let Some(share) = share else { continue };
             let factor = 1.0 + self.strength * share;
             let effect = Effect::FileEvidence { share, factor };
-            if ranked.scale(LayerKind::FileEvidence, factor, effect) {
-                report.adjusted += 1;
-            }
+            report.scale(ranked, factor, effect);
         }
         Ok(())
     }

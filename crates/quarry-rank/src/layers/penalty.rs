@@ -6,7 +6,8 @@ use super::penalty;
 use crate::chain::keep_where;
 use crate::path::{about_prose, about_tests, classify};
 use crate::{
-    ConfigError, Effect, LayerKind, LayerReport, PathClass, RankError, Ranked, RankingLayer,
+    ConfigError, Effect, LayerKind, LayerReport, PathClass, QueryTerms, RankError, Ranked,
+    RankingLayer,
 };
 
 /// What to do with test code (tests, fixtures, mocks).
@@ -126,7 +127,7 @@ impl RankingLayer for PathPenalty {
 
     fn apply(
         &self,
-        query: &str,
+        query: &QueryTerms,
         list: &mut Vec<Ranked>,
         report: &mut LayerReport,
     ) -> Result<(), RankError> {
@@ -142,7 +143,7 @@ impl RankingLayer for PathPenalty {
             IncludeTests::Never => true,
             IncludeTests::Auto => {
                 let has_tests = classes.iter().any(|c| c.has_test_code());
-                if has_tests && about_tests(query) {
+                if has_tests && about_tests(query.text()) {
                     report
                         .notes
                         .push("test code not penalised: the query is about tests".into());
@@ -157,7 +158,7 @@ impl RankingLayer for PathPenalty {
                 }
             }
         };
-        let penalise_docs = !about_prose(query);
+        let penalise_docs = !about_prose(query.text());
         let has_prose = classes
             .iter()
             .any(|c| c.iter().any(|c| c == PathClass::Docs));
@@ -181,9 +182,7 @@ impl RankingLayer for PathPenalty {
                 classes: applied,
                 factor,
             };
-            if ranked.scale(LayerKind::PathPenalty, factor, effect) {
-                report.adjusted += 1;
-            }
+            report.scale(ranked, factor, effect);
         }
         Ok(())
     }

@@ -76,11 +76,11 @@ impl RankingLayer for Definition {
 
     fn apply(
         &self,
-        query: &str,
+        query: &QueryTerms,
         list: &mut Vec<Ranked>,
         report: &mut LayerReport,
     ) -> Result<(), RankError> {
-        let terms = QueryTerms::of(query);
+        let terms = query;
         let wanted: Vec<Wanted> = match terms.symbol() {
             Some(segments) => Wanted::of(segments, self.factor).into_iter().collect(),
             None => terms
@@ -101,9 +101,7 @@ impl RankingLayer for Definition {
                 continue;
             };
             let effect = Effect::Defines { factor };
-            if ranked.scale(LayerKind::Definition, factor, effect) {
-                report.adjusted += 1;
-            }
+            report.scale(ranked, factor, effect);
         }
         Ok(())
     }
@@ -137,12 +135,11 @@ impl RankingLayer for PathMatch {
 
     fn apply(
         &self,
-        query: &str,
+        query: &QueryTerms,
         list: &mut Vec<Ranked>,
         report: &mut LayerReport,
     ) -> Result<(), RankError> {
-        let terms = QueryTerms::of(query);
-        let keywords = terms.keywords();
+        let keywords = query.keywords();
         if keywords.is_empty() || self.strength == 0.0 {
             return Ok(());
         }
@@ -162,9 +159,7 @@ impl RankingLayer for PathMatch {
                 words: matched,
                 factor,
             };
-            if ranked.scale(LayerKind::PathMatch, factor, effect) {
-                report.adjusted += 1;
-            }
+            report.scale(ranked, factor, effect);
         }
         Ok(())
     }
@@ -222,7 +217,7 @@ mod tests {
         input: Vec<(StoredChunk, f32)>,
     ) -> Vec<(String, usize)> {
         let layers: Vec<Box<dyn RankingLayer>> = vec![Box::new(layer)];
-        apply_chain(&layers, query, input)
+        apply_chain(&layers, &QueryTerms::of(query), input)
             .unwrap()
             .results
             .into_iter()
@@ -259,7 +254,7 @@ mod tests {
             (candidate("src/other.rs", 1), 0.6),
         ];
         let layers: Vec<Box<dyn RankingLayer>> = vec![Box::new(Definition::new(4.0).unwrap())];
-        let ranking = apply_chain(&layers, "Router::merge", input).unwrap();
+        let ranking = apply_chain(&layers, &QueryTerms::of("Router::merge"), input).unwrap();
         let factors: Vec<(usize, f32)> = ranking
             .results
             .iter()

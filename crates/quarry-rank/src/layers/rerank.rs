@@ -2,7 +2,9 @@
 //! together. The model lives elsewhere (quarry-embed's `CrossEncoder`, whose `relevance`
 //! method has [`Reranker::rerank`]'s shape, adapted by the engine); this is its interface.
 
-use crate::{Effect, LayerKind, LayerReport, RankError, Ranked, RankingLayer, RerankError};
+use crate::{
+    Effect, LayerKind, LayerReport, QueryTerms, RankError, Ranked, RankingLayer, RerankError,
+};
 
 /// Scores how relevant each text is to a query.
 pub trait Reranker: Send + Sync {
@@ -35,7 +37,7 @@ impl RankingLayer for CrossEncoderRerank {
 
     fn apply(
         &self,
-        query: &str,
+        query: &QueryTerms,
         list: &mut Vec<Ranked>,
         report: &mut LayerReport,
     ) -> Result<(), RankError> {
@@ -45,7 +47,7 @@ impl RankingLayer for CrossEncoderRerank {
         let texts: Vec<&str> = list.iter().map(|r| r.candidate.text.as_str()).collect();
         let scores = self
             .reranker
-            .rerank(query, &texts)
+            .rerank(query.text(), &texts)
             .map_err(RankError::Reranker)?;
         if scores.len() != list.len() {
             return Err(RankError::RerankerCount {
@@ -93,7 +95,7 @@ mod tests {
         let layers: Vec<Box<dyn RankingLayer>> =
             vec![Box::new(CrossEncoderRerank::new(Box::new(WordOverlap)))];
         let candidates = vec![(crate::chain::tests::candidate("a.rs", 1), 0.5)];
-        let error = crate::apply_chain(&layers, "", candidates).unwrap_err();
+        let error = crate::apply_chain(&layers, &QueryTerms::of(""), candidates).unwrap_err();
         assert!(matches!(error, RankError::RerankerScore { .. }), "{error}");
     }
 }
