@@ -9,7 +9,7 @@ use crate::{Chunk, ChunkId, ChunkKind};
 /// The version of what the chunker lists as definitions and how it picks their chunks:
 /// bumped when either changes, so that an index holding definitions of another version
 /// lists them again.
-pub const DEFINITIONS_VERSION: u32 = 3;
+pub const DEFINITIONS_VERSION: u32 = 5;
 
 /// A named definition in a file: a type, class, struct, interface, trait, enum, module or
 /// namespace, function, method, macro, constant or type alias.
@@ -181,6 +181,235 @@ fn shell_function_name(line: &str) -> Option<&str> {
     (after.is_empty() || after.starts_with('{') || after.starts_with('(')).then_some(name)
 }
 
+/// C and C++ function definitions found line by line: a line at column 0 that names a
+/// function (`int ZEXPORT deflateParams(z_streamp strm, int level)`), whose parameter list
+/// closes before a `{`. tree-sitter cannot parse a definition whose declaration holds a
+/// macro it does not know (`ZEXPORT`, `ZLIB_INTERNAL`, `LIBSSH2_API`) and makes a block of
+/// it, so the table would lack the function; a prototype (`;` after the list) is not one.
+/// A function runs to the first later line that is `}` at column 0. Names the tree already
+/// gave are left out.
+pub(crate) fn c_functions(lines: &Lines, known: &[Found]) -> Vec<Found> {
+    let mut found = Vec::new();
+    for line in 0..lines.count() {
+        let text = lines.line(line);
+        let Some((container, name, open)) = c_function_head(text) else {
+            continue;
+        };
+        if known.iter().any(|k| k.name == name) || found.iter().any(|f: &Found| f.name == name) {
+            continue;
+        }
+        let Some(body) = c_body_start(lines, line, open) else {
+            continue;
+        };
+        let end = (body + 1..lines.count())
+            .find(|&l| lines.line(l).trim_end() == "}")
+            .map_or(body + 1, |l| l + 1);
+        found.push(Found {
+            lines: line..end,
+            code_line: line,
+            name,
+            container,
+            kind: ChunkKind::Function,
+        });
+    }
+    found
+}
+
+/// C++ classes, structs, unions and enums found line by line, for files whose tree lost
+/// them (a macro tree-sitter cannot read inside a namespace turns the rest of the file into
+/// an error): `class Error : public std::runtime_error {`, the body opening before any `;`.
+/// A type runs to the first later line that closes it at its own indentation (`};`). Its
+/// containers are the namespaces open around it (`namespace CLI {` to a `}` whose comment
+/// names the namespace, as clang-format writes it). Names the tree already gave are left
+/// out.
+pub(crate) fn cpp_types(lines: &Lines, known: &[Found]) -> Vec<Found> {
+    let mut found = Vec::new();
+    let mut namespaces: Vec<String> = Vec::new();
+    for line in 0..lines.count() {
+        let text = lines.line(line);
+        let trimmed = text.trim();
+        if let Some(rest) = trimmed.strip_prefix("namespace ") {
+            let name = rest.trim_end_matches('{').trim();
+            if trimmed.ends_with('{') && !name.is_empty() {
+                namespaces.extend(name.split("::").map(str::to_owned));
+            }
+            continue;
+        }
+        if trimmed.starts_with('}') && trimmed.contains("namespace") {
+            namespaces.pop();
+            continue;
+        }
+        let Some((kind, name)) = cpp_type_head(trimmed) else {
+            continue;
+        };
+        if known.iter().any(|k| k.name == name) || found.iter().any(|f: &Found| f.name == name) {
+            continue;
+        }
+        let Some(body) = (line..(line + 10).min(lines.count())).find_map(|l| {
+            let text = lines.line(l);
+            let text = if l == line { trimmed } else { text };
+            match (text.find('{'), text.find(';')) {
+                (Some(brace), semicolon) if semicolon.is_none_or(|s| brace < s) => Some(Ok(l)),
+                (_, Some(_)) => Some(Err(())),
+                _ => None,
+            }
+        }) else {
+            continue;
+        };
+        let Ok(body) = body else { continue };
+        let indent = &text[..text.len() - text.trim_start().len()];
+        let one_line = body == line && trimmed.trim_end_matches(';').ends_with('}');
+        let end = (body + 1..lines.count())
+            .filter(|_| !one_line)
+            .find(|&l| {
+                let closing = lines.line(l).trim_end();
+                closing
+                    .strip_prefix(indent)
+                    .is_some_and(|c| c.starts_with("};"))
+            })
+            .map_or(body + 1, |l| l + 1);
+        found.push(Found {
+            lines: line..end,
+            code_line: line,
+            name,
+            container: namespaces.clone(),
+            kind,
+        });
+    }
+    found
+}
+
+/// The kind and name a type's head declares: `class NAME`, `struct NAME final : BASE`,
+/// `enum class NAME`, with an optional `template <...>` before it on the line.
+fn cpp_type_head(trimmed: &str) -> Option<(ChunkKind, String)> {
+    let mut rest = trimmed;
+    if let Some(after) = rest.strip_prefix("template") {
+        rest = after.trim_start().strip_prefix('<')?;
+        rest = rest.split_once('>')?.1.trim_start();
+    }
+    let (kind, after) = [
+        ("enum class ", ChunkKind::Enum),
+        ("enum struct ", ChunkKind::Enum),
+        ("enum ", ChunkKind::Enum),
+        ("class ", ChunkKind::Class),
+        ("struct ", ChunkKind::Struct),
+        ("union ", ChunkKind::Struct),
+    ]
+    .into_iter()
+    .find_map(|(keyword, kind)| Some((kind, rest.strip_prefix(keyword)?)))?;
+    let mut words = after.split_whitespace();
+    let mut name = words.next()?;
+    // An export macro between the keyword and the name (`class PROTOBUF_EXPORT Message`).
+    if name
+        .chars()
+        .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_')
+        && let Some(next) = words.next()
+    {
+        name = next;
+    }
+    let name = name.trim_end_matches(['{', ':']);
+    let valid = !name.is_empty()
+        && name.chars().all(|c| c.is_alphanumeric() || c == '_')
+        && !name.starts_with(|c: char| c.is_ascii_digit());
+    valid.then(|| (kind, name.to_owned()))
+}
+
+/// Words that open a line of code but never a function's name.
+const C_KEYWORDS: [&str; 14] = [
+    "if",
+    "for",
+    "while",
+    "switch",
+    "return",
+    "sizeof",
+    "else",
+    "do",
+    "case",
+    "typedef",
+    "defined",
+    "static_assert",
+    "decltype",
+    "operator",
+];
+
+/// The qualifiers, name and byte offset of the `(` of a function head at column 0:
+/// `TYPE... NAME(`, with the return type on the line (`static int NAME(`) or above it.
+fn c_function_head(text: &str) -> Option<(Vec<String>, String, usize)> {
+    if text.starts_with(|c: char| c.is_whitespace() || matches!(c, '#' | '/' | '*' | '}' | '{'))
+        || text.is_empty()
+    {
+        return None;
+    }
+    let open = text.find('(')?;
+    let before = text[..open].trim_end();
+    let start = before
+        .rfind(|c: char| !(c.is_alphanumeric() || c == '_' || c == ':' || c == '~'))
+        .map_or(0, |i| i + 1);
+    let qualified = &before[start..];
+    let mut parts: Vec<String> = qualified.split("::").map(str::to_owned).collect();
+    let name = parts.pop()?;
+    let valid = |s: &str| {
+        !s.is_empty()
+            && s.trim_start_matches('~')
+                .chars()
+                .all(|c| c.is_alphanumeric() || c == '_')
+            && !s.starts_with(|c: char| c.is_ascii_digit())
+    };
+    if !valid(&name) || !parts.iter().all(|p| valid(p)) || C_KEYWORDS.contains(&name.as_str()) {
+        return None;
+    }
+    // The words before the name are a return type: identifiers, `*`, `&`, templates'
+    // brackets, nothing that ends a statement or calls.
+    let prefix = &before[..start];
+    let typed = prefix.chars().all(|c| {
+        c.is_alphanumeric()
+            || c.is_whitespace()
+            || matches!(c, '_' | '*' | '&' | '<' | '>' | ',' | ':')
+    }) && !prefix.split_whitespace().any(|w| C_KEYWORDS.contains(&w));
+    // A name alone on its line (GNU style, the type on the line above) passes too: code at
+    // column 0 is a declaration, not a call.
+    typed.then_some((parts, name, open))
+}
+
+/// The line of the `{` that opens the body of the function whose parameter list opens at
+/// byte `open` of line `head`: the list closes, then nothing but attributes or a trailing
+/// return type comes before the `{` (a `;` makes it a prototype).
+fn c_body_start(lines: &Lines, head: usize, open: usize) -> Option<usize> {
+    let mut depth = 0usize;
+    let mut closed = false;
+    for line in head..(head + 40).min(lines.count()) {
+        let text = lines.line(line);
+        let text = if line == head { &text[open..] } else { text };
+        for (i, c) in text.char_indices() {
+            if closed {
+                match c {
+                    '{' => return Some(line),
+                    // A prototype, an initialiser, or a macro call followed by more code.
+                    ';' | '=' | '(' => return None,
+                    _ => {}
+                }
+                continue;
+            }
+            match c {
+                '(' => depth += 1,
+                ')' => {
+                    depth = depth.checked_sub(1)?;
+                    if depth == 0 {
+                        closed = true;
+                        let rest = text[i + 1..].trim();
+                        if rest.starts_with("//") || rest.starts_with("/*") {
+                            break;
+                        }
+                    }
+                }
+                ';' if depth == 0 => return None,
+                _ => {}
+            }
+        }
+    }
+    None
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -200,6 +429,72 @@ mod tests {
         ] {
             assert_eq!(shell_function_name(line), name, "{line}");
         }
+    }
+
+    #[test]
+    fn c_functions_behind_unknown_macros_are_found_and_prototypes_are_not() {
+        let text = "\
+int ZEXPORT deflateParams(z_streamp strm, int level,
+                          int strategy)
+{
+    return 0;
+}
+
+void ZLIB_INTERNAL _tr_init(deflate_state *s);
+
+local void gen_codes(ct_data *tree, int max_code) {
+    if (x) {
+    }
+}
+
+int Socket::send(const char *data)
+{
+}
+";
+        let lines = Lines::new(text);
+        let found = c_functions(&lines, &[]);
+        let spans: Vec<(String, std::ops::Range<usize>)> = found
+            .iter()
+            .map(|f| (symbol_path(&f.container, &f.name), f.lines.clone()))
+            .collect();
+        assert_eq!(
+            spans,
+            [
+                ("deflateParams".to_owned(), 0..5),
+                ("gen_codes".to_owned(), 8..12),
+                ("Socket::send".to_owned(), 13..16),
+            ]
+        );
+    }
+
+    #[test]
+    fn cpp_types_the_tree_lost_are_found_in_their_namespaces() {
+        let text = "\
+namespace CLI {
+class Error : public std::runtime_error {
+    int code;
+};
+class Success;
+template <typename T> struct Holder {
+  T value;
+};
+}  // namespace CLI
+enum class Level { Debug, Info };
+";
+        let lines = Lines::new(text);
+        let found = cpp_types(&lines, &[]);
+        let spans: Vec<(String, ChunkKind, std::ops::Range<usize>)> = found
+            .iter()
+            .map(|f| (symbol_path(&f.container, &f.name), f.kind, f.lines.clone()))
+            .collect();
+        assert_eq!(
+            spans,
+            [
+                ("CLI::Error".to_owned(), ChunkKind::Class, 1..4),
+                ("CLI::Holder".to_owned(), ChunkKind::Struct, 5..8),
+                ("Level".to_owned(), ChunkKind::Enum, 9..10),
+            ]
+        );
     }
 
     #[test]

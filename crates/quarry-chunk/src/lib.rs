@@ -196,10 +196,17 @@ impl Chunker {
                 signature: None,
             }]
         });
-        if language == Language::Bash {
-            let scanned = definition::shell_functions(&lines, &found);
-            found.extend(scanned);
-        }
+        let scanned = match language {
+            Language::Bash => definition::shell_functions(&lines, &found),
+            Language::C => definition::c_functions(&lines, &found),
+            Language::Cpp => {
+                let mut scanned = definition::c_functions(&lines, &found);
+                scanned.extend(definition::cpp_types(&lines, &found));
+                scanned
+            }
+            _ => Vec::new(),
+        };
+        found.extend(scanned);
         let chunks = piece::into_chunks(path, language, &lines, pieces, &self.config);
         let definitions = definition::attach(found, &chunks);
         (chunks, definitions)

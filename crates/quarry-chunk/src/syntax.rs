@@ -612,7 +612,9 @@ impl<'a> SyntaxChunker<'a> {
         };
         let mut definitions = self.definitions.borrow_mut();
         match node.kind() {
-            "preproc_def" => definitions.extend(
+            // `#define deflate z_deflate` renames a symbol (zlib's prefixing): an alias, not
+            // where the symbol is defined.
+            "preproc_def" if !self.is_alias(node) => definitions.extend(
                 node.child_by_field_name("name")
                     .map(|name| found(name, ChunkKind::Macro)),
             ),
@@ -635,6 +637,16 @@ impl<'a> SyntaxChunker<'a> {
             }
             _ => {}
         }
+    }
+
+    /// Whether a `#define` stands for another identifier alone.
+    fn is_alias(&self, define: Node) -> bool {
+        define.child_by_field_name("value").is_some_and(|value| {
+            let value = self.text[value.byte_range()].trim();
+            !value.is_empty()
+                && value.chars().all(|c| c.is_alphanumeric() || c == '_')
+                && !value.starts_with(|c: char| c.is_ascii_digit())
+        })
     }
 
     fn body_of<'tree>(&self, decl: Node<'tree>) -> Option<Node<'tree>> {

@@ -44,12 +44,13 @@ pub const SYMBOL_LEG_DEPTH: usize = 30;
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum SymbolMatch {
-    /// The name, and its qualifier names an enclosing symbol or the file
+    /// The name as written, and its qualifier names an enclosing symbol or the file
     /// (`Router::merge`, `tablex.deepcompare`).
     Qualified,
     /// The name as written.
     Exact,
-    /// The name without case and `_` (`parse_config` for `parseConfig`).
+    /// The name without case and `_` (`parse_config` for `parseConfig`), qualified as
+    /// asked if it was.
     Folded,
     /// The name, but the query's qualifier names neither an enclosing symbol nor the file.
     OtherQualifier,
@@ -170,14 +171,14 @@ impl SymbolTable {
                 if !admits(path) {
                     continue;
                 }
-                let matched = match (&qualifier, is_joined) {
-                    (_, true) => SymbolMatch::Joined,
-                    (Some(qualifier), _) if qualifies(qualifier, definition, path) => {
-                        SymbolMatch::Qualified
-                    }
-                    (Some(_), _) => SymbolMatch::OtherQualifier,
-                    (None, _) if definition.name == *name => SymbolMatch::Exact,
-                    (None, _) => SymbolMatch::Folded,
+                let exact = definition.name == *name;
+                let qualified = qualifier.as_ref().map(|q| qualifies(q, definition, path));
+                let matched = match (is_joined, qualified, exact) {
+                    (true, _, _) => SymbolMatch::Joined,
+                    (false, Some(false), _) => SymbolMatch::OtherQualifier,
+                    (false, Some(true), true) => SymbolMatch::Qualified,
+                    (false, None, true) => SymbolMatch::Exact,
+                    (false, _, false) => SymbolMatch::Folded,
                 };
                 hits.push(SymbolHit {
                     path: path.to_string(),
@@ -224,13 +225,13 @@ fn qualifies(qualifier: &str, definition: &Definition, path: &str) -> bool {
 }
 
 /// Types and modules first: a bare name that is both a type and a function (a constructor)
-/// asks for the type.
+/// asks for the type; a function before a macro of its name (which wraps or renames it).
 fn kind_rank(kind: ChunkKind) -> u8 {
     use ChunkKind::*;
     match kind {
         Class | Struct | Enum | Trait | Interface | Type | Module => 0,
-        Function | Method | Macro | Test => 1,
-        Impl => 2,
+        Function | Method | Test => 1,
+        Macro | Impl => 2,
         _ => 3,
     }
 }

@@ -25,6 +25,8 @@ pub struct QueryTerms {
     keywords: Vec<String>,
     words: usize,
     question: bool,
+    /// Chunks that define what the query names, sorted: the caller's definitions table.
+    definitions: Vec<u128>,
 }
 
 /// The words that open a question about how or where something happens.
@@ -87,7 +89,25 @@ impl QueryTerms {
             keywords,
             words: tokens.len(),
             question: opens_with_interrogative || query.ends_with('?'),
+            definitions: Vec::new(),
         }
+    }
+
+    /// The query with the chunks that define the symbols it names, as the caller's
+    /// definitions table resolved them (quarry-engine's symbol leg): the
+    /// [`Definition`](crate::Definition) layer raises them whether or not a chunk is named
+    /// after the symbol (a `#define` in a block, a function the parser could not read).
+    pub fn with_definitions(mut self, chunks: impl IntoIterator<Item = u128>) -> Self {
+        self.definitions.extend(chunks);
+        self.definitions.sort_unstable();
+        self.definitions.dedup();
+        self
+    }
+
+    /// Whether the chunk with `id` defines a symbol the query names
+    /// ([`QueryTerms::with_definitions`]).
+    pub fn resolves_to(&self, id: u128) -> bool {
+        self.definitions.binary_search(&id).is_ok()
     }
 
     /// The query as asked, trimmed: for the layers that read it whole (a reranker, the

@@ -89,13 +89,17 @@ impl RankingLayer for Definition {
                 .filter_map(|identifier| Wanted::of(&segments(identifier)?, self.factor.sqrt()))
                 .collect(),
         };
-        if wanted.is_empty() {
-            return Ok(());
-        }
+        // A chunk the caller's definitions table resolved the query to counts as a
+        // definition of the name as asked.
+        let resolved = match terms.symbol() {
+            Some(_) => self.factor,
+            None => self.factor.sqrt(),
+        };
         for ranked in list.iter_mut() {
             let Some(factor) = wanted
                 .iter()
                 .filter_map(|w| w.factor(ranked))
+                .chain(terms.resolves_to(ranked.candidate.id).then_some(resolved))
                 .max_by(f32::total_cmp)
             else {
                 continue;
