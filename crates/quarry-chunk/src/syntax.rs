@@ -596,9 +596,17 @@ impl<'a> SyntaxChunker<'a> {
         }
     }
 
-    /// Definitions that are not items of their own: a C `#define` constant, and the
-    /// `struct` tag a `typedef` declares beside its alias.
+    /// Definitions that are not items of their own: a C `#define` constant, the `struct`
+    /// tag a `typedef` declares beside its alias, and JavaScript's assignments of a function
+    /// or class to an export or a prototype.
     fn define_within(&self, node: Node, container: &[String]) {
+        if matches!(
+            self.language,
+            Language::JavaScript | Language::TypeScript | Language::Tsx
+        ) {
+            self.define_assignment(node, container);
+            return;
+        }
         if !matches!(self.language, Language::C | Language::Cpp) {
             return;
         }
@@ -637,6 +645,64 @@ impl<'a> SyntaxChunker<'a> {
             }
             _ => {}
         }
+    }
+
+    /// `exports.compileTrust = function (val) {...}`, `Router.prototype.use = function ...`,
+    /// `module.exports = function createApplication() {...}`: the function or class assigned
+    /// is defined under the name it is assigned to (or its own, for `module.exports`), inside
+    /// the objects named before it (without `prototype`, `module` and `exports`).
+    fn define_assignment(&self, node: Node, container: &[String]) {
+        let Some(assignment) = (node.kind() == "expression_statement")
+            .then(|| node.named_child(0))
+            .flatten()
+            .filter(|a| a.kind() == "assignment_expression")
+        else {
+            return;
+        };
+        let (Some(left), Some(right)) = (
+            assignment.child_by_field_name("left"),
+            assignment.child_by_field_name("right"),
+        ) else {
+            return;
+        };
+        let kind = match right.kind() {
+            "function_expression" | "function" | "arrow_function" | "generator_function" => {
+                ChunkKind::Function
+            }
+            "class" => ChunkKind::Class,
+            _ => return,
+        };
+        if left.kind() != "member_expression" {
+            return;
+        }
+        let path = self.text_of(left);
+        let mut parts: Vec<&str> = path
+            .split('.')
+            .map(str::trim)
+            .filter(|p| !matches!(*p, "prototype" | "module" | "exports"))
+            .collect();
+        let own = right.child_by_field_name("name").map(|n| self.text_of(n));
+        let name = match (parts.pop(), own) {
+            (Some(name), _) => name.to_owned(),
+            (None, Some(own)) => own,
+            (None, None) => return,
+        };
+        if !name
+            .chars()
+            .all(|c| c.is_alphanumeric() || c == '_' || c == '$')
+        {
+            return;
+        }
+        let mut path = container.to_vec();
+        path.extend(parts.into_iter().map(str::to_owned));
+        let lines = self.node_lines(node);
+        self.definitions.borrow_mut().push(Found {
+            code_line: lines.start,
+            lines,
+            name,
+            container: path,
+            kind,
+        });
     }
 
     /// Whether a `#define` stands for another identifier alone.

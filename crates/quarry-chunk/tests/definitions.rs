@@ -138,3 +138,28 @@ int Socket::send(const char *data) {
         .collect();
     assert_eq!(names, ["net", "net::Socket::send"]);
 }
+
+#[test]
+fn javascript_exports_and_prototype_assignments_are_definitions() {
+    let source = "\
+exports.compileTrust = function (val) {
+  return val;
+};
+
+Router.prototype.use = function use(fn) {
+  return this;
+};
+
+module.exports = function createApplication() {
+  return {};
+};
+";
+    assert_eq!(
+        summary(&definitions("lib/utils.js", source)),
+        [
+            ("compileTrust".into(), ChunkKind::Function, 1, 3),
+            ("Router::use".into(), ChunkKind::Function, 5, 7),
+            ("createApplication".into(), ChunkKind::Function, 9, 11),
+        ]
+    );
+}
