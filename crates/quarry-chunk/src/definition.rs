@@ -343,8 +343,10 @@ fn c_function_head(text: &str) -> Option<(Vec<String>, String, usize)> {
     let open = text.find('(')?;
     let before = text[..open].trim_end();
     let start = before
-        .rfind(|c: char| !(c.is_alphanumeric() || c == '_' || c == ':' || c == '~'))
-        .map_or(0, |i| i + 1);
+        .char_indices()
+        .rev()
+        .find(|&(_, c)| !(c.is_alphanumeric() || c == '_' || c == ':' || c == '~'))
+        .map_or(0, |(i, c)| i + c.len_utf8());
     let qualified = &before[start..];
     let mut parts: Vec<String> = qualified.split("::").map(str::to_owned).collect();
     let name = parts.pop()?;

@@ -9,7 +9,7 @@ use quarry_store::{Filter, Hit, LexicalWeights, StoredChunk};
 use serde::{Deserialize, Serialize};
 
 use crate::index::{PAGERANK_DATA, decode_file_data};
-use crate::symbols::{SymbolHit, SymbolMatch};
+use crate::symbols::SymbolHit;
 use crate::{Coverage, Engine, EngineError};
 use quarry_graph::FileScore;
 
@@ -221,19 +221,14 @@ impl Engine {
                 .resolve(&terms, |path| options.filter.admits_path(path)),
             false => Vec::new(),
         };
-        // The definitions of the name as asked count as definitions in the ranking too: those
-        // of the best tier found, the name as written (qualified or not) or else folded;
-        // never those under another qualifier, nor words that happen to join into a name.
-        let tier = |hit: &SymbolHit| match hit.matched {
-            SymbolMatch::Qualified | SymbolMatch::Exact => Some(0),
-            SymbolMatch::Folded => Some(1),
-            SymbolMatch::OtherQualifier | SymbolMatch::Joined => None,
-        };
-        let best = definitions.iter().filter_map(tier).min();
+        // The definitions of the name as asked are the ranking's definitions: the best found
+        // (SymbolHit::preference), never those under another qualifier, nor words that
+        // happen to join into a name.
+        let best = definitions.iter().filter_map(SymbolHit::preference).min();
         let terms = terms.with_definitions(
             definitions
                 .iter()
-                .filter(|hit| best.is_some() && tier(hit) == best)
+                .filter(|hit| best.is_some() && hit.preference() == best)
                 .map(|hit| hit.chunk.0),
         );
         let symbols: Vec<Hit> = definitions

@@ -99,6 +99,21 @@ pub struct SymbolHit {
     pub chunk: quarry_chunk::ChunkId,
 }
 
+impl SymbolHit {
+    /// How well this hit answers the query, lower first, where it is a definition of the
+    /// name as asked: the name as written (qualified or not) before the name folded, then
+    /// a type before a function before a macro. `None` under another qualifier or for
+    /// joined words.
+    pub(crate) fn preference(&self) -> Option<(u8, u8)> {
+        let tier = match self.matched {
+            SymbolMatch::Qualified | SymbolMatch::Exact => 0,
+            SymbolMatch::Folded => 1,
+            SymbolMatch::OtherQualifier | SymbolMatch::Joined => return None,
+        };
+        Some((tier, kind_rank(self.kind)))
+    }
+}
+
 /// Every definition of an index, by its name without case and `_`.
 #[derive(Debug, Default)]
 pub(crate) struct SymbolTable {

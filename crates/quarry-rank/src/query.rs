@@ -104,6 +104,12 @@ impl QueryTerms {
         self
     }
 
+    /// Whether the caller resolved the query to any definitions
+    /// ([`QueryTerms::with_definitions`]).
+    pub fn has_definitions(&self) -> bool {
+        !self.definitions.is_empty()
+    }
+
     /// Whether the chunk with `id` defines a symbol the query names
     /// ([`QueryTerms::with_definitions`]).
     pub fn resolves_to(&self, id: u128) -> bool {

@@ -15,7 +15,9 @@ use crate::{ConfigError, Effect, LayerKind, LayerReport, RankError, Ranked, Rank
 /// (`Router::merge`, `pl.tablex.deepcompare`) and the qualifier names neither an enclosing
 /// symbol nor the file, by `√factor` only. Identifiers inside a query in words
 /// ([`QueryTerms::identifiers`]) earn the square root of what they would alone: the query
-/// may only mention them.
+/// may only mention them. Where the caller's definitions table resolved the query
+/// ([`QueryTerms::with_definitions`]), the chunks it resolved to are the definitions raised,
+/// whatever their own names.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Definition {
     factor: f32,
@@ -89,19 +91,23 @@ impl RankingLayer for Definition {
                 .filter_map(|identifier| Wanted::of(&segments(identifier)?, self.factor.sqrt()))
                 .collect(),
         };
-        // A chunk the caller's definitions table resolved the query to counts as a
-        // definition of the name as asked.
+        // Where the caller's definitions table resolved the query, its definitions are the
+        // ones raised (it knows their kinds and qualifiers better than a chunk's name does:
+        // a class rather than its constructors, the namespace asked for rather than another
+        // language's class of that name).
         let resolved = match terms.symbol() {
             Some(_) => self.factor,
             None => self.factor.sqrt(),
         };
         for ranked in list.iter_mut() {
-            let Some(factor) = wanted
-                .iter()
-                .filter_map(|w| w.factor(ranked))
-                .chain(terms.resolves_to(ranked.candidate.id).then_some(resolved))
-                .max_by(f32::total_cmp)
-            else {
+            let factor = match terms.has_definitions() {
+                true => terms.resolves_to(ranked.candidate.id).then_some(resolved),
+                false => wanted
+                    .iter()
+                    .filter_map(|w| w.factor(ranked))
+                    .max_by(f32::total_cmp),
+            };
+            let Some(factor) = factor else {
                 continue;
             };
             let effect = Effect::Defines { factor };
