@@ -9,6 +9,7 @@ use std::sync::{Arc, Mutex};
 use quarry_chunk::{ChunkKind, DEFINITIONS_VERSION, Definition};
 use quarry_rank::QueryTerms;
 use quarry_store::Snapshot;
+use quarry_text::{file_stem, fold_name as fold};
 use serde::{Deserialize, Serialize};
 
 use crate::EngineError;
@@ -248,22 +249,5 @@ fn kind_rank(kind: ChunkKind) -> u8 {
         Function | Method | Test => 1,
         Macro | Impl => 2,
         _ => 3,
-    }
-}
-
-/// A name without case and `_`: `parse_config`, `parseConfig` and `ParseConfig` are one.
-fn fold(name: &str) -> String {
-    name.chars()
-        .filter(|c| *c != '_')
-        .flat_map(char::to_lowercase)
-        .collect()
-}
-
-/// The file's name without its extensions.
-fn file_stem(path: &str) -> &str {
-    let name = path.rsplit('/').next().unwrap_or(path);
-    match name.find('.') {
-        Some(0) | None => name,
-        Some(dot) => &name[..dot],
     }
 }

@@ -224,14 +224,8 @@ pub(crate) fn identifier_like(token: &str) -> bool {
     snake || camel || dotted || ["::", "->", "()"].iter().any(|s| token.contains(s))
 }
 
-/// How a chunk's or a query's name compares: lowercase, without `_`, so `parse_config`,
-/// `parseConfig` and `ParseConfig` are one name.
-pub(crate) fn normalise(name: &str) -> String {
-    name.chars()
-        .filter(|c| *c != '_')
-        .flat_map(char::to_lowercase)
-        .collect()
-}
+/// How a chunk's or a query's name compares ([`quarry_text::fold_name`]).
+pub(crate) use quarry_text::fold_name as normalise;
 
 #[cfg(test)]
 mod tests {

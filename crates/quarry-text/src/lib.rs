@@ -192,6 +192,34 @@ const STOPWORDS: &[&str] = &[
     "will", "with", "within", "without", "would", "you", "your",
 ];
 
+/// How two names compare: lowercase, without `_`, so `parse_config`, `parseConfig` and
+/// `ParseConfig` are one name.
+///
+/// ```
+/// assert_eq!(quarry_text::fold_name("parse_config"), quarry_text::fold_name("ParseConfig"));
+/// ```
+pub fn fold_name(name: &str) -> String {
+    name.chars()
+        .filter(|c| *c != '_')
+        .flat_map(char::to_lowercase)
+        .collect()
+}
+
+/// A path's file name without its extensions (`router` for `src/router.test.ts`; a name
+/// that starts with its only dot, `.eslintrc`, is kept whole): what a module is called.
+///
+/// ```
+/// assert_eq!(quarry_text::file_stem("src/router.test.ts"), "router");
+/// assert_eq!(quarry_text::file_stem(".eslintrc"), ".eslintrc");
+/// ```
+pub fn file_stem(path: &str) -> &str {
+    let name = path.rsplit('/').next().unwrap_or(path);
+    match name.find('.') {
+        Some(0) | None => name,
+        Some(dot) => &name[..dot],
+    }
+}
+
 /// Whether `word` (lowercase) is an English function word.
 pub fn is_stopword(word: &str) -> bool {
     STOPWORDS.binary_search(&word).is_ok()

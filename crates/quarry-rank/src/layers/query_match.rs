@@ -1,7 +1,7 @@
 //! [`Definition`] and [`PathMatch`]: the query's own words in a chunk's symbol or its file's
 //! name are strong evidence that the chunk is the answer.
 
-use quarry_text::{identifiers, stem, words};
+use quarry_text::{file_stem, identifiers, stem, words};
 
 use super::boost;
 use crate::query::{QueryTerms, normalise, segments};
@@ -197,15 +197,6 @@ fn matched_keywords(keywords: &[String], path: &str) -> Vec<String> {
         .collect()
 }
 
-/// The file's name without its extensions (`router` for `src/router.test.ts`).
-fn file_stem(path: &str) -> &str {
-    let name = path.rsplit('/').next().unwrap_or(path);
-    match name.find('.') {
-        Some(0) | None => name,
-        Some(dot) => &name[..dot],
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -302,7 +293,5 @@ mod tests {
             ["configur"]
         );
         assert!(matched_keywords(&["con".into()], "lib/config.js").is_empty());
-        assert_eq!(file_stem("src/router.test.ts"), "router");
-        assert_eq!(file_stem(".eslintrc"), ".eslintrc");
     }
 }
