@@ -9,7 +9,7 @@ use crate::{Chunk, ChunkId, ChunkKind};
 /// The version of what the chunker lists as definitions and how it picks their chunks:
 /// bumped when either changes, so that an index holding definitions of another version
 /// lists them again.
-pub const DEFINITIONS_VERSION: u32 = 6;
+pub const DEFINITIONS_VERSION: u32 = 7;
 
 /// A named definition in a file: a type, class, struct, interface, trait, enum, module or
 /// namespace, function, method, macro, constant or type alias.
@@ -48,6 +48,10 @@ pub struct Definition {
     /// The chunk a reader is shown for it: the first chunk of the file holding its first
     /// line of code (a split container's header, a long function's first part).
     pub chunk: u128,
+    /// The type a C `typedef` names without defining it (`evp_pkey_st` for
+    /// `typedef struct evp_pkey_st EVP_PKEY;`): the definition a reader of the alias wants.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub refers_to: Option<String>,
 }
 
 impl Definition {
@@ -72,6 +76,8 @@ pub(crate) struct Found {
     pub name: String,
     pub container: Vec<String>,
     pub kind: ChunkKind,
+    /// See [`Definition::refers_to`].
+    pub refers_to: Option<String>,
 }
 
 /// Gives each found definition its chunk: the first chunk that holds the declaration's own
@@ -115,6 +121,7 @@ pub(crate) fn attach(mut found: Vec<Found>, chunks: &[Chunk]) -> Vec<Definition>
                 start_line: first,
                 end_line: last,
                 chunk: chunk.id.0,
+                refers_to: found.refers_to,
             })
         })
         .collect()
@@ -152,6 +159,7 @@ pub(crate) fn shell_functions(lines: &Lines, known: &[Found]) -> Vec<Found> {
             name: name.to_owned(),
             container: Vec::new(),
             kind: ChunkKind::Function,
+            refers_to: None,
         });
     }
     found
@@ -210,6 +218,7 @@ pub(crate) fn c_functions(lines: &Lines, known: &[Found]) -> Vec<Found> {
             name,
             container,
             kind: ChunkKind::Function,
+            refers_to: None,
         });
     }
     found
@@ -274,6 +283,7 @@ pub(crate) fn cpp_types(lines: &Lines, known: &[Found]) -> Vec<Found> {
             name,
             container: namespaces.clone(),
             kind,
+            refers_to: None,
         });
     }
     found

@@ -571,6 +571,7 @@ impl<'a> SyntaxChunker<'a> {
             name,
             container: path,
             kind: member_kind(item.kind, parent),
+            refers_to: self.typedef_target(item.decl),
         });
     }
 
@@ -617,6 +618,7 @@ impl<'a> SyntaxChunker<'a> {
             name: self.text_of(name),
             container: container.to_vec(),
             kind,
+            refers_to: None,
         };
         let mut definitions = self.definitions.borrow_mut();
         match node.kind() {
@@ -702,7 +704,23 @@ impl<'a> SyntaxChunker<'a> {
             name,
             container: path,
             kind,
+            refers_to: None,
         });
+    }
+
+    /// The `struct`, `union` or `enum` tag a C `typedef` names without defining it
+    /// (`typedef struct evp_pkey_st EVP_PKEY;`).
+    fn typedef_target(&self, decl: Node) -> Option<String> {
+        if decl.kind() != "type_definition" {
+            return None;
+        }
+        let tag = decl.child_by_field_name("type").filter(|t| {
+            matches!(
+                t.kind(),
+                "struct_specifier" | "union_specifier" | "enum_specifier"
+            ) && t.child_by_field_name("body").is_none()
+        })?;
+        Some(self.text_of(tag.child_by_field_name("name")?))
     }
 
     /// Whether a `#define` stands for another identifier alone.

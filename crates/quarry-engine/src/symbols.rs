@@ -183,11 +183,25 @@ impl SymbolTable {
             };
             let qualifier = before.last().map(|q| fold(q));
             let is_joined = joined == Some(name.as_str());
-            for (path, definition) in self.by_name.get(&fold(name)).into_iter().flatten() {
+            // A C typedef of a type defined elsewhere (`typedef struct evp_pkey_st
+            // EVP_PKEY;`) stands for that type's definitions too, matched as the alias was.
+            let found = self.by_name.get(&fold(name)).into_iter().flatten();
+            let referred = found.clone().filter_map(|(_, definition)| {
+                let tag = definition.refers_to.as_deref()?;
+                Some(
+                    self.by_name
+                        .get(&fold(tag))?
+                        .iter()
+                        .filter(move |(_, d)| d.name == tag),
+                )
+            });
+            let referred: Vec<&(Arc<str>, Definition)> = referred.flatten().collect();
+            for (path, definition) in found.chain(referred.iter().copied()) {
                 if !admits(path) {
                     continue;
                 }
-                let exact = definition.name == *name;
+                let exact = definition.name == *name
+                    || referred.iter().any(|(_, d)| std::ptr::eq(d, definition));
                 let qualified = qualifier.as_ref().map(|q| qualifies(q, definition, path));
                 let matched = match (is_joined, qualified, exact) {
                     (true, _, _) => SymbolMatch::Joined,

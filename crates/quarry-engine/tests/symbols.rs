@@ -41,6 +41,14 @@ fn repository() -> tempfile::TempDir {
          state->sent = 0;\n    state->received = 0;\n    return state->fd;\n}\n",
     );
     write(
+        "include/types.h",
+        "typedef struct conn_st CONN;\ntypedef struct key_st KEY;\n",
+    );
+    write(
+        "src/conn_local.h",
+        "struct conn_st {\n    int fd;\n    KEY *key;\n    unsigned long sent;\n};\n",
+    );
+    write(
         "cache.py",
         "class Memory:\n    def get(self, key):\n        return self.items.get(key)\n\n\n\
          class Disk:\n    def get(self, key):\n        with open(key) as f:\n            \
@@ -161,4 +169,21 @@ fn the_leg_can_be_left_out_and_the_table_follows_the_files() {
             .iter()
             .all(|hit| hit.symbol != "session_state_t")
     );
+}
+
+#[test]
+fn a_typedef_of_a_type_defined_elsewhere_finds_that_definition() {
+    let dir = repository();
+    let engine = indexed(dir.path());
+    let response = engine
+        .search("CONN", &lexical(LegWeights::default()))
+        .unwrap();
+    let first = &response.definitions[0];
+    assert_eq!(
+        (first.path.as_str(), first.symbol.as_str(), first.start_line),
+        ("src/conn_local.h", "conn_st", 1),
+        "{:?}",
+        response.definitions
+    );
+    assert_eq!(response.results[0].chunk.path, "src/conn_local.h");
 }

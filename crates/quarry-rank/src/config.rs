@@ -217,11 +217,13 @@ impl Pipeline {
         if let Some(reranker) = reranker.filter(|_| config.enabled(LayerKind::Rerank)) {
             layers.push(Box::new(CrossEncoderRerank::new(reranker)));
         }
-        if config.enabled(LayerKind::FileEvidence) {
-            layers.push(Box::new(evidence));
-        }
+        // Definitions first: a file's evidence then raises its defining chunk, not a chunk
+        // that mentions the name more often.
         if config.enabled(LayerKind::Definition) {
             layers.push(Box::new(definition));
+        }
+        if config.enabled(LayerKind::FileEvidence) {
+            layers.push(Box::new(evidence));
         }
         if config.enabled(LayerKind::PathMatch) {
             layers.push(Box::new(path_match));

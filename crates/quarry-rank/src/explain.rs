@@ -16,12 +16,12 @@ pub enum LayerKind {
     /// [`CrossEncoderRerank`](crate::CrossEncoderRerank): `rerank`.
     #[serde(rename = "rerank")]
     Rerank,
-    /// [`FileEvidence`](crate::FileEvidence): `file_evidence`.
-    #[serde(rename = "file_evidence")]
-    FileEvidence,
     /// [`Definition`](crate::Definition): `definition`.
     #[serde(rename = "definition")]
     Definition,
+    /// [`FileEvidence`](crate::FileEvidence): `file_evidence`.
+    #[serde(rename = "file_evidence")]
+    FileEvidence,
     /// [`PathMatch`](crate::PathMatch): `path_match`.
     #[serde(rename = "path_match")]
     PathMatch,
@@ -49,8 +49,8 @@ impl LayerKind {
     /// Every layer, in chain order.
     pub const ALL: [LayerKind; 10] = [
         LayerKind::Rerank,
-        LayerKind::FileEvidence,
         LayerKind::Definition,
+        LayerKind::FileEvidence,
         LayerKind::PathMatch,
         LayerKind::PathPenalty,
         LayerKind::SourceBoost,
