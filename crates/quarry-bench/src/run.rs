@@ -89,6 +89,9 @@ pub struct CorpusReport {
     pub source: String,
     /// Files indexed (with chunks).
     pub files: usize,
+    /// Files in the corpus (its manifest's), indexed or not: the repository's size.
+    #[serde(default)]
+    pub repository_files: usize,
     /// Chunks indexed.
     pub chunks: usize,
     /// Seconds the default index took when it was last built or brought up to date.
@@ -110,10 +113,13 @@ pub struct CorpusReport {
 }
 
 impl CorpusReport {
-    /// The corpus's family for the report: `large` (2,000 files or more), else `C/C++`
-    /// (a C or C++ corpus), else `rest`.
+    /// The corpus's family for the report: `large` (a repository of 2,000 files or more,
+    /// counted as its manifest counts them), else `C/C++` (a C or C++ corpus), else `rest`.
     pub fn family(&self) -> &'static str {
-        match (self.files >= LARGE_CORPUS_FILES, self.language.as_str()) {
+        match (
+            self.repository_files >= LARGE_CORPUS_FILES,
+            self.language.as_str(),
+        ) {
             (true, _) => "large",
             (false, "c" | "cpp") => "C/C++",
             (false, _) => "rest",
@@ -226,6 +232,7 @@ pub fn run(
             language: corpus.language.clone(),
             source: corpus.describe(),
             files: 0,
+            repository_files: list_files(&source, Index::Skip)?.len(),
             chunks: 0,
             index_seconds: None,
             searchable_seconds: None,
