@@ -131,17 +131,14 @@ pub(crate) fn attach(mut found: Vec<Found>, chunks: &[Chunk]) -> Vec<Definition>
 /// gives up on some real scripts (bash-completion's main file stops parsing at a `[[ =~ ]]`
 /// regex, and every function after it is lost in the error), so a Bash file's functions are
 /// also read this way. A function runs to the first later line that is `}` at its own
-/// indentation. Names the tree already gave are left out.
-pub(crate) fn shell_functions(lines: &Lines, known: &[Found]) -> Vec<Found> {
+/// indentation.
+pub(crate) fn shell_functions(lines: &Lines) -> Vec<Found> {
     let mut found = Vec::new();
     for line in 0..lines.count() {
         let text = lines.line(line);
         let Some(name) = shell_function_name(text) else {
             continue;
         };
-        if known.iter().any(|k| k.name == name) {
-            continue;
-        }
         let indent = &text[..text.len() - text.trim_start().len()];
         let one_line = text.trim_end().ends_with('}');
         let end = match one_line {
@@ -194,16 +191,16 @@ fn shell_function_name(line: &str) -> Option<&str> {
 /// closes before a `{`. tree-sitter cannot parse a definition whose declaration holds a
 /// macro it does not know (`ZEXPORT`, `ZLIB_INTERNAL`, `LIBSSH2_API`) and makes a block of
 /// it, so the table would lack the function; a prototype (`;` after the list) is not one.
-/// A function runs to the first later line that is `}` at column 0. Names the tree already
-/// gave are left out.
-pub(crate) fn c_functions(lines: &Lines, known: &[Found]) -> Vec<Found> {
+/// A function runs to the first later line that is `}` at column 0; a name's first
+/// definition is kept.
+pub(crate) fn c_functions(lines: &Lines) -> Vec<Found> {
     let mut found = Vec::new();
     for line in 0..lines.count() {
         let text = lines.line(line);
         let Some((container, name, open)) = c_function_head(text) else {
             continue;
         };
-        if known.iter().any(|k| k.name == name) || found.iter().any(|f: &Found| f.name == name) {
+        if found.iter().any(|f: &Found| f.name == name) {
             continue;
         }
         let Some(body) = c_body_start(lines, line, open) else {
@@ -229,9 +226,8 @@ pub(crate) fn c_functions(lines: &Lines, known: &[Found]) -> Vec<Found> {
 /// an error): `class Error : public std::runtime_error {`, the body opening before any `;`.
 /// A type runs to the first later line that closes it at its own indentation (`};`). Its
 /// containers are the namespaces open around it (`namespace CLI {` to a `}` whose comment
-/// names the namespace, as clang-format writes it). Names the tree already gave are left
-/// out.
-pub(crate) fn cpp_types(lines: &Lines, known: &[Found]) -> Vec<Found> {
+/// names the namespace, as clang-format writes it). A name's first definition is kept.
+pub(crate) fn cpp_types(lines: &Lines) -> Vec<Found> {
     let mut found = Vec::new();
     let mut namespaces: Vec<String> = Vec::new();
     for line in 0..lines.count() {
@@ -251,7 +247,7 @@ pub(crate) fn cpp_types(lines: &Lines, known: &[Found]) -> Vec<Found> {
         let Some((kind, name)) = cpp_type_head(trimmed) else {
             continue;
         };
-        if known.iter().any(|k| k.name == name) || found.iter().any(|f: &Found| f.name == name) {
+        if found.iter().any(|f: &Found| f.name == name) {
             continue;
         }
         let Some(body) = (line..(line + 10).min(lines.count())).find_map(|l| {
@@ -464,7 +460,7 @@ int Socket::send(const char *data)
 }
 ";
         let lines = Lines::new(text);
-        let found = c_functions(&lines, &[]);
+        let found = c_functions(&lines);
         let spans: Vec<(String, std::ops::Range<usize>)> = found
             .iter()
             .map(|f| (symbol_path(&f.container, &f.name), f.lines.clone()))
@@ -494,7 +490,7 @@ template <typename T> struct Holder {
 enum class Level { Debug, Info };
 ";
         let lines = Lines::new(text);
-        let found = cpp_types(&lines, &[]);
+        let found = cpp_types(&lines);
         let spans: Vec<(String, ChunkKind, std::ops::Range<usize>)> = found
             .iter()
             .map(|f| (symbol_path(&f.container, &f.name), f.kind, f.lines.clone()))
@@ -513,7 +509,7 @@ enum class Level { Debug, Info };
     fn a_shell_function_runs_to_its_closing_brace() {
         let text = "a()\n{\n    if x; then\n    }\n}\n\nb() { :; }\n";
         let lines = Lines::new(text);
-        let found = shell_functions(&lines, &[]);
+        let found = shell_functions(&lines);
         let spans: Vec<(&str, std::ops::Range<usize>)> = found
             .iter()
             .map(|f| (f.name.as_str(), f.lines.clone()))

@@ -196,17 +196,23 @@ impl Chunker {
                 signature: None,
             }]
         });
+        // Where a grammar loses definitions to a parse error, lines are read for them too;
+        // the tree's own definitions win over a name read from the lines.
         let scanned = match language {
-            Language::Bash => definition::shell_functions(&lines, &found),
-            Language::C => definition::c_functions(&lines, &found),
+            Language::Bash => definition::shell_functions(&lines),
+            Language::C => definition::c_functions(&lines),
             Language::Cpp => {
-                let mut scanned = definition::c_functions(&lines, &found);
-                scanned.extend(definition::cpp_types(&lines, &found));
+                let mut scanned = definition::c_functions(&lines);
+                scanned.extend(definition::cpp_types(&lines));
                 scanned
             }
             _ => Vec::new(),
         };
-        found.extend(scanned);
+        let unknown: Vec<definition::Found> = scanned
+            .into_iter()
+            .filter(|s| !found.iter().any(|f| f.name == s.name))
+            .collect();
+        found.extend(unknown);
         let chunks = piece::into_chunks(path, language, &lines, pieces, &self.config);
         let definitions = definition::attach(found, &chunks);
         (chunks, definitions)

@@ -629,12 +629,7 @@ impl<'a> SyntaxChunker<'a> {
                     .map(|name| found(name, ChunkKind::Macro)),
             ),
             "type_definition" => {
-                let tag = node.child_by_field_name("type").filter(|t| {
-                    matches!(
-                        t.kind(),
-                        "struct_specifier" | "union_specifier" | "enum_specifier"
-                    ) && t.child_by_field_name("body").is_some()
-                });
+                let tag = typedef_tag(node).filter(|t| t.child_by_field_name("body").is_some());
                 if let Some(tag) = tag
                     && let Some(name) = tag.child_by_field_name("name")
                 {
@@ -711,15 +706,7 @@ impl<'a> SyntaxChunker<'a> {
     /// The `struct`, `union` or `enum` tag a C `typedef` names without defining it
     /// (`typedef struct evp_pkey_st EVP_PKEY;`).
     fn typedef_target(&self, decl: Node) -> Option<String> {
-        if decl.kind() != "type_definition" {
-            return None;
-        }
-        let tag = decl.child_by_field_name("type").filter(|t| {
-            matches!(
-                t.kind(),
-                "struct_specifier" | "union_specifier" | "enum_specifier"
-            ) && t.child_by_field_name("body").is_none()
-        })?;
+        let tag = typedef_tag(decl).filter(|t| t.child_by_field_name("body").is_none())?;
         Some(self.text_of(tag.child_by_field_name("name")?))
     }
 
@@ -755,6 +742,20 @@ impl<'a> SyntaxChunker<'a> {
             None => line.to_owned(),
         }
     }
+}
+
+/// The `struct`, `union` or `enum` specifier a C `typedef` declares its alias of, with or
+/// without a body.
+fn typedef_tag(node: Node) -> Option<Node> {
+    (node.kind() == "type_definition")
+        .then(|| node.child_by_field_name("type"))
+        .flatten()
+        .filter(|t| {
+            matches!(
+                t.kind(),
+                "struct_specifier" | "union_specifier" | "enum_specifier"
+            )
+        })
 }
 
 /// A function inside anything but a module is a method.

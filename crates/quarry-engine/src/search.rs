@@ -214,10 +214,12 @@ impl Engine {
             (true, false) => (dense_leg()?, Vec::new()),
             (false, _) => (Vec::new(), lexical_leg()?),
         };
+        // The definitions table and the chunks are read at one commit.
+        let snapshot = self.store.snapshot()?;
         let definitions = match options.mode != SearchMode::Semantic && options.legs.symbol > 0.0 {
             true => self
                 .symbols
-                .table(&self.store.snapshot()?)?
+                .table(&snapshot)?
                 .resolve(&terms, |path| options.filter.admits_path(path)),
             false => Vec::new(),
         };
@@ -248,7 +250,8 @@ impl Engine {
         );
 
         let ids: Vec<quarry_chunk::ChunkId> = fused.iter().map(|&(id, _)| id).collect();
-        let chunks = self.store.snapshot()?.chunks(&ids)?;
+        let chunks = snapshot.chunks(&ids)?;
+        drop(snapshot);
         let scored: Vec<(StoredChunk, f32)> = chunks
             .into_iter()
             .zip(fused)

@@ -196,12 +196,14 @@ impl SymbolTable {
                 )
             });
             let referred: Vec<&(Arc<str>, Definition)> = referred.flatten().collect();
-            for (path, definition) in found.chain(referred.iter().copied()) {
+            let candidates = found
+                .map(|entry| (entry, false))
+                .chain(referred.into_iter().map(|entry| (entry, true)));
+            for ((path, definition), is_referred) in candidates {
                 if !admits(path) {
                     continue;
                 }
-                let exact = definition.name == *name
-                    || referred.iter().any(|(_, d)| std::ptr::eq(d, definition));
+                let exact = is_referred || definition.name == *name;
                 let qualified = qualifier.as_ref().map(|q| qualifies(q, definition, path));
                 let matched = match (is_joined, qualified, exact) {
                     (true, _, _) => SymbolMatch::Joined,
