@@ -130,6 +130,10 @@ pub struct McpArgs {
     /// Do not bring the index up to date when the server starts.
     #[arg(long)]
     pub no_index: bool,
+    /// Do not follow the working tree: files changed while the server runs are indexed
+    /// only by the index tool's build (or a `quarry index`).
+    #[arg(long)]
+    pub no_watch: bool,
     /// The most one tool response may hold, in tokens, 100 to 1000000 (longer result lists
     /// are paged).
     #[arg(

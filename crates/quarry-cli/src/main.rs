@@ -289,6 +289,7 @@ fn run_mcp(args: McpArgs) -> Result<()> {
     let options = ServerOptions {
         max_tokens: args.max_tokens,
         index_on_start: !args.no_index,
+        watch: !args.no_watch,
         engine: engine_options,
     };
     quarry_mcp::serve_stdio(engine, config, model, options)?;

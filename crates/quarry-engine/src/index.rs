@@ -96,6 +96,16 @@ pub struct IndexReport {
     pub elapsed: Duration,
 }
 
+/// What [`Engine::embed_pending_while`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Embedded {
+    /// Chunks embedded and committed.
+    pub embedded: usize,
+    /// Whether every chunk has its vector and the vector index is saved (else it stopped
+    /// when asked to).
+    pub finished: bool,
+}
+
 /// What an indexing run has to do, over the project and every library, in stored paths.
 #[derive(Debug, Default)]
 pub(crate) struct Plan {
@@ -170,7 +180,9 @@ impl Engine {
         self.writing(|writer| {
             let phase = self.first_phase(writer)?;
             let mut report = self.index_files_in(writer, phase, started, progress)?;
-            report.chunks_embedded = self.embed_pending_in(writer, progress)?;
+            report.chunks_embedded = self
+                .embed_pending_in(writer, progress, &mut || true)?
+                .embedded;
             report.chunks_pending = 0;
             report.elapsed = started.elapsed();
             Ok(report)
@@ -376,14 +388,28 @@ impl Engine {
         &self,
         progress: &mut dyn FnMut(IndexEvent),
     ) -> Result<usize, EngineError> {
-        self.writing(|writer| self.embed_pending_in(writer, progress))
+        Ok(self.embed_pending_while(progress, &mut || true)?.embedded)
+    }
+
+    /// [`Engine::embed_pending`] that asks `go_on` before each batch and stops, with what
+    /// it committed so far, when it answers `false`: a long-running writer (`quarry mcp`
+    /// following the working tree) lets the writer lock go between batches to index a file
+    /// just changed, then calls it again for the rest. The vector index is saved only when
+    /// every chunk has its vector.
+    pub fn embed_pending_while(
+        &self,
+        progress: &mut dyn FnMut(IndexEvent),
+        go_on: &mut dyn FnMut() -> bool,
+    ) -> Result<Embedded, EngineError> {
+        self.writing(|writer| self.embed_pending_in(writer, progress, go_on))
     }
 
     fn embed_pending_in(
         &self,
         store: &Store,
         progress: &mut dyn FnMut(IndexEvent),
-    ) -> Result<usize, EngineError> {
+        go_on: &mut dyn FnMut() -> bool,
+    ) -> Result<Embedded, EngineError> {
         let mut pending = store.snapshot()?.pending()?;
         // Texts of like length share a batch and pad little; ids break ties, so the batches
         // of a run are the same whatever order the store listed them in.
@@ -391,6 +417,12 @@ impl Engine {
         let total = pending.len();
         let mut done = 0;
         for group in pending.chunks(self.options.chunks_per_commit.max(1)) {
+            if !go_on() {
+                return Ok(Embedded {
+                    embedded: done,
+                    finished: false,
+                });
+            }
             let texts: Vec<&str> = group.iter().map(|(_, text)| text.as_str()).collect();
             let vectors = self.embedder.get()?.embed(&texts)?;
             let new: Vec<(ChunkId, &[f32])> = group
@@ -409,7 +441,10 @@ impl Engine {
         }
         progress(IndexEvent::Checkpoint);
         store.checkpoint()?;
-        Ok(total)
+        Ok(Embedded {
+            embedded: total,
+            finished: true,
+        })
     }
 
     /// What differs between `indexed` and the project's and libraries' trees (see

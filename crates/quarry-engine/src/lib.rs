@@ -59,7 +59,7 @@ use quarry_store::{IndexSettings, Store, StoreError};
 
 pub use config::{CONFIG_FILE, Config, Detail, IndexDefaults, SearchDefaults};
 pub use error::EngineError;
-pub use index::{IMPORTS_DATA, IndexEvent, IndexReport, LINKS_DATA, PAGERANK_DATA};
+pub use index::{Embedded, IMPORTS_DATA, IndexEvent, IndexReport, LINKS_DATA, PAGERANK_DATA};
 pub use libraries::{ALL_SCOPES, LIBRARIES_FILE, Libraries, library_scope};
 pub use related::{RelatedOptions, RelatedResponse};
 pub use request::ResultRequest;

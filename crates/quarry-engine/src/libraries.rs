@@ -201,6 +201,12 @@ impl Engine {
         Ok(filter)
     }
 
+    /// The directories an index run walks: the repository root, then each registered
+    /// library's source directory.
+    pub fn source_roots(&self) -> Result<Vec<PathBuf>, EngineError> {
+        Ok(self.sources()?.into_iter().map(|s| s.root).collect())
+    }
+
     /// The project and every registered library.
     pub(crate) fn sources(&self) -> Result<Vec<Source>, EngineError> {
         let registry = self.libraries()?;

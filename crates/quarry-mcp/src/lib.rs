@@ -33,6 +33,11 @@
 //! - **Answers while indexing:** the index is brought up to date in the background at
 //!   start, once any other process writing it is done (the server waits its turn as long
 //!   as it takes); results found meanwhile say they are partial, and why.
+//! - **Fresh answers:** the server follows the working tree (unless
+//!   [`ServerOptions::watch`] is off): a change counted before a search was asked is in
+//!   the index when it answers (lexically at once, its vectors a moment later), or the
+//!   answer says which files still wait. Changes are batched, so a checkout of thousands of
+//!   files is one index run.
 //! - **Stable schemas:** the tool list is built once, from types, and never changes.
 
 mod args;
@@ -56,4 +61,7 @@ pub enum McpError {
     /// The connection task failed.
     #[error("MCP connection: {0}")]
     Connection(String),
+    /// The trees to follow could not be listed (the libraries file is unreadable).
+    #[error("following the working tree: {0}")]
+    Watch(String),
 }

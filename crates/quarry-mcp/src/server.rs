@@ -29,12 +29,14 @@ use crate::stdio;
 
 mod indexer;
 mod protocol;
+mod watch;
 
 use crate::args::{
     IndexAction, IndexArgs, RelatedArgs, ResultArgs, SearchArgs, SimilarArgs, Similarity,
     SimilarityArgs,
 };
 use indexer::{Indexing, build, spawn_indexer};
+use watch::Changes;
 
 /// How the server runs.
 #[derive(Debug, Clone, Copy)]
@@ -44,6 +46,9 @@ pub struct ServerOptions {
     pub max_tokens: usize,
     /// Bring the index up to date in the background when the server starts.
     pub index_on_start: bool,
+    /// Follow the working tree: index the files changed while the server runs, and answer
+    /// each search only once the changes made before it are in.
+    pub watch: bool,
     /// How a forced rebuild opens its engine.
     pub engine: EngineOptions,
 }
@@ -53,6 +58,7 @@ impl Default for ServerOptions {
         Self {
             max_tokens: 8000,
             index_on_start: true,
+            watch: true,
             engine: EngineOptions::default(),
         }
     }
@@ -69,6 +75,13 @@ struct Shared {
     indexing: Mutex<Indexing>,
     /// Signalled whenever `indexing` changes, and when the server stops.
     indexing_changed: Condvar,
+    /// What the watcher counted and the indexer applied.
+    changes: Mutex<Changes>,
+    /// Signalled when changes are counted or applied, when an index run ends, and when the
+    /// server stops.
+    changes_signal: Condvar,
+    /// The file-system watcher, while the server follows the tree.
+    watcher: Mutex<Option<Box<dyn notify::Watcher + Send>>>,
     /// Set (under `indexing`'s lock) when the server is dropped: an indexer waiting for
     /// another writer gives up.
     stopped: AtomicBool,
@@ -103,6 +116,9 @@ impl Server {
                 options,
                 indexing: Mutex::new(Indexing::Idle),
                 indexing_changed: Condvar::new(),
+                changes: Mutex::default(),
+                changes_signal: Condvar::new(),
+                watcher: Mutex::new(None),
                 stopped: AtomicBool::new(false),
             }),
             tool_router: Self::tool_router(),
@@ -117,6 +133,19 @@ impl Server {
     /// Starts bringing the index up to date on a thread of its own (unless one is running).
     pub fn index_in_background(&self) {
         spawn_indexer(Arc::clone(&self.shared), false);
+    }
+
+    /// Starts following the working tree (the repository and its registered libraries):
+    /// files changed from now on are indexed in the background, and each search first
+    /// waits for the changes made before it. Said on stderr when the tree can only be
+    /// polled, or not watched at all.
+    pub fn follow_tree(&self) -> Result<(), McpError> {
+        let roots = self
+            .shared
+            .with_engine(|engine| engine.source_roots().map_err(message))
+            .map_err(McpError::Watch)?;
+        watch::follow(&self.shared, roots);
+        Ok(())
     }
 
     #[tool(
@@ -230,6 +259,13 @@ impl Drop for Server {
             .unwrap_or_else(|p| p.into_inner());
         self.shared.stopped.store(true, Ordering::SeqCst);
         self.shared.indexing_changed.notify_all();
+        drop(_state);
+        self.shared.signal_changes();
+        self.shared
+            .watcher
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take();
     }
 }
 
@@ -311,6 +347,7 @@ impl Shared {
         }
         let offset = args.page()?;
         let request = args.request(args.mode);
+        self.await_fresh()?;
         self.wait_until_searchable();
         self.with_engine(|engine| {
             let (ranking, page) = paged_ranking(&request, &self.config, offset);
@@ -338,6 +375,7 @@ impl Shared {
         } = args.similarity();
         let offset = args.page()?;
         let request = args.request(None);
+        self.await_fresh()?;
         self.wait_until_searchable();
         self.with_engine(|engine| {
             let (ranking, page) = paged_ranking(&request, &self.config, offset);
@@ -360,6 +398,8 @@ impl Shared {
 
     /// The chunk covering `line` of `path` (the narrowest, where windows overlap).
     fn chunk_at(&self, path: &str, line: usize) -> Result<ChunkId, String> {
+        // Lines move with every edit: read them as they are now.
+        self.await_fresh()?;
         self.with_engine(|engine| {
             let store = engine.store();
             let Some(file) = store.file(path).map_err(message)? else {
@@ -391,6 +431,11 @@ impl Shared {
 
     fn status(&self) -> Outcome {
         let indexing = self.indexing().json();
+        let watch = self.watch_json();
+        if !self.root.is_dir() {
+            // The same message a search gives.
+            self.await_fresh()?;
+        }
         self.with_engine(|engine| {
             let status = engine
                 .status(self.config.search.drift_threshold)
@@ -398,6 +443,7 @@ impl Shared {
             Ok(json(&StatusWithIndexing {
                 status: StatusView::new(&status),
                 indexing,
+                watch,
             }))
         })
     }
@@ -477,6 +523,13 @@ impl Shared {
             }
             _ => {}
         }
+        if let Some(files) = self.files_waiting() {
+            return Some(format!(
+                "{files} changed files are not in these results yet: another quarry process \
+                 is writing the index, and this server indexes them as soon as it is done \
+                 (index status says when)"
+            ));
+        }
         (coverage.pending() > 0).then(|| {
             format!(
                 "{} of {} chunks wait for their vectors (index status shows the progress): \
@@ -535,6 +588,9 @@ struct StatusWithIndexing {
     #[serde(flatten)]
     status: StatusView,
     indexing: Value,
+    /// Whether the server follows the working tree, what waits, and when a change was last
+    /// applied.
+    watch: Value,
 }
 
 /// The length of `view` as JSON.
@@ -618,6 +674,9 @@ pub fn serve_stdio(
         .build()
         .map_err(McpError::Runtime)?;
     let server = Server::new(engine, config, model, options);
+    if options.watch {
+        server.follow_tree()?;
+    }
     if options.index_on_start {
         server.index_in_background();
     }

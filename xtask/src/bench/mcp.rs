@@ -12,11 +12,12 @@ use quarry_engine::{Engine, EngineOptions, SearchOptions};
 use serde_json::{Value, json};
 
 use crate::bench::common::{append_comment, git_commit, largest_source_files, write_report};
+use crate::bench::follow::{self, FollowArgs};
 use crate::model::provisioner;
 
 /// Questions an agent working on an async runtime might ask (tokio's sources are the
 /// reference corpus); other repositories get them too, which only changes what is found.
-const QUERIES: [&str; 10] = [
+pub(super) const QUERIES: [&str; 10] = [
     "wake the task blocked on a full channel",
     "spawn a task onto the runtime",
     "how does the timer wheel fire expired timers",
@@ -47,6 +48,11 @@ pub struct McpArgs {
     /// Files changed, for the server to re-index under load.
     #[arg(long, default_value_t = 20)]
     edits: usize,
+    /// Only the watching server's part: edit-to-visible latency, idle CPU, the soak.
+    #[arg(long)]
+    follow_only: bool,
+    #[command(flatten)]
+    follow: FollowArgs,
 }
 
 pub fn run(args: McpArgs) -> Result<()> {
@@ -56,6 +62,8 @@ pub fn run(args: McpArgs) -> Result<()> {
         clients,
         load_calls,
         edits,
+        follow_only,
+        follow,
     } = args;
     let load = Load {
         clients,
@@ -69,6 +77,23 @@ pub fn run(args: McpArgs) -> Result<()> {
         quarry.display()
     );
 
+    let project = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .context("root")?;
+    let commit = git_commit(project);
+    let followed = follow::run(&quarry, &root, &follow)?;
+    if follow_only {
+        let markdown = format!(
+            "# MCP following the working tree ({commit})\n\nOn {}. Written by `cargo xtask \
+             bench mcp --follow-only`.\n\n{}",
+            root.display(),
+            followed.markdown()
+        );
+        let report = json!({"commit": commit, "root": root, "follow": followed.json()});
+        write_report(project, &format!("mcp-follow-{commit}"), &markdown, &report)?;
+        print!("{markdown}");
+        return Ok(());
+    }
     let in_process = in_process_latencies(&root, calls)?;
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../bench-suite/mcp_latency.py");
     let output = Command::new(quarry_testkit::python())
@@ -95,10 +120,6 @@ pub fn run(args: McpArgs) -> Result<()> {
     let (mcp_p50, mcp_p95) = summary(&through_mcp);
     let (direct_p50, direct_p95) = summary(&in_process.1);
     let (rust_p50, rust_p95) = summary(&through_rust);
-    let project = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .context("root")?;
-    let commit = git_commit(project);
     let report = json!({
         "commit": commit,
         "root": root,
@@ -113,6 +134,7 @@ pub fn run(args: McpArgs) -> Result<()> {
     let loaded = load.run(&quarry, &root)?;
     let mut report = report;
     report["load"] = loaded.json();
+    report["follow"] = followed.json();
     let markdown = format!(
         "# MCP latency ({commit})\n\nWarm `semantic_search` (hybrid, 10 results, compact) on \
          {} ({} chunks), {calls} calls cycling through {} queries; the same searches \
@@ -122,13 +144,14 @@ pub fn run(args: McpArgs) -> Result<()> {
          | through MCP (rmcp client, stdio) | {rust_p50:.1} | {rust_p95:.1} |\n\
          | through MCP (Python SDK client, stdio) | {mcp_p50:.1} | {mcp_p95:.1} |\n\n\
          MCP / in-process at p50: {:.2}x with the rmcp client, {:.2}x with the Python \
-         one.\n\n{}",
+         one.\n\n{}\n{}",
         root.display(),
         in_process.0,
         QUERIES.len(),
         rust_p50 / direct_p50,
         mcp_p50 / direct_p50,
         loaded.markdown(&load),
+        followed.markdown(),
     );
     write_report(project, &format!("mcp-{commit}"), &markdown, &report)?;
     print!("{markdown}");
@@ -214,7 +237,7 @@ fn rust_client_latencies(quarry: &Path, root: &Path, calls: usize) -> Result<Vec
 }
 
 /// p50 and p95 of `millis`.
-fn summary(millis: &[f64]) -> (f64, f64) {
+pub(super) fn summary(millis: &[f64]) -> (f64, f64) {
     let mut sorted = millis.to_vec();
     sorted.sort_by(f64::total_cmp);
     (percentile(&sorted, 0.5), percentile(&sorted, 0.95))

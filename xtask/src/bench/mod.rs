@@ -3,6 +3,7 @@
 mod cli;
 mod common;
 mod embed;
+mod follow;
 mod index;
 mod mcp;
 mod relevance;
@@ -38,7 +39,8 @@ pub enum Bench {
     Cli(cli::CliArgs),
     /// Warm semantic_search latency through `quarry mcp` (rmcp's client and the official
     /// Python one, over stdio) against the same searches in process; then callers over one
-    /// server while it re-indexes changed files, with `quarry search` in a loop beside it.
+    /// server while it re-indexes changed files, with `quarry search` in a loop beside it;
+    /// then a watching server as files change: edit-to-visible latency, idle CPU, a soak.
     Mcp(mcp::McpArgs),
 }
 

@@ -82,7 +82,7 @@ pub(super) fn spawn_indexer(shared: Arc<Shared>, force: bool) -> Value {
 }
 
 /// Starts the indexer on its own thread, unless it is running; whether it started.
-fn start(shared: &Arc<Shared>, force: bool) -> bool {
+pub(super) fn start(shared: &Arc<Shared>, force: bool) -> bool {
     {
         let mut state = shared.indexing.lock().unwrap_or_else(|p| p.into_inner());
         if state.in_progress() {
@@ -164,6 +164,8 @@ fn run_indexer(shared: &Shared, force: bool) {
         Ok(report) => Indexing::Finished(report),
         Err(error) => Indexing::Failed(error),
     });
+    // The refresher starts another run for changes that came too late for this one.
+    shared.signal_changes();
 }
 
 /// One index run: a forced one builds a new index beside the live one first.
@@ -171,7 +173,7 @@ fn attempt(shared: &Shared, force: bool) -> Attempt {
     let outcome = if force {
         rebuild(shared)
     } else {
-        match shared.with_engine(|engine| Ok(index_with_progress(shared, engine))) {
+        match shared.with_engine(|engine| Ok(index_following(shared, engine))) {
             Ok(outcome) => outcome,
             Err(error) => return Attempt::Done(Err(error)),
         }
@@ -190,15 +192,61 @@ fn attempt(shared: &Shared, force: bool) -> Attempt {
 /// meanwhile, then swapped in with the engine over it.
 fn rebuild(shared: &Shared) -> Result<IndexReport, EngineError> {
     let rebuild = Engine::rebuild(&shared.root, &shared.model, shared.options.engine)?;
-    let report = index_with_progress(shared, rebuild.engine())?;
+    let report = index_following(shared, rebuild.engine())?;
     let engine = rebuild.finish()?;
     *shared.engine.write().unwrap_or_else(|p| p.into_inner()) = engine;
     Ok(report)
 }
 
-/// Both phases of an index run into `engine`, their progress in `shared.indexing`.
-fn index_with_progress(shared: &Shared, engine: &Engine) -> Result<IndexReport, EngineError> {
-    engine.index(&mut |event| match event {
+/// Both phases of an index run into `engine`, their progress in `shared.indexing`. The
+/// second phase stops between batches when the watcher's changes are due: the first phase
+/// applies them (the writer lock let go and taken again, so that the index answers for the
+/// files as they are now), then embedding goes on with what is left.
+fn index_following(shared: &Shared, engine: &Engine) -> Result<IndexReport, EngineError> {
+    let started = Instant::now();
+    let mut progress = |event: IndexEvent| show(shared, event);
+    let mut report = apply_changes(shared, engine, &mut progress)?;
+    loop {
+        let embedded = engine.embed_pending_while(&mut progress, &mut || !shared.changes_due())?;
+        report.chunks_embedded += embedded.embedded;
+        if embedded.finished {
+            break;
+        }
+        absorb(&mut report, apply_changes(shared, engine, &mut progress)?);
+    }
+    report.chunks_pending = 0;
+    report.elapsed = started.elapsed();
+    Ok(report)
+}
+
+/// The first phase, which applies the changes the watcher counted before it began.
+fn apply_changes(
+    shared: &Shared,
+    engine: &Engine,
+    progress: &mut dyn FnMut(IndexEvent),
+) -> Result<IndexReport, EngineError> {
+    let claim = shared.claim_changes();
+    let report = engine.index_files(progress);
+    shared.settle_claim(claim, report.is_ok());
+    report
+}
+
+/// Adds a later first phase's work to a run's report.
+fn absorb(report: &mut IndexReport, later: IndexReport) {
+    report.files_read += later.files_read;
+    report.files_removed += later.files_removed;
+    report.files_touched += later.files_touched;
+    report.files_unchanged = later.files_unchanged;
+    report.skipped.extend(later.skipped);
+    report.chunks_reused += later.chunks_reused;
+    report.warnings.extend(later.warnings);
+    report.graph = later.graph.or(report.graph);
+    report.git = later.git;
+}
+
+/// Records an index run's progress in `shared.indexing`.
+fn show(shared: &Shared, event: IndexEvent) {
+    match event {
         // The writer lock is taken: a run that waited for it has begun.
         IndexEvent::Changes { .. } => {
             let mut state = shared.indexing.lock().unwrap_or_else(|p| p.into_inner());
@@ -219,7 +267,7 @@ fn index_with_progress(shared: &Shared, engine: &Engine) -> Result<IndexReport, 
             to_embed: total,
         }),
         _ => {}
-    })
+    }
 }
 
 /// The first pause before trying again while another process writes the index.

@@ -1,0 +1,64 @@
+"""The client side of watch.rs's edge cases, with the official MCP Python SDK.
+
+Usage: mcp_watch_edges.py QUARRY_BINARY INDEXED_ROOT DOOMED_ROOT. Serves INDEXED_ROOT with
+`--no-watch`: a function appended to a file is not found until the index tool's build. Then
+serves DOOMED_ROOT (watched), removes it, and searches: the answer is a tool error that says
+so, and the server still answers after it. Prints one JSON object with what it saw.
+"""
+
+import asyncio
+import json
+import os
+import shutil
+import sys
+
+from mcp import ClientSession, StdioServerParameters
+from mcp.client.stdio import stdio_client
+
+
+def server(quarry, root, *flags):
+    args = ["mcp", "--root", root, *flags]
+    return StdioServerParameters(command=quarry, args=args, env=dict(os.environ))
+
+
+async def defined_in(session, name):
+    """The files of the results that define `name`."""
+    result = await session.call_tool("semantic_search", {"query": name, "mode": "lexical"})
+    assert not result.is_error, result.content
+    return sorted({r["path"] for r in result.structured_content["results"] if r["symbol"] == name})
+
+
+async def unwatched(quarry, root, out):
+    async with stdio_client(server(quarry, root, "--no-watch", "--no-index")) as (read, write):
+        async with ClientSession(read, write) as session:
+            await session.initialize()
+            status = await session.call_tool("index", {"action": "status"})
+            out["watch"] = status.structured_content["watch"]
+            with open(os.path.join(root, "src", "cart.rs"), "a") as f:
+                f.write("\npub fn tally_unwatched_parcels() -> u32 {\n    7\n}\n")
+            await asyncio.sleep(0.5)
+            out["before_build"] = await defined_in(session, "tally_unwatched_parcels")
+            await session.call_tool("index", {"action": "build"})
+            out["after_build"] = await defined_in(session, "tally_unwatched_parcels")
+
+
+async def removed(quarry, root, out):
+    async with stdio_client(server(quarry, root)) as (read, write):
+        async with ClientSession(read, write) as session:
+            await session.initialize()
+            await defined_in(session, "cart_total")
+            shutil.rmtree(root)
+            result = await session.call_tool("semantic_search", {"query": "cart total"})
+            out["root_gone"] = result.is_error and result.content[0].text
+            status = await session.call_tool("index", {"action": "status"})
+            out["still_serving"] = status.is_error and "is gone" in status.content[0].text
+
+
+async def main(quarry, indexed, doomed):
+    out = {}
+    await unwatched(quarry, indexed, out)
+    await removed(quarry, doomed, out)
+    json.dump(out, sys.stdout)
+
+
+asyncio.run(main(*sys.argv[1:4]))

@@ -1,0 +1,526 @@
+//! Following the working tree: a file-system watcher (`notify`: inotify, FSEvents or
+//! ReadDirectoryChanges; polling where those are missing or out of watches) counts the
+//! changes under the repository and its libraries, and the indexer applies them.
+//!
+//! A change is applied by the index run's first phase, which walks the tree as every run
+//! does (`.gitignore`, hidden files, quarry's own skip rules), so a missed event in a burst
+//! is caught with the rest. Changes are batched: a run starts [`QUIET`] after the last
+//! event (or at once when a search waits for them, or after [`LONGEST_DELAY`] of events
+//! without a pause), so that a `git checkout` of thousands of files is one run. A run at work
+//! takes new changes between its batches of vectors: the writer lock is let go, the files
+//! are chunked again, and embedding goes on.
+//!
+//! A search asks first ([`Shared::await_fresh`]): every change counted before it was asked
+//! is applied before it answers, or it says which are still waiting.
+
+use std::collections::HashSet;
+use std::path::{Component, Path, PathBuf};
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, MutexGuard, Weak};
+use std::time::{Duration, Instant};
+
+use notify::{Event, EventKind, PollWatcher, RecursiveMode, Watcher};
+use serde_json::{Value, json};
+
+use super::Shared;
+use super::indexer::start;
+
+/// How long the tree must be quiet before a batch of changes is applied.
+const QUIET: Duration = Duration::from_millis(100);
+
+/// The longest a batch waits for the tree to be quiet while events keep coming.
+const LONGEST_DELAY: Duration = Duration::from_secs(1);
+
+/// How often the polling fallback looks at the tree.
+const POLL_INTERVAL: Duration = Duration::from_secs(2);
+
+/// How long a search waits for the changes made before it to be applied (another process
+/// may hold the writer lock) before answering with what is committed.
+const FRESH_WAIT: Duration = Duration::from_secs(10);
+
+/// How the server follows the tree.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub(super) enum Watch {
+    /// Not at all (`--no-watch`, or a server started without it).
+    #[default]
+    Off,
+    /// By the operating system's events.
+    Events,
+    /// By looking at every file every [`POLL_INTERVAL`]: events were not to be had.
+    Polling { why: String },
+    /// Neither could start.
+    Failed(String),
+}
+
+/// What the watcher counted and the indexer applied.
+#[derive(Debug, Default)]
+pub(super) struct Changes {
+    pub(super) watch: Watch,
+    /// The directories watched: the repository root and its libraries'.
+    roots: Vec<PathBuf>,
+    /// Events counted since the server started.
+    seen: u64,
+    /// `seen` as of the start of the last first phase that committed.
+    applied: u64,
+    /// `seen` as of the start of the first phase at work, if one is.
+    claimed: u64,
+    /// The paths reported since the last first phase began.
+    waiting: HashSet<PathBuf>,
+    /// When the first event of the batch not yet claimed came, and the last.
+    batch: Option<(Instant, Instant)>,
+    /// When a change was last applied.
+    last_applied: Option<Instant>,
+    /// Searches waiting for the changes before them: the batch does not wait for quiet.
+    searches_waiting: usize,
+    /// Why the watcher asked to be replaced by polling (out of watches), once it has.
+    fall_back: Option<String>,
+}
+
+impl Changes {
+    /// Counts an event about `paths`.
+    fn note(&mut self, paths: impl IntoIterator<Item = PathBuf>) {
+        self.seen += 1;
+        // Bounded: a storm's paths are only counted for status.
+        for path in paths {
+            if self.waiting.len() < MAX_WAITING_PATHS {
+                self.waiting.insert(path);
+            }
+        }
+        let now = Instant::now();
+        let first = self.batch.map_or(now, |(first, _)| first);
+        self.batch = Some((first, now));
+    }
+
+    /// Whether changes wait that no first phase has claimed yet.
+    fn unclaimed(&self) -> bool {
+        self.seen > self.claimed
+    }
+
+    /// How long until the unclaimed changes are due to be applied (zero: now), if any wait.
+    fn due_in(&self) -> Option<Duration> {
+        if !self.unclaimed() {
+            return None;
+        }
+        if self.searches_waiting > 0 {
+            return Some(Duration::ZERO);
+        }
+        let Some((first, last)) = self.batch else {
+            return Some(Duration::ZERO);
+        };
+        let quiet = QUIET.saturating_sub(last.elapsed());
+        let longest = LONGEST_DELAY.saturating_sub(first.elapsed());
+        Some(quiet.min(longest))
+    }
+
+    /// Whether an index run at work should apply the unclaimed changes now.
+    pub(super) fn due(&self) -> bool {
+        self.due_in() == Some(Duration::ZERO)
+    }
+
+    /// Files changed whose change is not yet in the index, or `None` when none wait.
+    pub(super) fn files_waiting(&self) -> Option<usize> {
+        (self.seen > self.applied).then_some(self.waiting.len().max(1))
+    }
+
+    /// `index status`'s account of the watch.
+    pub(super) fn json(&self) -> Value {
+        let (state, note) = match &self.watch {
+            Watch::Off => (
+                "off",
+                Some(
+                    "the server does not follow the working tree (--no-watch): call index with \
+                     action build after changing files"
+                        .to_owned(),
+                ),
+            ),
+            Watch::Events => ("watching", None),
+            Watch::Polling { why } => (
+                "polling",
+                Some(format!(
+                    "file-system events are not available ({why}): the tree is looked at every \
+                     {} s",
+                    POLL_INTERVAL.as_secs()
+                )),
+            ),
+            Watch::Failed(why) => (
+                "failed",
+                Some(format!(
+                    "the tree cannot be watched ({why}): call index with action build after \
+                     changing files"
+                )),
+            ),
+        };
+        let mut value = json!({
+            "state": state,
+            "roots": self.roots,
+            "files_waiting": self.files_waiting().unwrap_or(0),
+            "last_change_applied_s_ago": self.last_applied.map(|t| round_seconds(t.elapsed())),
+        });
+        if let Some(note) = note {
+            value["note"] = json!(note);
+        }
+        value
+    }
+}
+
+/// The most changed paths remembered for status: a larger storm is counted as at least
+/// this many files.
+const MAX_WAITING_PATHS: usize = 100_000;
+
+fn round_seconds(time: Duration) -> f64 {
+    (time.as_secs_f64() * 10.0).round() / 10.0
+}
+
+/// A first phase's claim on the changes counted when it began.
+pub(super) struct Claim {
+    seen: u64,
+    paths: HashSet<PathBuf>,
+}
+
+impl Shared {
+    fn changes(&self) -> MutexGuard<'_, Changes> {
+        self.changes.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Wakes whoever waits on the changes: the refresher, searches, a run between batches.
+    pub(super) fn signal_changes(&self) {
+        let _changes = self.changes();
+        self.changes_signal.notify_all();
+    }
+
+    /// Whether an index run at work should let the writer go and apply the changes now.
+    pub(super) fn changes_due(&self) -> bool {
+        self.changes().due()
+    }
+
+    /// Claims the changes counted so far, for a first phase about to start.
+    pub(super) fn claim_changes(&self) -> Claim {
+        let mut changes = self.changes();
+        changes.claimed = changes.seen;
+        changes.batch = None;
+        Claim {
+            seen: changes.seen,
+            paths: std::mem::take(&mut changes.waiting),
+        }
+    }
+
+    /// The first phase that made `claim` committed (`applied`), or failed: then its changes
+    /// wait again.
+    pub(super) fn settle_claim(&self, claim: Claim, applied: bool) {
+        let mut changes = self.changes();
+        if applied {
+            changes.applied = changes.applied.max(claim.seen);
+            changes.last_applied = Some(Instant::now());
+        } else {
+            changes.claimed = changes.applied;
+            changes.waiting.extend(claim.paths);
+            if changes.unclaimed() && changes.batch.is_none() {
+                let now = Instant::now();
+                changes.batch = Some((now, now));
+            }
+        }
+        self.changes_signal.notify_all();
+    }
+
+    /// `index status`'s account of the watch.
+    pub(super) fn watch_json(&self) -> Value {
+        self.changes().json()
+    }
+
+    /// Changed files not yet in the index, if any.
+    pub(super) fn files_waiting(&self) -> Option<usize> {
+        self.changes().files_waiting()
+    }
+
+    /// Before a search: the repository is still there, and the changes counted before it
+    /// was asked are applied (waiting up to [`FRESH_WAIT`] for them).
+    pub(super) fn await_fresh(&self) -> Result<(), String> {
+        if !self.root.is_dir() {
+            return Err(format!(
+                "the repository root {} is gone (removed or moved): the index can no longer \
+                 be checked against it; start quarry mcp again with --root at its new place",
+                self.root.display()
+            ));
+        }
+        let mut changes = self.changes();
+        let target = changes.seen;
+        if changes.applied >= target || changes.watch == Watch::Off {
+            return Ok(());
+        }
+        changes.searches_waiting += 1;
+        self.changes_signal.notify_all();
+        let mut changes = self
+            .changes_signal
+            .wait_timeout_while(changes, FRESH_WAIT, |c| {
+                c.applied < target && !self.stopped.load(Ordering::SeqCst)
+            })
+            .unwrap_or_else(|p| p.into_inner())
+            .0;
+        changes.searches_waiting -= 1;
+        Ok(())
+    }
+}
+
+/// Starts following the repository's and its libraries' trees: a watcher counts changes,
+/// and a thread of its own starts an index run for each batch. Says once on stderr when it
+/// has to poll, or cannot watch at all.
+pub(super) fn follow(shared: &Arc<Shared>, roots: Vec<PathBuf>) {
+    let roots = outermost(roots);
+    let watcher = match watch_events(shared, &roots) {
+        Ok(watcher) => Ok((watcher, Watch::Events)),
+        Err(why) => poll(shared, &roots, why),
+    };
+    let watch = match watcher {
+        Ok((watcher, watch)) => {
+            *shared.watcher.lock().unwrap_or_else(|p| p.into_inner()) = Some(watcher);
+            watch
+        }
+        Err(why) => {
+            eprintln!("quarry mcp: not following the working tree: {why}");
+            Watch::Failed(why)
+        }
+    };
+    {
+        let mut changes = shared.changes();
+        changes.watch = watch;
+        changes.roots = roots;
+    }
+    let shared = Arc::clone(shared);
+    std::thread::spawn(move || refresh(&shared));
+}
+
+/// `roots` without those inside another: a recursive watch covers them.
+fn outermost(mut roots: Vec<PathBuf>) -> Vec<PathBuf> {
+    roots.sort();
+    roots.dedup();
+    let all = roots.clone();
+    roots.retain(|root| {
+        !all.iter()
+            .any(|other| other != root && root.starts_with(other))
+    });
+    roots
+}
+
+/// A watcher on the operating system's events over `roots`, or why there is none.
+fn watch_events(
+    shared: &Arc<Shared>,
+    roots: &[PathBuf],
+) -> Result<Box<dyn Watcher + Send>, String> {
+    let mut watcher =
+        notify::recommended_watcher(handler(shared, roots)).map_err(|e| e.to_string())?;
+    for root in roots {
+        watcher
+            .watch(root, RecursiveMode::Recursive)
+            .map_err(|e| format!("{}: {e}", root.display()))?;
+    }
+    Ok(Box::new(watcher))
+}
+
+/// The polling fallback over `roots`, taken because of `why`; said once on stderr.
+fn poll(
+    shared: &Arc<Shared>,
+    roots: &[PathBuf],
+    why: String,
+) -> Result<(Box<dyn Watcher + Send>, Watch), String> {
+    let config = notify::Config::default().with_poll_interval(POLL_INTERVAL);
+    let mut watcher =
+        PollWatcher::new(handler(shared, roots), config).map_err(|e| e.to_string())?;
+    for root in roots {
+        watcher
+            .watch(root, RecursiveMode::Recursive)
+            .map_err(|e| format!("{}: {e}", root.display()))?;
+    }
+    eprintln!(
+        "quarry mcp: file-system events are not available ({why}); looking at the tree every \
+         {} s instead",
+        POLL_INTERVAL.as_secs()
+    );
+    Ok((Box::new(watcher), Watch::Polling { why }))
+}
+
+/// What the watcher calls with each event: counts the ones about files an index run may
+/// read. It holds the server weakly: the watcher lives in it.
+fn handler(
+    shared: &Arc<Shared>,
+    roots: &[PathBuf],
+) -> impl FnMut(notify::Result<Event>) + Send + 'static {
+    let shared: Weak<Shared> = Arc::downgrade(shared);
+    let roots = roots.to_vec();
+    move |event: notify::Result<Event>| {
+        let Some(shared) = shared.upgrade() else {
+            return;
+        };
+        let paths = match event {
+            Ok(event) if event.need_rescan() => roots.clone(),
+            Ok(event) if matches!(event.kind, EventKind::Access(_)) => return,
+            Ok(event) => {
+                let paths: Vec<PathBuf> = event
+                    .paths
+                    .into_iter()
+                    .filter(|path| relevant(&roots, path))
+                    .collect();
+                if paths.is_empty() {
+                    return;
+                }
+                paths
+            }
+            Err(error) => {
+                if let notify::ErrorKind::MaxFilesWatch = error.kind {
+                    shared
+                        .changes()
+                        .fall_back
+                        .get_or_insert_with(|| error.to_string());
+                }
+                // Whatever went wrong, the next first phase walks the whole tree.
+                roots.clone()
+            }
+        };
+        shared.changes().note(paths);
+        shared.changes_signal.notify_all();
+    }
+}
+
+/// Whether a change at `path` may matter to an index run: not inside a hidden directory
+/// (`.git`, quarry's own `.quarry`) nor a hidden file, which the walk skips, except the
+/// ignore files that decide what it reads.
+fn relevant(roots: &[PathBuf], path: &Path) -> bool {
+    let Some(relative) = roots.iter().find_map(|root| path.strip_prefix(root).ok()) else {
+        return false;
+    };
+    let names: Vec<&std::ffi::OsStr> = relative
+        .components()
+        .filter_map(|c| match c {
+            Component::Normal(name) => Some(name),
+            _ => None,
+        })
+        .collect();
+    let Some((last, parents)) = names.split_last() else {
+        // The root itself: removed or moved.
+        return true;
+    };
+    let hidden = |name: &std::ffi::OsStr| name.to_string_lossy().starts_with('.');
+    if parents.iter().any(|name| hidden(name)) {
+        return false;
+    }
+    !hidden(last) || *last == ".gitignore" || *last == ".ignore"
+}
+
+/// The refresher: waits for a batch of changes to be due, then starts an index run; while
+/// one is at work, that run takes the changes between its batches, or this starts another
+/// once it ends. Ends when the server stops.
+fn refresh(shared: &Arc<Shared>) {
+    loop {
+        let mut changes = shared.changes();
+        loop {
+            if shared.stopped.load(Ordering::SeqCst) {
+                return;
+            }
+            if let Some(why) = changes.fall_back.take() {
+                drop(changes);
+                fall_back(shared, why);
+                changes = shared.changes();
+                continue;
+            }
+            changes = match changes.due_in() {
+                None => shared
+                    .changes_signal
+                    .wait(changes)
+                    .unwrap_or_else(|p| p.into_inner()),
+                Some(wait) if wait.is_zero() => break,
+                Some(wait) => {
+                    shared
+                        .changes_signal
+                        .wait_timeout(changes, wait)
+                        .unwrap_or_else(|p| p.into_inner())
+                        .0
+                }
+            };
+        }
+        drop(changes);
+        if start(shared, false) {
+            // The run claims the changes as it begins.
+            let changes = shared.changes();
+            let _ = shared
+                .changes_signal
+                .wait_timeout_while(changes, LONGEST_DELAY, |c| c.unclaimed())
+                .unwrap_or_else(|p| p.into_inner());
+            continue;
+        }
+        // A run is at work: it takes the changes between batches, or signals as it ends.
+        let changes = shared.changes();
+        let _ = shared
+            .changes_signal
+            .wait_timeout_while(changes, LONGEST_DELAY, |c| {
+                c.unclaimed() && shared.indexing().in_progress()
+            })
+            .unwrap_or_else(|p| p.into_inner());
+    }
+}
+
+/// Replaces the event watcher, out of watches, by polling.
+fn fall_back(shared: &Arc<Shared>, why: String) {
+    let roots = shared.changes().roots.clone();
+    let watch = match poll(shared, &roots, why) {
+        Ok((watcher, watch)) => {
+            *shared.watcher.lock().unwrap_or_else(|p| p.into_inner()) = Some(watcher);
+            watch
+        }
+        Err(why) => {
+            eprintln!("quarry mcp: no longer following the working tree: {why}");
+            Watch::Failed(why)
+        }
+    };
+    let mut changes = shared.changes();
+    changes.watch = watch;
+    changes.note(roots.clone());
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hidden_paths_are_not_changes_but_ignore_files_are() {
+        let roots = [PathBuf::from("/repo"), PathBuf::from("/libs/tokio")];
+        let relevant = |path: &str| relevant(&roots, Path::new(path));
+        assert!(relevant("/repo/src/lib.rs"));
+        assert!(relevant("/repo"), "the root itself going away");
+        assert!(relevant("/libs/tokio/src/time.rs"));
+        assert!(relevant("/repo/.gitignore"));
+        assert!(relevant("/repo/src/.ignore"));
+        assert!(!relevant("/repo/.quarry/index.redb"));
+        assert!(!relevant("/repo/.git/index"));
+        assert!(!relevant("/repo/src/.hidden.rs"));
+        assert!(!relevant("/repo/.venv/lib/site.py"));
+        assert!(!relevant("/elsewhere/file.rs"));
+    }
+
+    #[test]
+    fn a_batch_waits_for_quiet_unless_a_search_waits() {
+        let mut changes = Changes::default();
+        assert_eq!(changes.due_in(), None);
+        changes.note([PathBuf::from("/repo/a.rs")]);
+        let wait = changes.due_in().unwrap();
+        assert!(wait > Duration::ZERO && wait <= QUIET, "{wait:?}");
+        changes.searches_waiting = 1;
+        assert!(changes.due());
+        changes.searches_waiting = 0;
+        std::thread::sleep(QUIET);
+        assert!(changes.due());
+        assert_eq!(changes.files_waiting(), Some(1));
+        changes.claimed = changes.seen;
+        assert_eq!(changes.due_in(), None, "claimed by a run");
+        changes.applied = changes.seen;
+        assert_eq!(changes.files_waiting(), None);
+    }
+
+    #[test]
+    fn libraries_inside_the_root_are_not_watched_twice() {
+        let roots = outermost(vec![
+            PathBuf::from("/repo"),
+            PathBuf::from("/repo/vendor/lib"),
+            PathBuf::from("/libs/a"),
+        ]);
+        assert_eq!(roots, [PathBuf::from("/libs/a"), PathBuf::from("/repo")]);
+    }
+}

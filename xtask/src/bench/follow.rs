@@ -1,0 +1,410 @@
+//! `cargo xtask bench mcp`'s second half: a watching `quarry mcp` as an agent edits beside
+//! it. Edit-to-visible latency (an appended line found by the next searches, and its vector
+//! in), the CPU an idle watching server spends against one started with `--no-watch` in the
+//! same minute, and a soak of edits and concurrent searches with the server's resident
+//! memory over it.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail, ensure};
+use rmcp::ServiceExt;
+use rmcp::model::CallToolRequestParams;
+use rmcp::service::{Peer, RoleClient, RunningService};
+use serde_json::{Value, json};
+
+use crate::bench::common::largest_source_files;
+
+/// What the follow bench measures.
+#[derive(clap::Args)]
+pub struct FollowArgs {
+    /// Edits timed from write to visible.
+    #[arg(long, default_value_t = 100)]
+    follow_edits: usize,
+    /// Seconds the idle servers' CPU time is measured over.
+    #[arg(long, default_value_t = 60)]
+    idle_seconds: u64,
+    /// Minutes of the soak (0: none).
+    #[arg(long, default_value_t = 20.0)]
+    soak_minutes: f64,
+    /// Concurrent callers searching during the soak.
+    #[arg(long, default_value_t = 4)]
+    soak_clients: usize,
+    /// Seconds between the soak's edits.
+    #[arg(long, default_value_t = 2.0)]
+    soak_edit_every: f64,
+}
+
+/// A `quarry mcp` child and the client session over its stdio.
+struct Served {
+    child: tokio::process::Child,
+    client: RunningService<RoleClient, ()>,
+}
+
+impl Served {
+    async fn start(quarry: &Path, root: &Path, flags: &[&str]) -> Result<Self> {
+        let mut child = tokio::process::Command::new(quarry)
+            .arg("mcp")
+            .arg("--root")
+            .arg(root)
+            .args(flags)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .with_context(|| format!("starting {} mcp", quarry.display()))?;
+        let pipes = (
+            child.stdout.take().context("the server's stdout")?,
+            child.stdin.take().context("the server's stdin")?,
+        );
+        let client = ().serve(pipes).await.context("the MCP handshake")?;
+        Ok(Served { child, client })
+    }
+
+    fn pid(&self) -> Result<u32> {
+        self.child.id().context("the server has exited")
+    }
+
+    /// Polls status until nothing waits: no changed file, no run, no chunk without its
+    /// vector.
+    async fn settled(&self) -> Result<Value> {
+        let deadline = Instant::now() + Duration::from_secs(1800);
+        loop {
+            let status = call(self.client.peer(), "index", json!({"action": "status"})).await?;
+            let coverage = &status["coverage"];
+            let state = status["indexing"]["state"].as_str().unwrap_or_default();
+            if status["watch"]["files_waiting"] == 0
+                && matches!(state, "finished" | "idle")
+                && coverage["chunks"] == coverage["embedded"]
+            {
+                return Ok(status);
+            }
+            ensure!(state != "failed", "the server's index run failed: {status}");
+            ensure!(
+                Instant::now() < deadline,
+                "the index never settled: {status}"
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+}
+
+/// A tool's structured result; a tool error is an error.
+async fn call(peer: &Peer<RoleClient>, tool: &'static str, arguments: Value) -> Result<Value> {
+    let params = CallToolRequestParams::new(tool)
+        .with_arguments(arguments.as_object().cloned().unwrap_or_default());
+    let result = peer.call_tool(params).await?;
+    if result.is_error == Some(true) {
+        bail!("{tool} failed: {:?}", result.content);
+    }
+    result.structured_content.context("no structured content")
+}
+
+/// Appends a line naming `token` to the source file at `path`, as a comment.
+fn append_probe(path: &Path, token: &str) -> Result<()> {
+    crate::bench::common::append_comment(path, &format!("probe {token}"))
+}
+
+/// What the follow bench saw.
+pub struct Followed {
+    lexical_ms: Vec<f64>,
+    vector_ms: Vec<f64>,
+    idle: Idle,
+    soak: Option<Soak>,
+    files: usize,
+}
+
+struct Idle {
+    seconds: u64,
+    watching_cpu_s: f64,
+    unwatched_cpu_s: f64,
+}
+
+struct Soak {
+    minutes: f64,
+    clients: usize,
+    edit_every: f64,
+    edits: usize,
+    searches: usize,
+    errors: Vec<String>,
+    search_ms: Vec<f64>,
+    rss_first_minute_kib: u64,
+    rss_end_kib: u64,
+    rss_samples: Vec<(f64, u64)>,
+}
+
+/// Runs the follow bench on a copy of `root` (with its index).
+pub fn run(quarry: &Path, root: &Path, args: &FollowArgs) -> Result<Followed> {
+    let copy = tempfile::tempdir()?;
+    quarry_testkit::copy_dir(root, copy.path());
+    let unwatched = tempfile::tempdir()?;
+    quarry_testkit::copy_dir(root, unwatched.path());
+    let files = largest_source_files(copy.path(), 20)?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()?;
+    runtime.block_on(async {
+        let served = Served::start(quarry, copy.path(), &[]).await?;
+        served.settled().await?;
+        let (lexical_ms, vector_ms) = edits(&served, copy.path(), &files, args).await?;
+        let idle = idle(quarry, &served, unwatched.path(), args.idle_seconds).await?;
+        let soak = match args.soak_minutes > 0.0 {
+            true => Some(soak(&served, &files, args).await?),
+            false => None,
+        };
+        served.client.cancel().await?;
+        Ok(Followed {
+            lexical_ms,
+            vector_ms,
+            idle,
+            soak,
+            files: files.len(),
+        })
+    })
+}
+
+/// Each edit's time from the write to the first search that returns the new line, and to
+/// every chunk having its vector.
+async fn edits(
+    served: &Served,
+    root: &Path,
+    files: &[PathBuf],
+    args: &FollowArgs,
+) -> Result<(Vec<f64>, Vec<f64>)> {
+    let peer = served.client.peer();
+    let (mut lexical, mut vector) = (Vec::new(), Vec::new());
+    for i in 0..args.follow_edits {
+        let token = format!("freshnessprobe{i}x{}", std::process::id());
+        let file = &files[i % files.len()];
+        let relative = file
+            .strip_prefix(root)?
+            .to_string_lossy()
+            .replace('\\', "/");
+        append_probe(file, &token)?;
+        let written = Instant::now();
+        loop {
+            let found = call(
+                peer,
+                "semantic_search",
+                json!({"query": token, "mode": "lexical", "limit": 3, "detail_level": "full"}),
+            )
+            .await?;
+            let hit = found["results"].as_array().into_iter().flatten().any(|r| {
+                r["path"] == relative.as_str()
+                    && r["text"].as_str().is_some_and(|t| t.contains(&token))
+            });
+            if hit {
+                break;
+            }
+            ensure!(
+                written.elapsed() < Duration::from_secs(60),
+                "edit {i} of {relative} never became visible"
+            );
+        }
+        lexical.push(written.elapsed().as_secs_f64() * 1000.0);
+        served.settled().await?;
+        vector.push(written.elapsed().as_secs_f64() * 1000.0);
+    }
+    Ok((lexical, vector))
+}
+
+/// CPU seconds (user and system) a process has spent, from `/proc`.
+fn cpu_seconds(pid: u32) -> Result<f64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat"))?;
+    // The fields after the command name, which is in parentheses and may hold spaces.
+    let fields: Vec<&str> = stat
+        .rsplit_once(')')
+        .context("a /proc stat line")?
+        .1
+        .split_whitespace()
+        .collect();
+    let ticks: f64 = fields[11].parse::<f64>()? + fields[12].parse::<f64>()?;
+    Ok(ticks / clock_ticks()?)
+}
+
+/// The kernel's clock ticks per second, as `getconf` reports them.
+fn clock_ticks() -> Result<f64> {
+    let out = std::process::Command::new("getconf")
+        .arg("CLK_TCK")
+        .output()?;
+    Ok(String::from_utf8(out.stdout)?.trim().parse()?)
+}
+
+/// Resident memory of a process in KiB, from `/proc`.
+fn rss_kib(pid: u32) -> Result<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status"))?;
+    let line = status
+        .lines()
+        .find(|l| l.starts_with("VmRSS:"))
+        .context("VmRSS")?;
+    Ok(line
+        .split_whitespace()
+        .nth(1)
+        .context("VmRSS's value")?
+        .parse()?)
+}
+
+/// The CPU time of the watching server and of a `--no-watch` one, both idle, over the same
+/// `seconds`.
+async fn idle(
+    quarry: &Path,
+    watching: &Served,
+    unwatched_root: &Path,
+    seconds: u64,
+) -> Result<Idle> {
+    let unwatched = Served::start(quarry, unwatched_root, &["--no-watch"]).await?;
+    unwatched.settled().await?;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let pids = [watching.pid()?, unwatched.pid()?];
+    let before = [cpu_seconds(pids[0])?, cpu_seconds(pids[1])?];
+    tokio::time::sleep(Duration::from_secs(seconds)).await;
+    let after = [cpu_seconds(pids[0])?, cpu_seconds(pids[1])?];
+    unwatched.client.cancel().await?;
+    Ok(Idle {
+        seconds,
+        watching_cpu_s: after[0] - before[0],
+        unwatched_cpu_s: after[1] - before[1],
+    })
+}
+
+/// Edits every `soak_edit_every` seconds while `soak_clients` callers search without pause,
+/// for `soak_minutes`; resident memory sampled every ten seconds.
+async fn soak(served: &Served, files: &[PathBuf], args: &FollowArgs) -> Result<Soak> {
+    let duration = Duration::from_secs_f64(args.soak_minutes * 60.0);
+    let started = Instant::now();
+    let pid = served.pid()?;
+    let mut callers = Vec::new();
+    for c in 0..args.soak_clients {
+        let peer = served.client.peer().clone();
+        callers.push(tokio::spawn(async move {
+            let (mut millis, mut errors) = (Vec::new(), Vec::new());
+            let mut i = c;
+            while started.elapsed() < duration {
+                let query = super::mcp::QUERIES[i % super::mcp::QUERIES.len()];
+                let called = Instant::now();
+                match call(&peer, "semantic_search", json!({"query": query})).await {
+                    Ok(_) => millis.push(called.elapsed().as_secs_f64() * 1000.0),
+                    Err(error) => errors.push(format!("{query}: {error:#}")),
+                }
+                i += 1;
+            }
+            (millis, errors)
+        }));
+    }
+    let mut edits = 0;
+    let mut samples = Vec::new();
+    let mut next_sample = Duration::ZERO;
+    while started.elapsed() < duration {
+        if started.elapsed() >= next_sample {
+            samples.push((started.elapsed().as_secs_f64(), rss_kib(pid)?));
+            next_sample += Duration::from_secs(10);
+        }
+        append_probe(&files[edits % files.len()], &format!("soak{edits}"))?;
+        edits += 1;
+        tokio::time::sleep(Duration::from_secs_f64(args.soak_edit_every)).await;
+    }
+    let (mut search_ms, mut errors) = (Vec::new(), Vec::new());
+    for caller in callers {
+        let (millis, failed) = caller.await?;
+        search_ms.extend(millis);
+        errors.extend(failed);
+    }
+    served.settled().await?;
+    let end = rss_kib(pid)?;
+    samples.push((started.elapsed().as_secs_f64(), end));
+    let first_minute = samples
+        .iter()
+        .find(|(at, _)| *at >= 60.0)
+        .map_or(end, |(_, rss)| *rss);
+    Ok(Soak {
+        minutes: args.soak_minutes,
+        clients: args.soak_clients,
+        edit_every: args.soak_edit_every,
+        edits,
+        searches: search_ms.len(),
+        errors,
+        search_ms,
+        rss_first_minute_kib: first_minute,
+        rss_end_kib: end,
+        rss_samples: samples,
+    })
+}
+
+impl Followed {
+    pub fn json(&self) -> Value {
+        let (l50, l95) = super::mcp::summary(&self.lexical_ms);
+        let (v50, v95) = super::mcp::summary(&self.vector_ms);
+        let mut value = json!({
+            "edits": self.lexical_ms.len(),
+            "files_edited": self.files,
+            "edit_to_visible_ms": {"p50": l50, "p95": l95, "all": self.lexical_ms},
+            "edit_to_vector_ms": {"p50": v50, "p95": v95, "all": self.vector_ms},
+            "idle": {
+                "seconds": self.idle.seconds,
+                "watching_cpu_s": self.idle.watching_cpu_s,
+                "no_watch_cpu_s": self.idle.unwatched_cpu_s,
+            },
+        });
+        if let Some(soak) = &self.soak {
+            let (s50, s95) = super::mcp::summary(&soak.search_ms);
+            value["soak"] = json!({
+                "minutes": soak.minutes,
+                "clients": soak.clients,
+                "edit_every_s": soak.edit_every,
+                "edits": soak.edits,
+                "searches": soak.searches,
+                "errors": soak.errors,
+                "search_ms": {"p50": s50, "p95": s95},
+                "rss_kib": {"after_first_minute": soak.rss_first_minute_kib,
+                    "end": soak.rss_end_kib, "samples": soak.rss_samples},
+                "rss_end_over_first_minute": soak.rss_end_kib as f64
+                    / soak.rss_first_minute_kib as f64,
+            });
+        }
+        value
+    }
+
+    pub fn markdown(&self) -> String {
+        let (l50, l95) = super::mcp::summary(&self.lexical_ms);
+        let (v50, v95) = super::mcp::summary(&self.vector_ms);
+        let idle = &self.idle;
+        let mut text = format!(
+            "## Following the working tree\n\n{} edits, each a comment line with a new word \
+             appended to one of the {} largest source files of a copy of the repository, with \
+             a watching server over it; an edit is visible when a lexical `semantic_search` for \
+             the word returns the edited file's new line (searching without pause from the \
+             write), and its vector is in when `index` status shows every chunk embedded.\n\n\
+             | | p50 ms | p95 ms |\n|---|---:|---:|\n\
+             | edit to visible (lexical) | {l50:.1} | {l95:.1} |\n\
+             | edit to vector in | {v50:.1} | {v95:.1} |\n\n\
+             Idle for {} s, in the same minute: the watching server spent {:.3} s of CPU, a \
+             `--no-watch` server {:.3} s.\n",
+            self.lexical_ms.len(),
+            self.files,
+            idle.seconds,
+            idle.watching_cpu_s,
+            idle.unwatched_cpu_s,
+        );
+        if let Some(soak) = &self.soak {
+            let (s50, s95) = super::mcp::summary(&soak.search_ms);
+            text.push_str(&format!(
+                "\n## Soak\n\n{:.0} minutes: an edit every {} s ({} edits) while {} callers \
+                 searched without pause over the server's session ({} searches, p50 {s50:.1} ms, \
+                 p95 {s95:.1} ms), then until the index settled.\n\n\
+                 | errors | RSS after the first minute | RSS at the end | end / first minute |\n\
+                 |---:|---:|---:|---:|\n| {} | {:.1} MiB | {:.1} MiB | {:.3} |\n",
+                soak.minutes,
+                soak.edit_every,
+                soak.edits,
+                soak.clients,
+                soak.searches,
+                soak.errors.len(),
+                soak.rss_first_minute_kib as f64 / 1024.0,
+                soak.rss_end_kib as f64 / 1024.0,
+                soak.rss_end_kib as f64 / soak.rss_first_minute_kib as f64,
+            ));
+        }
+        text
+    }
+}
