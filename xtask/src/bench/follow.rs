@@ -100,6 +100,19 @@ async fn call(peer: &Peer<RoleClient>, tool: &'static str, arguments: Value) -> 
     result.structured_content.context("no structured content")
 }
 
+/// A word no source holds and no other probe shares a token with: letters only, so that
+/// the lexical index keeps it whole (`probe12x3` would be split, and its pieces found in
+/// every other probe's line).
+fn probe_word(i: usize) -> String {
+    let mut n = i * 7919 + std::process::id() as usize;
+    let mut word = String::from("freshnessprobe");
+    for _ in 0..6 {
+        word.push(char::from(b'a' + (n % 26) as u8));
+        n /= 26;
+    }
+    word
+}
+
 /// Appends a line naming `token` to the source file at `path`, as a comment.
 fn append_probe(path: &Path, token: &str) -> Result<()> {
     crate::bench::common::append_comment(path, &format!("probe {token}"))
@@ -140,8 +153,8 @@ pub fn run(quarry: &Path, root: &Path, args: &FollowArgs) -> Result<Followed> {
     let unwatched = tempfile::tempdir()?;
     quarry_testkit::copy_dir(root, unwatched.path());
     let files = largest_source_files(copy.path(), 20)?;
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
+    // One thread: the callers wait on the server, not on the client.
+    let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
     runtime.block_on(async {
@@ -175,7 +188,7 @@ async fn edits(
     let peer = served.client.peer();
     let (mut lexical, mut vector) = (Vec::new(), Vec::new());
     for i in 0..args.follow_edits {
-        let token = format!("freshnessprobe{i}x{}", std::process::id());
+        let token = probe_word(i);
         let file = &files[i % files.len()];
         let relative = file
             .strip_prefix(root)?
@@ -187,7 +200,7 @@ async fn edits(
             let found = call(
                 peer,
                 "semantic_search",
-                json!({"query": token, "mode": "lexical", "limit": 3, "detail_level": "full"}),
+                json!({"query": token, "mode": "lexical", "limit": 10, "detail_level": "full"}),
             )
             .await?;
             let hit = found["results"].as_array().into_iter().flatten().any(|r| {
@@ -197,10 +210,10 @@ async fn edits(
             if hit {
                 break;
             }
-            ensure!(
-                written.elapsed() < Duration::from_secs(60),
-                "edit {i} of {relative} never became visible"
-            );
+            if written.elapsed() > Duration::from_secs(60) {
+                let status = call(peer, "index", json!({"action": "status"})).await?;
+                bail!("edit {i} of {relative} never became visible: {found}\nstatus: {status}");
+            }
         }
         lexical.push(written.elapsed().as_secs_f64() * 1000.0);
         served.settled().await?;
@@ -389,7 +402,7 @@ impl Followed {
         if let Some(soak) = &self.soak {
             let (s50, s95) = super::mcp::summary(&soak.search_ms);
             text.push_str(&format!(
-                "\n## Soak\n\n{:.0} minutes: an edit every {} s ({} edits) while {} callers \
+                "\n## Soak\n\n{:.1} minutes: an edit every {} s ({} edits) while {} callers \
                  searched without pause over the server's session ({} searches, p50 {s50:.1} ms, \
                  p95 {s95:.1} ms), then until the index settled.\n\n\
                  | errors | RSS after the first minute | RSS at the end | end / first minute |\n\
