@@ -132,8 +132,12 @@ pub struct McpArgs {
     pub no_index: bool,
     /// Do not follow the working tree: files changed while the server runs are indexed
     /// only by the index tool's build (or a `quarry index`).
-    #[arg(long)]
+    #[arg(long, conflicts_with = "poll")]
     pub no_watch: bool,
+    /// Follow the working tree by looking at it every 2 s rather than by file-system
+    /// events: for a network mount, whose changes from other machines send no events.
+    #[arg(long)]
+    pub poll: bool,
     /// The most one tool response may hold, in tokens, 100 to 1000000 (longer result lists
     /// are paged).
     #[arg(

@@ -9,6 +9,7 @@ mod progress;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::time::Duration;
 
 use anyhow::{Context, Result};
 use clap::Parser;
@@ -22,7 +23,7 @@ use quarry_engine::{
     ChunkIdPrefix, Config, Engine, EngineError, EngineOptions, Libraries, RelatedOptions,
     SearchMode, SearchOptions,
 };
-use quarry_mcp::ServerOptions;
+use quarry_mcp::{ServerOptions, WatchMode};
 
 use args::{
     Cli, Command, IndexArgs, LibArgs, LibCommand, McpArgs, ModelCommand, RelatedArgs, SearchArgs,
@@ -86,12 +87,12 @@ fn run_index(args: IndexArgs) -> Result<()> {
     let options = engine_options(&config)?;
     let (engine, report) = if args.force {
         // Built beside the live index, which searches read until it is swapped in.
-        let rebuild = Engine::rebuild(&root, &model, options)?;
+        let rebuild = waiting_for_writer(|| Ok(Engine::rebuild(&root, &model, options)?))?;
         let report = index(rebuild.engine())?;
         (rebuild.finish()?, report)
     } else {
         let engine = Engine::open(&root, &model, options)?;
-        let report = index(&engine)?;
+        let report = waiting_for_writer(|| index(&engine))?;
         (engine, report)
     };
     fresh.ensure_not_empty(engine)?;
@@ -101,6 +102,34 @@ fn run_index(args: IndexArgs) -> Result<()> {
         eprintln!("{}", output::report_summary(&report));
     }
     Ok(())
+}
+
+/// Runs `write` until it is not refused for another process writing the index (a `quarry
+/// mcp` following the tree writes for a moment after each edit; another `quarry index` for
+/// as long as it runs), saying once on stderr that it waits. Each refused try wrote nothing.
+fn waiting_for_writer<T>(mut write: impl FnMut() -> Result<T>) -> Result<T> {
+    let mut pause = Duration::from_millis(50);
+    let mut said = false;
+    loop {
+        match write() {
+            Err(error)
+                if error
+                    .downcast_ref::<EngineError>()
+                    .is_some_and(EngineError::is_locked) =>
+            {
+                if !said {
+                    eprintln!(
+                        "waiting: another quarry process is writing this index (a `quarry mcp` \
+                         following the tree, or another `quarry index`)"
+                    );
+                    said = true;
+                }
+                std::thread::sleep(pause);
+                pause = (pause * 2).min(Duration::from_millis(500));
+            }
+            outcome => return outcome,
+        }
+    }
 }
 
 /// `quarry search`: catch up with the changes (or answer from the last commit while another
@@ -289,7 +318,11 @@ fn run_mcp(args: McpArgs) -> Result<()> {
     let options = ServerOptions {
         max_tokens: args.max_tokens,
         index_on_start: !args.no_index,
-        watch: !args.no_watch,
+        watch: match (args.no_watch, args.poll) {
+            (true, _) => WatchMode::Off,
+            (false, true) => WatchMode::Poll,
+            (false, false) => WatchMode::Events,
+        },
         engine: engine_options,
     };
     quarry_mcp::serve_stdio(engine, config, model, options)?;

@@ -654,7 +654,8 @@ fn the_cli_searches_indexes_and_reads_status_beside_a_serving_mcp() {
         "the server never indexed"
     );
 
-    // The server idle, the CLI writes: its commit reaches the server's searches.
+    // The server idle, the CLI writes beside it: whichever of the two indexes the edit
+    // first (the server follows the tree), the other finds it done, and both answer with it.
     let cart = dir.join("src/cart.rs");
     let mut source = fs::read_to_string(&cart).unwrap();
     source.push_str(
@@ -663,10 +664,10 @@ fn the_cli_searches_indexes_and_reads_status_beside_a_serving_mcp() {
     fs::write(&cart, source).unwrap();
     let out = quarry(dir, &["index"]);
     assert!(out.status.success(), "{}", text(&out.stderr));
+    let stderr = text(&out.stderr);
     assert!(
-        text(&out.stderr).contains("1 files read"),
-        "{}",
-        text(&out.stderr)
+        stderr.contains("1 files read") || stderr.contains("0 files read"),
+        "{stderr}"
     );
     let found = json(
         dir,

@@ -1,9 +1,11 @@
 """The client side of watch.rs's edge cases, with the official MCP Python SDK.
 
-Usage: mcp_watch_edges.py QUARRY_BINARY INDEXED_ROOT DOOMED_ROOT. Serves INDEXED_ROOT with
-`--no-watch`: a function appended to a file is not found until the index tool's build. Then
-serves DOOMED_ROOT (watched), removes it, and searches: the answer is a tool error that says
-so, and the server still answers after it. Prints one JSON object with what it saw.
+Usage: mcp_watch_edges.py QUARRY_BINARY INDEXED_ROOT DOOMED_ROOT POLLED_ROOT. Serves
+INDEXED_ROOT with `--no-watch`: a function appended to a file is not found until the index
+tool's build. Serves POLLED_ROOT with `--poll`: a function appended is found once the tree
+has been looked at. Then serves DOOMED_ROOT (watched), removes it, and searches: the answer
+is a tool error that says so, and the server still answers after it. Prints one JSON object
+with what it saw.
 """
 
 import asyncio
@@ -11,6 +13,7 @@ import json
 import os
 import shutil
 import sys
+import time
 
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
@@ -42,6 +45,22 @@ async def unwatched(quarry, root, out):
             out["after_build"] = await defined_in(session, "tally_unwatched_parcels")
 
 
+async def polled(quarry, root, out):
+    async with stdio_client(server(quarry, root, "--poll")) as (read, write):
+        async with ClientSession(read, write) as session:
+            await session.initialize()
+            status = await session.call_tool("index", {"action": "status"})
+            out["polled_watch"] = status.structured_content["watch"]
+            with open(os.path.join(root, "src", "cart.rs"), "a") as f:
+                f.write("\npub fn tally_polled_parcels() -> u32 {\n    7\n}\n")
+            written = time.time()
+            found = []
+            while not found and time.time() - written < 60:
+                found = await defined_in(session, "tally_polled_parcels")
+                await asyncio.sleep(0.1)
+            out["polled_found"] = found
+
+
 async def removed(quarry, root, out):
     async with stdio_client(server(quarry, root)) as (read, write):
         async with ClientSession(read, write) as session:
@@ -54,11 +73,12 @@ async def removed(quarry, root, out):
             out["still_serving"] = status.is_error and "is gone" in status.content[0].text
 
 
-async def main(quarry, indexed, doomed):
+async def main(quarry, indexed, doomed, polled_root):
     out = {}
     await unwatched(quarry, indexed, out)
+    await polled(quarry, polled_root, out)
     await removed(quarry, doomed, out)
     json.dump(out, sys.stdout)
 
 
-asyncio.run(main(*sys.argv[1:4]))
+asyncio.run(main(*sys.argv[1:5]))

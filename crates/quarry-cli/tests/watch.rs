@@ -159,21 +159,24 @@ fn a_serving_mcp_follows_edits_deletions_renames_and_a_checkout_storm() {
     );
 }
 
-/// `--no-watch`: an edit waits for the index tool's build. And a watched root removed under
-/// the server: a clear message, not a crash.
+/// `--no-watch`: an edit waits for the index tool's build. `--poll`: an edit is found once
+/// the tree has been looked at. And a watched root removed under the server: a clear
+/// message, not a crash.
 #[test]
-fn unwatched_trees_wait_for_a_build_and_a_removed_root_is_said() {
+fn unwatched_and_polled_trees_and_a_removed_root() {
     let repo = quarry_testkit::shop();
     let dir = repo.path();
     let out = quarry(dir, &["index"]);
     assert!(out.status.success(), "{}", text(&out.stderr));
     let doomed = quarry_testkit::shop();
+    let polled = quarry_testkit::shop();
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/mcp_watch_edges.py");
     let out = Command::new(quarry_testkit::python())
         .arg(script)
         .arg(env!("CARGO_BIN_EXE_quarry"))
         .arg(dir)
         .arg(doomed.path())
+        .arg(polled.path())
         .output()
         .unwrap();
     assert!(out.status.success(), "{}", text(&out.stderr));
@@ -181,6 +184,8 @@ fn unwatched_trees_wait_for_a_build_and_a_removed_root_is_said() {
     assert_eq!(seen["watch"]["state"], "off", "{seen}");
     assert_eq!(seen["before_build"], json!([]), "{seen}");
     assert_eq!(seen["after_build"], json!(["src/cart.rs"]), "{seen}");
+    assert_eq!(seen["polled_watch"]["state"], "polling", "{seen}");
+    assert_eq!(seen["polled_found"], json!(["src/cart.rs"]), "{seen}");
     let gone = seen["root_gone"].as_str().unwrap();
     assert!(gone.contains("is gone (removed or moved)"), "{seen}");
     assert_eq!(seen["still_serving"], true, "{seen}");

@@ -34,7 +34,7 @@
 //!   start, once any other process writing it is done (the server waits its turn as long
 //!   as it takes); results found meanwhile say they are partial, and why.
 //! - **Fresh answers:** the server follows the working tree (unless
-//!   [`ServerOptions::watch`] is off): a change counted before a search was asked is in
+//!   [`ServerOptions::watch`] is [`WatchMode::Off`]): a change counted before a search was asked is in
 //!   the index when it answers (lexically at once, its vectors a moment later), or the
 //!   answer says which files still wait. Changes are batched, so a checkout of thousands of
 //!   files is one index run.
@@ -47,7 +47,7 @@ mod stdio;
 pub use args::{
     IndexAction, IndexArgs, MAX_LIMIT, MAX_OFFSET, RelatedArgs, ResultArgs, SearchArgs, SimilarArgs,
 };
-pub use server::{Server, ServerOptions, serve_stdio};
+pub use server::{Server, ServerOptions, WatchMode, serve_stdio};
 
 /// Why the server could not run.
 #[derive(Debug, thiserror::Error)]

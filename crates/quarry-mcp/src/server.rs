@@ -46,9 +46,9 @@ pub struct ServerOptions {
     pub max_tokens: usize,
     /// Bring the index up to date in the background when the server starts.
     pub index_on_start: bool,
-    /// Follow the working tree: index the files changed while the server runs, and answer
-    /// each search only once the changes made before it are in.
-    pub watch: bool,
+    /// How the server follows the working tree: it indexes the files changed while it
+    /// runs, and answers each search only once the changes made before it are in.
+    pub watch: WatchMode,
     /// How a forced rebuild opens its engine.
     pub engine: EngineOptions,
 }
@@ -58,7 +58,7 @@ impl Default for ServerOptions {
         Self {
             max_tokens: 8000,
             index_on_start: true,
-            watch: true,
+            watch: WatchMode::Events,
             engine: EngineOptions::default(),
         }
     }
@@ -85,6 +85,20 @@ struct Shared {
     /// Set (under `indexing`'s lock) when the server is dropped: an indexer waiting for
     /// another writer gives up.
     stopped: AtomicBool,
+}
+
+/// How the server learns that files changed.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum WatchMode {
+    /// The operating system's file-system events (inotify, FSEvents, ReadDirectoryChanges),
+    /// falling back to polling where they cannot be had.
+    #[default]
+    Events,
+    /// Looking at the tree every 2 s: for file systems whose events do not arrive (a
+    /// network mount changed from another machine).
+    Poll,
+    /// Not at all: changes are indexed by the `index` tool's build.
+    Off,
 }
 
 /// quarry's MCP server for one repository.
@@ -139,12 +153,15 @@ impl Server {
     /// files changed from now on are indexed in the background, and each search first
     /// waits for the changes made before it. Said on stderr when the tree can only be
     /// polled, or not watched at all.
-    pub fn follow_tree(&self) -> Result<(), McpError> {
+    pub fn follow_tree(&self, mode: WatchMode) -> Result<(), McpError> {
+        if mode == WatchMode::Off {
+            return Ok(());
+        }
         let roots = self
             .shared
             .with_engine(|engine| engine.source_roots().map_err(message))
             .map_err(McpError::Watch)?;
-        watch::follow(&self.shared, roots);
+        watch::follow(&self.shared, roots, mode == WatchMode::Poll);
         Ok(())
     }
 
@@ -674,9 +691,7 @@ pub fn serve_stdio(
         .build()
         .map_err(McpError::Runtime)?;
     let server = Server::new(engine, config, model, options);
-    if options.watch {
-        server.follow_tree()?;
-    }
+    server.follow_tree(options.watch)?;
     if options.index_on_start {
         server.index_in_background();
     }

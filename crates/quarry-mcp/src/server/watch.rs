@@ -137,8 +137,8 @@ impl Changes {
             Watch::Polling { why } => (
                 "polling",
                 Some(format!(
-                    "file-system events are not available ({why}): the tree is looked at every \
-                     {} s",
+                    "the tree is looked at every {} s (file-system events {why}): a change \
+                     reaches searches up to that much later",
                     POLL_INTERVAL.as_secs()
                 )),
             ),
@@ -261,14 +261,17 @@ impl Shared {
     }
 }
 
-/// Starts following the repository's and its libraries' trees: a watcher counts changes,
-/// and a thread of its own starts an index run for each batch. Says once on stderr when it
-/// has to poll, or cannot watch at all.
-pub(super) fn follow(shared: &Arc<Shared>, roots: Vec<PathBuf>) {
+/// Starts following the repository's and its libraries' trees: a watcher counts changes
+/// (by events, or `polling`), and a thread of its own starts an index run for each batch.
+/// Says once on stderr when it has to poll, or cannot watch at all.
+pub(super) fn follow(shared: &Arc<Shared>, roots: Vec<PathBuf>, polling: bool) {
     let roots = outermost(roots);
-    let watcher = match watch_events(shared, &roots) {
-        Ok(watcher) => Ok((watcher, Watch::Events)),
-        Err(why) => poll(shared, &roots, why),
+    let watcher = match polling {
+        true => poll(shared, &roots, "asked for (--poll)".into()),
+        false => match watch_events(shared, &roots) {
+            Ok(watcher) => Ok((watcher, Watch::Events)),
+            Err(why) => poll(shared, &roots, why),
+        },
     };
     let watch = match watcher {
         Ok((watcher, watch)) => {
@@ -306,12 +309,12 @@ fn watch_events(
     shared: &Arc<Shared>,
     roots: &[PathBuf],
 ) -> Result<Box<dyn Watcher + Send>, String> {
-    let mut watcher =
-        notify::recommended_watcher(handler(shared, roots)).map_err(|e| e.to_string())?;
+    let mut watcher = notify::recommended_watcher(handler(shared, roots))
+        .map_err(|e| format!("could not start ({e})"))?;
     for root in roots {
         watcher
             .watch(root, RecursiveMode::Recursive)
-            .map_err(|e| format!("{}: {e}", root.display()))?;
+            .map_err(|e| format!("could not watch {} ({e})", root.display()))?;
     }
     Ok(Box::new(watcher))
 }
@@ -331,8 +334,7 @@ fn poll(
             .map_err(|e| format!("{}: {e}", root.display()))?;
     }
     eprintln!(
-        "quarry mcp: file-system events are not available ({why}); looking at the tree every \
-         {} s instead",
+        "quarry mcp: following the tree by looking at it every {} s: file-system events {why}",
         POLL_INTERVAL.as_secs()
     );
     Ok((Box::new(watcher), Watch::Polling { why }))
