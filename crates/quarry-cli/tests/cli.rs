@@ -10,7 +10,7 @@ use serde_json::Value;
 
 mod support;
 
-use support::{quarry, text};
+use support::{mcp_client, quarry, text};
 
 /// Runs quarry, expects success, and parses its standard output as JSON.
 fn json(dir: &Path, args: &[&str]) -> serde_json::Value {
@@ -360,20 +360,7 @@ fn the_mcp_server_answers_a_real_client_as_the_cli_does() {
     let four = json(dir, &["search", "--json", "-k", "4", "shipping cost"]);
 
     let fresh = shop();
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/mcp_client.py");
-    let out = Command::new(quarry_testkit::python())
-        .arg(script)
-        .arg(env!("CARGO_BIN_EXE_quarry"))
-        .arg(dir)
-        .arg(fresh.path())
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "the MCP client failed:\n{}",
-        text(&out.stderr)
-    );
-    let mcp: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let mcp = mcp_client("mcp_client.py", &[dir, fresh.path()]);
 
     assert_eq!(mcp["server"], "quarry");
     assert!(

@@ -2,8 +2,9 @@
 
 Usage: mcp_watch_edges.py QUARRY_BINARY INDEXED_ROOT DOOMED_ROOT POLLED_ROOT. Serves
 INDEXED_ROOT with `--no-watch`: a function appended to a file is not found until the index
-tool's build. Serves POLLED_ROOT with `--poll`: a function appended is found once the tree
-has been looked at. Then serves DOOMED_ROOT (watched), removes it, and searches: the answer
+tool's build. Serves POLLED_ROOT (a git work tree with a branch `extra`) with `--poll`: a
+function appended is found once the tree has been looked at, and a `git checkout extra` by
+the next search. Then serves DOOMED_ROOT (watched), removes it, and searches: the answer
 is a tool error that says so, and the server still answers after it. Prints one JSON object
 with what it saw.
 """
@@ -12,6 +13,7 @@ import asyncio
 import json
 import os
 import shutil
+import subprocess
 import sys
 import time
 
@@ -59,6 +61,9 @@ async def polled(quarry, root, out):
                 found = await defined_in(session, "tally_polled_parcels")
                 await asyncio.sleep(0.1)
             out["polled_found"] = found
+            # A checkout: the next search sees it (the git state), without waiting for a poll.
+            subprocess.run(["git", "checkout", "-q", "extra"], cwd=root, check=True)
+            out["checkout_found"] = await defined_in(session, "polled_checkout_marker")
 
 
 async def removed(quarry, root, out):

@@ -13,7 +13,7 @@ use serde_json::{Value, json};
 
 mod support;
 
-use support::{quarry, text};
+use support::{mcp_client, quarry, text};
 
 /// Files the `storm` branch adds.
 const STORM_FILES: usize = 2000;
@@ -89,19 +89,7 @@ fn pairs(value: &Value) -> Vec<(String, Option<String>)> {
 fn a_serving_mcp_follows_edits_deletions_renames_and_a_checkout_storm() {
     let repo = shop_with_a_storm_branch();
     let dir = repo.path();
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/mcp_watch.py");
-    let out = Command::new(quarry_testkit::python())
-        .arg(script)
-        .arg(env!("CARGO_BIN_EXE_quarry"))
-        .arg(dir)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "the MCP client failed:\n{}",
-        text(&out.stderr)
-    );
-    let seen: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let seen = mcp_client("mcp_watch.py", &[dir]);
     let watch = &seen["start_status"]["watch"];
     assert_eq!(watch["state"], "watching", "{seen}");
     assert_eq!(watch["files_waiting"], 0, "{seen}");
@@ -160,7 +148,7 @@ fn a_serving_mcp_follows_edits_deletions_renames_and_a_checkout_storm() {
 }
 
 /// `--no-watch`: an edit waits for the index tool's build. `--poll`: an edit is found once
-/// the tree has been looked at. And a watched root removed under the server: a clear
+/// the tree has been looked at, a `git checkout` by the next search. And a watched root removed under the server: a clear
 /// message, not a crash.
 #[test]
 fn unwatched_and_polled_trees_and_a_removed_root() {
@@ -170,22 +158,29 @@ fn unwatched_and_polled_trees_and_a_removed_root() {
     assert!(out.status.success(), "{}", text(&out.stderr));
     let doomed = quarry_testkit::shop();
     let polled = quarry_testkit::shop();
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/mcp_watch_edges.py");
-    let out = Command::new(quarry_testkit::python())
-        .arg(script)
-        .arg(env!("CARGO_BIN_EXE_quarry"))
-        .arg(dir)
-        .arg(doomed.path())
-        .arg(polled.path())
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", text(&out.stderr));
-    let seen: Value = serde_json::from_slice(&out.stdout).unwrap();
+    // A branch for the polled server to be checked out under it.
+    let at = polled.path();
+    fs::write(at.join(".gitignore"), ".quarry/\n").unwrap();
+    git(at, &["init", "-q", "-b", "main"]);
+    git(at, &["add", "-A"]);
+    git(at, &["commit", "-q", "-m", "shop"]);
+    git(at, &["checkout", "-q", "-b", "extra"]);
+    fs::write(
+        at.join("src/extra.rs"),
+        "pub fn polled_checkout_marker() -> u32 {\n    7\n}\n",
+    )
+    .unwrap();
+    git(at, &["add", "-A"]);
+    git(at, &["commit", "-q", "-m", "extra"]);
+    git(at, &["checkout", "-q", "main"]);
+    let seen = mcp_client("mcp_watch_edges.py", &[dir, doomed.path(), polled.path()]);
     assert_eq!(seen["watch"]["state"], "off", "{seen}");
     assert_eq!(seen["before_build"], json!([]), "{seen}");
     assert_eq!(seen["after_build"], json!(["src/cart.rs"]), "{seen}");
     assert_eq!(seen["polled_watch"]["state"], "polling", "{seen}");
     assert_eq!(seen["polled_found"], json!(["src/cart.rs"]), "{seen}");
+    // A checkout is seen by the next search, before the tree is polled: the git state.
+    assert_eq!(seen["checkout_found"], json!(["src/extra.rs"]), "{seen}");
     let gone = seen["root_gone"].as_str().unwrap();
     assert!(gone.contains("is gone (removed or moved)"), "{seen}");
     assert_eq!(seen["still_serving"], true, "{seen}");

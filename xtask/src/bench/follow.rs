@@ -35,14 +35,15 @@ pub struct FollowArgs {
     soak_edit_every: f64,
 }
 
-/// A `quarry mcp` child and the client session over its stdio.
-struct Served {
+/// A `quarry mcp` child and rmcp's client session over its stdio.
+pub(super) struct Served {
     child: tokio::process::Child,
-    client: RunningService<RoleClient, ()>,
+    pub(super) client: RunningService<RoleClient, ()>,
 }
 
 impl Served {
-    async fn start(quarry: &Path, root: &Path, flags: &[&str]) -> Result<Self> {
+    /// Starts `quarry mcp --root root` with `flags`, and shakes hands.
+    pub(super) async fn start(quarry: &Path, root: &Path, flags: &[&str]) -> Result<Self> {
         let mut child = tokio::process::Command::new(quarry)
             .arg("mcp")
             .arg("--root")
@@ -324,6 +325,8 @@ async fn soak(served: &Served, files: &[PathBuf], args: &FollowArgs) -> Result<S
         errors.extend(failed);
     }
     served.settled().await?;
+    // Resident memory as the server rests, not mid-way through its last checkpoint.
+    tokio::time::sleep(Duration::from_secs(10)).await;
     let end = rss_kib(pid)?;
     samples.push((started.elapsed().as_secs_f64(), end));
     let first_minute = samples
@@ -404,7 +407,8 @@ impl Followed {
             text.push_str(&format!(
                 "\n## Soak\n\n{:.1} minutes: an edit every {} s ({} edits) while {} callers \
                  searched without pause over the server's session ({} searches, p50 {s50:.1} ms, \
-                 p95 {s95:.1} ms), then until the index settled.\n\n\
+                 p95 {s95:.1} ms), then until the index settled; the last memory sample is 10 s \
+                 after that.\n\n\
                  | errors | RSS after the first minute | RSS at the end | end / first minute |\n\
                  |---:|---:|---:|---:|\n| {} | {:.1} MiB | {:.1} MiB | {:.3} |\n",
                 soak.minutes,

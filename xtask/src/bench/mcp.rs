@@ -12,7 +12,7 @@ use quarry_engine::{Engine, EngineOptions, SearchOptions};
 use serde_json::{Value, json};
 
 use crate::bench::common::{append_comment, git_commit, largest_source_files, write_report};
-use crate::bench::follow::{self, FollowArgs};
+use crate::bench::follow::{self, FollowArgs, Served};
 use crate::model::provisioner;
 
 /// Questions an agent working on an async runtime might ask (tokio's sources are the
@@ -189,7 +189,6 @@ fn in_process_latencies(root: &Path, calls: usize) -> Result<(u64, Vec<f64>)> {
 /// Each warm `semantic_search`'s wall time through a `quarry mcp` over stdio, called by
 /// rmcp's client: the server's share of the latency, with a client that adds little.
 fn rust_client_latencies(quarry: &Path, root: &Path, calls: usize) -> Result<Vec<f64>> {
-    use rmcp::ServiceExt;
     use rmcp::model::CallToolRequestParams;
 
     let search = |query: &str| {
@@ -201,21 +200,8 @@ fn rust_client_latencies(quarry: &Path, root: &Path, calls: usize) -> Result<Vec
         .enable_all()
         .build()?;
     runtime.block_on(async {
-        let mut server = tokio::process::Command::new(quarry)
-            .arg("mcp")
-            .arg("--root")
-            .arg(root)
-            .arg("--no-index")
-            .stdin(std::process::Stdio::piped())
-            .stdout(std::process::Stdio::piped())
-            .kill_on_drop(true)
-            .spawn()
-            .with_context(|| format!("starting {} mcp", quarry.display()))?;
-        let pipes = (
-            server.stdout.take().context("the server's stdout")?,
-            server.stdin.take().context("the server's stdin")?,
-        );
-        let client = ().serve(pipes).await.context("the MCP handshake")?;
+        let served = Served::start(quarry, root, &["--no-index"]).await?;
+        let client = &served.client;
         // Warm up as the Python client does.
         for query in &QUERIES[..3] {
             client.call_tool(search(query)).await?;
@@ -231,7 +217,7 @@ fn rust_client_latencies(quarry: &Path, root: &Path, calls: usize) -> Result<Vec
                 result.content
             );
         }
-        client.cancel().await?;
+        served.client.cancel().await?;
         Ok(millis)
     })
 }

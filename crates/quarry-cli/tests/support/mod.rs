@@ -27,3 +27,25 @@ pub fn quarry_with(dir: &Path, args: &[&str], env: &[(&str, Option<&str>)]) -> O
 pub fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
 }
+
+/// Runs the official MCP Python SDK's client script `tests/{script}` with this build's
+/// `quarry` and `args`, and parses the one JSON object it prints; its failure fails the test
+/// with its stderr.
+pub fn mcp_client(script: &str, args: &[&Path]) -> serde_json::Value {
+    let out = Command::new(quarry_testkit::python())
+        .arg(
+            Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("tests")
+                .join(script),
+        )
+        .arg(env!("CARGO_BIN_EXE_quarry"))
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "the MCP client {script} failed:\n{}",
+        text(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}

@@ -17,9 +17,10 @@ use std::collections::HashSet;
 use std::path::{Component, Path, PathBuf};
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, MutexGuard, Weak};
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 use notify::{Event, EventKind, PollWatcher, RecursiveMode, Watcher};
+use quarry_engine::INDEX_DIR;
 use serde_json::{Value, json};
 
 use super::Shared;
@@ -74,6 +75,11 @@ pub(super) struct Changes {
     searches_waiting: usize,
     /// Why the watcher asked to be replaced by polling (out of watches), once it has.
     fall_back: Option<String>,
+    /// The repository's git state when the last first phase began.
+    git_claimed: Option<GitState>,
+    /// The last cookie a search made, and those whose creation the watcher has reported.
+    last_cookie: u64,
+    cookies: HashSet<u64>,
 }
 
 impl Changes {
@@ -163,6 +169,26 @@ impl Changes {
     }
 }
 
+/// What a git operation on the work tree (checkout, pull, stash, reset) changes even when
+/// the watcher misses its events: the modification time and size of the git index and of
+/// `HEAD`. Two `stat`s, cheap enough for every search.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct GitState([Option<(SystemTime, u64)>; 2]);
+
+impl GitState {
+    /// The state of the repository at `root`, if `root` has a `.git` directory.
+    fn of(root: &Path) -> Option<GitState> {
+        let git = root.join(".git");
+        let stat = |name: &str| {
+            std::fs::metadata(git.join(name))
+                .ok()
+                .map(|m| (m.modified().unwrap_or(SystemTime::UNIX_EPOCH), m.len()))
+        };
+        git.is_dir()
+            .then(|| GitState([stat("index"), stat("HEAD")]))
+    }
+}
+
 /// The most changed paths remembered for status: a larger storm is counted as at least
 /// this many files.
 const MAX_WAITING_PATHS: usize = 100_000;
@@ -195,7 +221,9 @@ impl Shared {
 
     /// Claims the changes counted so far, for a first phase about to start.
     pub(super) fn claim_changes(&self) -> Claim {
+        let git = GitState::of(&self.root);
         let mut changes = self.changes();
+        changes.git_claimed = git;
         changes.claimed = changes.seen;
         changes.batch = None;
         Claim {
@@ -242,9 +270,20 @@ impl Shared {
                 self.root.display()
             ));
         }
+        if self.changes().watch == Watch::Events {
+            self.sync_with_watcher();
+        }
+        let git = GitState::of(&self.root);
         let mut changes = self.changes();
+        if changes.watch == Watch::Off {
+            return Ok(());
+        }
+        // A checkout, pull or stash whose events were missed (or not yet polled).
+        if git != changes.git_claimed && !changes.unclaimed() {
+            changes.note([self.root.clone()]);
+        }
         let target = changes.seen;
-        if changes.applied >= target || changes.watch == Watch::Off {
+        if changes.applied >= target {
             return Ok(());
         }
         changes.searches_waiting += 1;
@@ -259,6 +298,61 @@ impl Shared {
         changes.searches_waiting -= 1;
         Ok(())
     }
+}
+
+impl Shared {
+    /// Waits until the watcher has reported every event before now (at most
+    /// [`COOKIE_WAIT`]): it makes a cookie file in the index directory and waits for its
+    /// creation's event, which the operating system delivers after every earlier one (as
+    /// watchman's cookies do). Without it, a file changed a moment before a search could
+    /// still be on its way to the watcher.
+    fn sync_with_watcher(&self) {
+        let number = {
+            let mut changes = self.changes();
+            changes.last_cookie += 1;
+            changes.last_cookie
+        };
+        let cookie = self
+            .root
+            .join(INDEX_DIR)
+            .join(format!("{COOKIE_PREFIX}{}-{number}", std::process::id()));
+        if std::fs::write(&cookie, b"").is_err() {
+            return;
+        }
+        let changes = self.changes();
+        let mut changes = self
+            .changes_signal
+            .wait_timeout_while(changes, COOKIE_WAIT, |c| {
+                !c.cookies.contains(&number) && !self.stopped.load(Ordering::SeqCst)
+            })
+            .unwrap_or_else(|p| p.into_inner())
+            .0;
+        changes.cookies.remove(&number);
+        drop(changes);
+        let _ = std::fs::remove_file(&cookie);
+    }
+}
+
+/// What a cookie file's name starts with; the server's process id and the cookie's number
+/// follow.
+const COOKIE_PREFIX: &str = "watch-cookie-";
+
+/// The longest a search waits for its cookie's event.
+const COOKIE_WAIT: Duration = Duration::from_secs(1);
+
+/// Whether `event` is about a cookie file.
+fn is_cookie(event: &Event) -> bool {
+    event.paths.iter().any(|path| cookie_number(path).is_some())
+}
+
+/// The number of this server's cookie at `path`, if it is one.
+fn cookie_number(path: &Path) -> Option<u64> {
+    let name = path.file_name()?.to_str()?.strip_prefix(COOKIE_PREFIX)?;
+    let (pid, number) = name.split_once('-')?;
+    let in_index_dir = path.parent()?.file_name()? == INDEX_DIR;
+    (in_index_dir && pid.parse() == Ok(std::process::id()))
+        .then(|| number.parse().ok())
+        .flatten()
 }
 
 /// Starts following the repository's and its libraries' trees: a watcher counts changes
@@ -284,9 +378,12 @@ pub(super) fn follow(shared: &Arc<Shared>, roots: Vec<PathBuf>, polling: bool) {
         }
     };
     {
+        let git = GitState::of(&shared.root);
         let mut changes = shared.changes();
         changes.watch = watch;
         changes.roots = roots;
+        // Changes before the watch are the start-up index run's (or `--no-index`'s) to take.
+        changes.git_claimed = git;
     }
     let shared = Arc::clone(shared);
     std::thread::spawn(move || refresh(&shared));
@@ -355,6 +452,12 @@ fn handler(
         let paths = match event {
             Ok(event) if event.need_rescan() => roots.clone(),
             Ok(event) if matches!(event.kind, EventKind::Access(_)) => return,
+            Ok(event) if matches!(event.kind, EventKind::Create(_)) && is_cookie(&event) => {
+                let cookies = event.paths.iter().filter_map(|path| cookie_number(path));
+                shared.changes().cookies.extend(cookies);
+                shared.changes_signal.notify_all();
+                return;
+            }
             Ok(event) => {
                 let paths: Vec<PathBuf> = event
                     .paths
@@ -368,10 +471,8 @@ fn handler(
             }
             Err(error) => {
                 if let notify::ErrorKind::MaxFilesWatch = error.kind {
-                    shared
-                        .changes()
-                        .fall_back
-                        .get_or_insert_with(|| error.to_string());
+                    let why = format!("ran out of watches ({error})");
+                    shared.changes().fall_back.get_or_insert(why);
                 }
                 // Whatever went wrong, the next first phase walks the whole tree.
                 roots.clone()
@@ -514,6 +615,22 @@ mod tests {
         assert_eq!(changes.due_in(), None, "claimed by a run");
         changes.applied = changes.seen;
         assert_eq!(changes.files_waiting(), None);
+    }
+
+    #[test]
+    fn cookies_are_this_servers_files_in_the_index_directory() {
+        let pid = std::process::id();
+        let cookie = |path: String| cookie_number(Path::new(&path));
+        assert_eq!(
+            cookie(format!("/repo/.quarry/watch-cookie-{pid}-7")),
+            Some(7)
+        );
+        assert_eq!(
+            cookie(format!("/repo/.quarry/watch-cookie-{}-7", pid + 1)),
+            None
+        );
+        assert_eq!(cookie(format!("/repo/src/watch-cookie-{pid}-7")), None);
+        assert_eq!(cookie("/repo/.quarry/index.redb".into()), None);
     }
 
     #[test]
