@@ -144,7 +144,9 @@ struct Soak {
     search_ms: Vec<f64>,
     rss_first_minute_kib: u64,
     rss_end_kib: u64,
+    /// Samples of resident memory every ten seconds of soak (pauses left out).
     rss_samples: Vec<(f64, u64)>,
+    wall_s: f64,
 }
 
 /// Runs the follow bench on a copy of `root` (with its index).
@@ -283,18 +285,31 @@ async fn idle(
 }
 
 /// Edits every `soak_edit_every` seconds while `soak_clients` callers search without pause,
-/// for `soak_minutes`; resident memory sampled every ten seconds.
+/// for `soak_minutes`; resident memory sampled every ten seconds, and measured at rest (the
+/// callers paused, the index settled, ten seconds later) after the first minute and at the
+/// end, so that the two are alike.
 async fn soak(served: &Served, files: &[PathBuf], args: &FollowArgs) -> Result<Soak> {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering};
+
     let duration = Duration::from_secs_f64(args.soak_minutes * 60.0);
-    let started = Instant::now();
     let pid = served.pid()?;
+    let (paused, stopped) = (
+        Arc::new(AtomicBool::new(false)),
+        Arc::new(AtomicBool::new(false)),
+    );
     let mut callers = Vec::new();
     for c in 0..args.soak_clients {
         let peer = served.client.peer().clone();
+        let (paused, stopped) = (Arc::clone(&paused), Arc::clone(&stopped));
         callers.push(tokio::spawn(async move {
             let (mut millis, mut errors) = (Vec::new(), Vec::new());
             let mut i = c;
-            while started.elapsed() < duration {
+            while !stopped.load(Ordering::Relaxed) {
+                if paused.load(Ordering::Relaxed) {
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    continue;
+                }
                 let query = super::mcp::QUERIES[i % super::mcp::QUERIES.len()];
                 let called = Instant::now();
                 match call(&peer, "semantic_search", json!({"query": query})).await {
@@ -306,33 +321,43 @@ async fn soak(served: &Served, files: &[PathBuf], args: &FollowArgs) -> Result<S
             (millis, errors)
         }));
     }
-    let mut edits = 0;
-    let mut samples = Vec::new();
+    // The server at rest: callers paused, the index settled, ten seconds on.
+    let at_rest = || async {
+        paused.store(true, Ordering::Relaxed);
+        served.settled().await?;
+        tokio::time::sleep(Duration::from_secs(10)).await;
+        let rss = rss_kib(pid);
+        paused.store(false, Ordering::Relaxed);
+        rss
+    };
+    let started = Instant::now();
+    let (mut edits, mut active, mut samples) = (0, Duration::ZERO, Vec::new());
+    let mut first_minute = None;
     let mut next_sample = Duration::ZERO;
-    while started.elapsed() < duration {
-        if started.elapsed() >= next_sample {
-            samples.push((started.elapsed().as_secs_f64(), rss_kib(pid)?));
+    while active < duration {
+        let edit_started = Instant::now();
+        if active >= next_sample {
+            samples.push((active.as_secs_f64(), rss_kib(pid)?));
             next_sample += Duration::from_secs(10);
+        }
+        if first_minute.is_none() && active >= Duration::from_secs(60) {
+            first_minute = Some(at_rest().await?);
+            continue;
         }
         append_probe(&files[edits % files.len()], &format!("soak{edits}"))?;
         edits += 1;
         tokio::time::sleep(Duration::from_secs_f64(args.soak_edit_every)).await;
+        active += edit_started.elapsed();
     }
+    let end = at_rest().await?;
+    stopped.store(true, Ordering::Relaxed);
     let (mut search_ms, mut errors) = (Vec::new(), Vec::new());
     for caller in callers {
         let (millis, failed) = caller.await?;
         search_ms.extend(millis);
         errors.extend(failed);
     }
-    served.settled().await?;
-    // Resident memory as the server rests, not mid-way through its last checkpoint.
-    tokio::time::sleep(Duration::from_secs(10)).await;
-    let end = rss_kib(pid)?;
-    samples.push((started.elapsed().as_secs_f64(), end));
-    let first_minute = samples
-        .iter()
-        .find(|(at, _)| *at >= 60.0)
-        .map_or(end, |(_, rss)| *rss);
+    samples.push((active.as_secs_f64(), end));
     Ok(Soak {
         minutes: args.soak_minutes,
         clients: args.soak_clients,
@@ -341,9 +366,10 @@ async fn soak(served: &Served, files: &[PathBuf], args: &FollowArgs) -> Result<S
         searches: search_ms.len(),
         errors,
         search_ms,
-        rss_first_minute_kib: first_minute,
+        rss_first_minute_kib: first_minute.unwrap_or(end),
         rss_end_kib: end,
         rss_samples: samples,
+        wall_s: started.elapsed().as_secs_f64(),
     })
 }
 
@@ -376,6 +402,7 @@ impl Followed {
                     "end": soak.rss_end_kib, "samples": soak.rss_samples},
                 "rss_end_over_first_minute": soak.rss_end_kib as f64
                     / soak.rss_first_minute_kib as f64,
+                "wall_s": soak.wall_s,
             });
         }
         value
@@ -407,8 +434,8 @@ impl Followed {
             text.push_str(&format!(
                 "\n## Soak\n\n{:.1} minutes: an edit every {} s ({} edits) while {} callers \
                  searched without pause over the server's session ({} searches, p50 {s50:.1} ms, \
-                 p95 {s95:.1} ms), then until the index settled; the last memory sample is 10 s \
-                 after that.\n\n\
+                 p95 {s95:.1} ms). Resident memory is measured at rest both times: the callers \
+                 paused, the index settled, 10 s later.\n\n\
                  | errors | RSS after the first minute | RSS at the end | end / first minute |\n\
                  |---:|---:|---:|---:|\n| {} | {:.1} MiB | {:.1} MiB | {:.3} |\n",
                 soak.minutes,
