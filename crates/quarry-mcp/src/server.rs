@@ -27,6 +27,7 @@ use serde_json::Value;
 use crate::McpError;
 use crate::stdio;
 
+mod changes;
 mod indexer;
 mod protocol;
 mod watch;
@@ -35,8 +36,8 @@ use crate::args::{
     IndexAction, IndexArgs, RelatedArgs, ResultArgs, SearchArgs, SimilarArgs, Similarity,
     SimilarityArgs,
 };
+use changes::Changes;
 use indexer::{Indexing, build, spawn_indexer};
-use watch::Changes;
 
 /// How the server runs.
 #[derive(Debug, Clone, Copy)]
