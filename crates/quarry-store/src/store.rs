@@ -132,9 +132,18 @@ impl Handle {
     }
 }
 
-fn builder() -> Builder {
+/// A reader's page cache: a long-lived reader (`quarry mcp`) otherwise keeps every page it
+/// has read, up to redb's 1 GiB, and a server re-indexing after every edit reads new pages all
+/// day; the operating system's page cache serves what falls out of it.
+pub(crate) const READER_CACHE_BYTES: usize = 16 << 20;
+
+/// redb's builder for quarry's index, with a page cache of `cache_bytes` (else redb's).
+fn builder(cache_bytes: Option<usize>) -> Builder {
     let mut builder = Builder::new();
     builder.set_concurrency_mode(ConcurrencyMode::SingleWriter);
+    if let Some(bytes) = cache_bytes {
+        builder.set_cache_size(bytes);
+    }
     builder
 }
 
@@ -163,7 +172,7 @@ impl Store {
         settings: IndexSettings,
         writer_lock: fs::File,
     ) -> Result<Self, StoreError> {
-        let db = open_database(&path, |builder| builder.create(&path))?;
+        let db = open_database(&path, None, |builder| builder.create(&path))?;
         let mut lexical = LexicalIndex::open_writer(&path.with_file_name(LEXICAL_DIR))?;
         let replaced = lexical.take_replaced();
         let fresh = lexical.generation().is_none();
@@ -192,10 +201,13 @@ impl Store {
     /// read sees the writer's last commit. The index must exist and match `settings`.
     pub fn open_read_only(root: &Path, settings: IndexSettings) -> Result<Self, StoreError> {
         let path = Self::database_path(root);
-        if !path.is_file() {
+        // Missing, or created by a writer that has not yet written redb's header to it.
+        if !path.metadata().is_ok_and(|m| m.is_file() && m.len() > 0) {
             return Err(StoreError::NoIndex { path });
         }
-        let db = open_database(&path, |builder| builder.open_read_only(&path))?;
+        let db = open_database(&path, Some(READER_CACHE_BYTES), |builder| {
+            builder.open_read_only(&path)
+        })?;
         let lexical = open_lexical_reader(&path.with_file_name(LEXICAL_DIR))?;
         let store = Self::new(Handle::Reader(db), path, settings, lexical, None);
         let stored = store.read(|txn| match txn.open_table(META) {
@@ -459,9 +471,10 @@ impl Store {
 /// plain open of a damaged file may raise), is the store's error.
 fn open_database<D>(
     path: &Path,
+    cache_bytes: Option<usize>,
     open: impl FnOnce(&Builder) -> Result<D, redb::DatabaseError>,
 ) -> Result<D, StoreError> {
-    let builder = builder();
+    let builder = builder(cache_bytes);
     match crate::damage::catch_quietly(|| open(&builder)) {
         Ok(opened) => opened.map_err(|e| database_error(path, e.into())),
         Err(panic) => Err(corrupt(

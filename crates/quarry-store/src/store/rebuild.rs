@@ -5,9 +5,9 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use super::{
-    ANN_DIR, DATABASE_FILE, Handle, INDEX_DIR, LEXICAL_DIR, ROWS_DIR, Store, WRITER_LOCK,
-    create_index_dir, lock_for_writing, open_database, open_lexical_reader, remove_if_present,
-    within_lock_grace,
+    ANN_DIR, DATABASE_FILE, Handle, INDEX_DIR, LEXICAL_DIR, READER_CACHE_BYTES, ROWS_DIR, Store,
+    WRITER_LOCK, create_index_dir, lock_for_writing, open_database, open_lexical_reader,
+    remove_if_present, within_lock_grace,
 };
 use crate::StoreError;
 use crate::records::IndexSettings;
@@ -85,7 +85,9 @@ impl Store {
     /// A read-only handle of this index (see [`Store::open_read_only`]), wherever it lives:
     /// a [`Store::stage`]d index is read through this before it is published.
     pub fn reader(&self) -> Result<Self, StoreError> {
-        let db = open_database(&self.path, |builder| builder.open_read_only(&self.path))?;
+        let db = open_database(&self.path, Some(READER_CACHE_BYTES), |builder| {
+            builder.open_read_only(&self.path)
+        })?;
         let lexical = open_lexical_reader(&self.lexical_dir())?;
         let mut reader = Self::new(
             Handle::Reader(db),
