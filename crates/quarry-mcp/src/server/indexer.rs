@@ -96,20 +96,19 @@ pub(super) fn start(shared: &Arc<Shared>, force: bool) -> bool {
 }
 
 /// `index build`: brings the index up to date (on the indexer's thread) and answers once
-/// it is, unless the indexer is already at it. Waiting for another writer, it answers after
-/// [`BUILD_WRITER_WAIT`] with the indexer still waiting its turn.
+/// it is. A run already at work (one the watcher started, or a forced rebuild) brings it up
+/// to date as well: the answer waits for it, for [`BUILD_WRITER_WAIT`] at most. Waiting for
+/// another writer, it answers after that long with the indexer still waiting its turn.
 pub(super) fn build(shared: Arc<Shared>) -> Outcome {
-    if !start(&shared, false) {
-        return Ok(json!({"indexing": shared.indexing().json(),
-            "coverage": shared.coverage()?,
-            "note": "indexing is already running; poll index status"}));
-    }
+    let ours = start(&shared, false);
     let deadline = Instant::now() + BUILD_WRITER_WAIT;
     let mut state = shared.indexing.lock().unwrap_or_else(|p| p.into_inner());
     loop {
+        let late = Instant::now() >= deadline;
         match &*state {
             state if !state.in_progress() => break,
-            Indexing::WaitingForWriter { .. } if Instant::now() >= deadline => break,
+            Indexing::WaitingForWriter { .. } if late => break,
+            _ if late && !ours => break,
             _ => {}
         }
         state = shared
@@ -121,11 +120,17 @@ pub(super) fn build(shared: Arc<Shared>) -> Outcome {
     let indexing = state.clone();
     drop(state);
     let mut answer = json!({"indexing": indexing.json(), "coverage": shared.coverage()?});
-    if indexing.in_progress() {
-        answer["note"] = json!(
-            "another quarry process is writing the index: this server indexes as soon as it \
-             is done; poll index status"
-        );
+    match indexing {
+        Indexing::WaitingForWriter { .. } => {
+            answer["note"] = json!(
+                "another quarry process is writing the index: this server indexes as soon as \
+                 it is done; poll index status"
+            )
+        }
+        Indexing::Running { .. } => {
+            answer["note"] = json!("indexing is still running; poll index status")
+        }
+        _ => {}
     }
     Ok(answer)
 }
