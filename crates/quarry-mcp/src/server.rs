@@ -270,14 +270,15 @@ impl ServerHandler for Server {
 
 impl Drop for Server {
     fn drop(&mut self) {
-        let _state = self
+        // Held while `stopped` is set: a thread waiting on `indexing` sees it when it wakes.
+        let state = self
             .shared
             .indexing
             .lock()
             .unwrap_or_else(|p| p.into_inner());
         self.shared.stopped.store(true, Ordering::SeqCst);
         self.shared.indexing_changed.notify_all();
-        drop(_state);
+        drop(state);
         self.shared.signal_changes();
         self.shared
             .watcher
@@ -450,10 +451,7 @@ impl Shared {
     fn status(&self) -> Outcome {
         let indexing = self.indexing().json();
         let watch = self.watch_json();
-        if !self.root.is_dir() {
-            // The same message a search gives.
-            self.await_fresh()?;
-        }
+        self.root_present()?;
         self.with_engine(|engine| {
             let status = engine
                 .status(self.config.search.drift_threshold)

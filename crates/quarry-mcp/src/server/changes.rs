@@ -14,7 +14,6 @@ use std::sync::MutexGuard;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant, SystemTime};
 
-use notify::Event;
 use quarry_engine::INDEX_DIR;
 use serde_json::{Value, json};
 
@@ -252,16 +251,23 @@ impl Shared {
         self.changes().files_waiting()
     }
 
+    /// The repository root is still where the server was started on, or the message that
+    /// says it is gone.
+    pub(super) fn root_present(&self) -> Result<(), String> {
+        if self.root.is_dir() {
+            return Ok(());
+        }
+        Err(format!(
+            "the repository root {} is gone (removed or moved): the index can no longer be \
+             checked against it; start quarry mcp again with --root at its new place",
+            self.root.display()
+        ))
+    }
+
     /// Before a search: the repository is still there, and the changes counted before it
     /// was asked are applied (waiting up to [`FRESH_WAIT`] for them).
     pub(super) fn await_fresh(&self) -> Result<(), String> {
-        if !self.root.is_dir() {
-            return Err(format!(
-                "the repository root {} is gone (removed or moved): the index can no longer \
-                 be checked against it; start quarry mcp again with --root at its new place",
-                self.root.display()
-            ));
-        }
+        self.root_present()?;
         if self.changes().watch == Watch::Events {
             self.sync_with_watcher();
         }
@@ -331,11 +337,6 @@ const COOKIE_PREFIX: &str = "watch-cookie-";
 
 /// The longest a search waits for its cookie's event.
 const COOKIE_WAIT: Duration = Duration::from_secs(1);
-
-/// Whether `event` is about a cookie file.
-pub(super) fn is_cookie(event: &Event) -> bool {
-    event.paths.iter().any(|path| cookie_number(path).is_some())
-}
 
 /// The number of this server's cookie at `path`, if it is one.
 pub(super) fn cookie_number(path: &Path) -> Option<u64> {

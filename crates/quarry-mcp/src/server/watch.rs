@@ -20,7 +20,7 @@ use std::time::Duration;
 use notify::{Event, EventKind, PollWatcher, RecursiveMode, Watcher};
 
 use super::Shared;
-use super::changes::{GitState, LONGEST_DELAY, Watch, cookie_number, is_cookie};
+use super::changes::{GitState, LONGEST_DELAY, Watch, cookie_number};
 use super::indexer::start;
 
 /// How often the polling fallback looks at the tree.
@@ -123,13 +123,19 @@ fn handler(
         let paths = match event {
             Ok(event) if event.need_rescan() => roots.clone(),
             Ok(event) if matches!(event.kind, EventKind::Access(_)) => return,
-            Ok(event) if matches!(event.kind, EventKind::Create(_)) && is_cookie(&event) => {
-                let cookies = event.paths.iter().filter_map(|path| cookie_number(path));
-                shared.changes().cookies.extend(cookies);
-                shared.changes_signal.notify_all();
-                return;
-            }
             Ok(event) => {
+                if matches!(event.kind, EventKind::Create(_)) {
+                    let cookies: Vec<u64> = event
+                        .paths
+                        .iter()
+                        .filter_map(|p| cookie_number(p))
+                        .collect();
+                    if !cookies.is_empty() {
+                        shared.changes().cookies.extend(cookies);
+                        shared.changes_signal.notify_all();
+                        return;
+                    }
+                }
                 let paths: Vec<PathBuf> = event
                     .paths
                     .into_iter()
