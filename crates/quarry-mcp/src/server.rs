@@ -74,6 +74,8 @@ struct Shared {
     model: ModelDir,
     options: ServerOptions,
     indexing: Mutex<Indexing>,
+    /// The indexer's thread, which runs one index run at a time.
+    runs: indexer::Runs,
     /// Signalled whenever `indexing` changes, and when the server stops.
     indexing_changed: Condvar,
     /// What the watcher counted and the indexer applied.
@@ -130,6 +132,7 @@ impl Server {
                 model,
                 options,
                 indexing: Mutex::new(Indexing::Idle),
+                runs: Mutex::default(),
                 indexing_changed: Condvar::new(),
                 changes: Mutex::default(),
                 changes_signal: Condvar::new(),

@@ -1,9 +1,14 @@
-//! The background indexer: one index run at a time on a thread of its own, its progress in
-//! [`Indexing`] for `index status` and for searches that wait out the first phase. While
+//! The background indexer: one index run at a time on one long-lived thread, its progress
+//! in [`Indexing`] for `index status` and for searches that wait out the first phase. While
 //! another process writes the index, the run waits its turn, retrying with a growing pause
 //! for as long as the server runs.
+//!
+//! The thread lives as long as the server: a watching server starts a run per edit, and a
+//! thread per run left the allocator a heap per finished thread, holding the vector index
+//! that thread built for the searches (resident memory crept up over a soak).
 
-use std::sync::Arc;
+use std::sync::mpsc::{Receiver, Sender, channel};
+use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
 
 use quarry_engine::view::IndexReportView;
@@ -81,7 +86,7 @@ pub(super) fn spawn_indexer(shared: Arc<Shared>, force: bool) -> Value {
         "note": "indexing runs in the background; poll index status"})
 }
 
-/// Starts the indexer on its own thread, unless it is running; whether it started.
+/// Starts an index run on the indexer's thread, unless one is running; whether it started.
 pub(super) fn start(shared: &Arc<Shared>, force: bool) -> bool {
     {
         let mut state = shared.indexing.lock().unwrap_or_else(|p| p.into_inner());
@@ -90,10 +95,32 @@ pub(super) fn start(shared: &Arc<Shared>, force: bool) -> bool {
         }
         *state = Indexing::STARTED;
     }
-    let shared = Arc::clone(shared);
-    std::thread::spawn(move || run_indexer(&shared, force));
+    let mut runs = shared.runs.lock().unwrap_or_else(|p| p.into_inner());
+    let sent = runs.as_ref().map(|runs| runs.send(force));
+    if !matches!(sent, Some(Ok(()))) {
+        // The first run, or the thread is gone (a run panicked): a thread for this one.
+        let (sender, receiver) = channel();
+        let weak = Arc::downgrade(shared);
+        std::thread::spawn(move || serve_runs(&weak, &receiver));
+        sender.send(force).expect("the new indexer thread receives");
+        *runs = Some(sender);
+    }
     true
 }
+
+/// The indexer's thread: each `force` received is one run. It ends with the server, whose
+/// [`Shared`] holds the sender.
+fn serve_runs(shared: &Weak<Shared>, runs: &Receiver<bool>) {
+    while let Ok(force) = runs.recv() {
+        let Some(shared) = shared.upgrade() else {
+            return;
+        };
+        run_indexer(&shared, force);
+    }
+}
+
+/// Where [`start`] sends runs to the indexer's thread (None until the first run).
+pub(super) type Runs = Mutex<Option<Sender<bool>>>;
 
 /// `index build`: brings the index up to date (on the indexer's thread) and answers once
 /// it is. A run already at work (one the watcher started, or a forced rebuild) brings it up
