@@ -8,7 +8,7 @@
 //! event follows every earlier one), looks at the git state (a checkout whose events were
 //! missed), then waits until every change counted before it is applied.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::MutexGuard;
 use std::sync::atomic::Ordering;
@@ -68,12 +68,20 @@ pub(super) struct Changes {
     pub(super) fall_back: Option<String>,
     /// The repository's git state when the last first phase began.
     pub(super) git_claimed: Option<GitState>,
-    /// The last cookie a search made, and those whose creation the watcher has reported.
+    /// The last cookie a search made, and those searches wait for: whether the watcher has
+    /// reported its creation. A cookie reported after its search gave up is not kept.
     last_cookie: u64,
-    pub(super) cookies: HashSet<u64>,
+    cookies: HashMap<u64, bool>,
 }
 
 impl Changes {
+    /// The watcher saw cookie `number` created.
+    pub(super) fn cookie_seen(&mut self, number: u64) {
+        if let Some(seen) = self.cookies.get_mut(&number) {
+            *seen = true;
+        }
+    }
+
     /// Counts an event about `paths`.
     pub(super) fn note(&mut self, paths: impl IntoIterator<Item = PathBuf>) {
         self.seen += 1;
@@ -308,25 +316,24 @@ impl Shared {
         let number = {
             let mut changes = self.changes();
             changes.last_cookie += 1;
-            changes.last_cookie
+            let number = changes.last_cookie;
+            changes.cookies.insert(number, false);
+            number
         };
         let cookie = self
             .root
             .join(INDEX_DIR)
             .join(format!("{COOKIE_PREFIX}{}-{number}", std::process::id()));
-        if std::fs::write(&cookie, b"").is_err() {
-            return;
+        if std::fs::write(&cookie, b"").is_ok() {
+            let changes = self.changes();
+            let _ = self
+                .changes_signal
+                .wait_timeout_while(changes, COOKIE_WAIT, |c| {
+                    c.cookies.get(&number) == Some(&false) && !self.stopped.load(Ordering::SeqCst)
+                })
+                .unwrap_or_else(|p| p.into_inner());
         }
-        let changes = self.changes();
-        let mut changes = self
-            .changes_signal
-            .wait_timeout_while(changes, COOKIE_WAIT, |c| {
-                !c.cookies.contains(&number) && !self.stopped.load(Ordering::SeqCst)
-            })
-            .unwrap_or_else(|p| p.into_inner())
-            .0;
-        changes.cookies.remove(&number);
-        drop(changes);
+        self.changes().cookies.remove(&number);
         let _ = std::fs::remove_file(&cookie);
     }
 }

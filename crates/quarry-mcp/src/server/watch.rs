@@ -131,7 +131,9 @@ fn handler(
                         .filter_map(|p| cookie_number(p))
                         .collect();
                     if !cookies.is_empty() {
-                        shared.changes().cookies.extend(cookies);
+                        let mut changes = shared.changes();
+                        cookies.into_iter().for_each(|n| changes.cookie_seen(n));
+                        drop(changes);
                         shared.changes_signal.notify_all();
                         return;
                     }
