@@ -3,6 +3,8 @@ one runtime a process, so that each reports its own peak RSS:
 
 - `torch-fp32`: sentence-transformers on PyTorch (CPU, fp32);
 - `torch-bf16`: the same under `torch.autocast("cpu", dtype=torch.bfloat16)`;
+- `torch-cuda`: sentence-transformers on PyTorch on the GPU (CUDA, fp32), where PyTorch sees
+  one (otherwise it answers `{"unavailable": why}`);
 - `ort-int8`: the model's transformer exported to ONNX, quantised with ONNX Runtime's dynamic
   int8 quantisation (per channel), run by an ONNX Runtime session, then mean-pooled and
   normalised as the sentence-transformers pipeline does.
@@ -20,14 +22,14 @@ import tempfile
 import time
 
 
-def torch_runtime(job, bf16):
+def torch_runtime(job, bf16, device="cpu"):
     """`encode` on sentence-transformers, and the runtime's description."""
     import torch
     import torch.nn.functional as F
     from sentence_transformers import SentenceTransformer, __version__
 
     torch.set_num_threads(job["threads"])
-    model = SentenceTransformer(job["model_dir"], device="cpu")
+    model = SentenceTransformer(job["model_dir"], device=device)
     autocast = (
         (lambda: torch.autocast("cpu", dtype=torch.bfloat16)) if bf16 else contextlib.nullcontext
     )
@@ -37,13 +39,24 @@ def torch_runtime(job, bf16):
         with autocast():
             vectors = model.encode(texts, batch_size=batch_size, convert_to_tensor=True)
         # Normalised in fp32 whatever the autocast computed in.
-        return F.normalize(vectors.float(), dim=-1).numpy()
+        return F.normalize(vectors.float(), dim=-1).cpu().numpy()
 
     kind = "bf16 autocast" if bf16 else "fp32"
-    return encode, (
-        f"PyTorch {torch.__version__} {kind}, sentence-transformers {__version__}, "
-        f"{torch.get_num_threads()} threads"
+    where = (
+        f"on {torch.cuda.get_device_name()}"
+        if device == "cuda"
+        else f"{torch.get_num_threads()} threads"
     )
+    return encode, f"PyTorch {torch.__version__} {kind}, sentence-transformers {__version__}, {where}"
+
+
+def cuda_unavailable():
+    """Why PyTorch cannot run on CUDA here, or None where it can."""
+    import torch
+
+    if not torch.cuda.is_available():
+        return f"PyTorch {torch.__version__} sees no CUDA device"
+    return None
 
 
 def export_int8(model_dir, path):
@@ -138,7 +151,13 @@ def main():
     job = json.load(sys.stdin)
     with tempfile.TemporaryDirectory(prefix="quarry-embed-reference-") as work_dir:
         runtime = job["runtime"]
-        if runtime == "ort-int8":
+        if runtime == "torch-cuda" and (why := cuda_unavailable()):
+            json.dump({"unavailable": why}, result_out)
+            result_out.close()
+            return
+        if runtime == "torch-cuda":
+            encode, description = torch_runtime(job, bf16=False, device="cuda")
+        elif runtime == "ort-int8":
             encode, description = ort_runtime(job, work_dir)
         else:
             encode, description = torch_runtime(job, bf16=runtime == "torch-bf16")

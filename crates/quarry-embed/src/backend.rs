@@ -16,7 +16,9 @@ pub enum BackendChoice {
     Auto,
     /// Burn's `flex` CPU backend.
     Cpu,
-    /// Burn's WGPU backend on a physical GPU; an error where there is none.
+    /// Burn's WGPU backend on a physical GPU; an error where there is none, unless
+    /// [`ALLOW_SOFTWARE`] is set: then a software adapter (Mesa's lavapipe) runs it, for
+    /// tests of the GPU path on machines without one.
     Gpu,
 }
 
@@ -32,6 +34,17 @@ impl FromStr for BackendChoice {
                 requested: other.into(),
                 message: "unknown backend; use auto, cpu or gpu".into(),
             }),
+        }
+    }
+}
+
+impl BackendChoice {
+    /// The name [`BackendChoice::from_str`] reads (`QUARRY_BACKEND`'s value).
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Auto => "auto",
+            Self::Cpu => "cpu",
+            Self::Gpu => "gpu",
         }
     }
 }
@@ -57,10 +70,12 @@ impl fmt::Display for BackendInfo {
 pub fn select(choice: BackendChoice) -> Result<(Device, BackendInfo), EmbedError> {
     match choice {
         BackendChoice::Cpu => Ok(cpu("asked for".into())),
-        BackendChoice::Gpu => gpu().map_err(|message| EmbedError::Backend {
-            requested: "gpu".into(),
-            message,
-        }),
+        BackendChoice::Gpu => gpu()
+            .or_else(software_gpu)
+            .map_err(|message| EmbedError::Backend {
+                requested: "gpu".into(),
+                message,
+            }),
         BackendChoice::Auto => Ok(gpu().unwrap_or_else(cpu)),
     }
 }
@@ -115,7 +130,52 @@ fn find_gpu() -> Result<(Device, BackendInfo), String> {
     Ok((device, info))
 }
 
+/// The environment variable that lets [`BackendChoice::Gpu`] run on a software adapter
+/// when no physical GPU exists (`1`). [`BackendChoice::Auto`] never does: a software
+/// rasteriser is far slower than the CPU backend.
+pub const ALLOW_SOFTWARE: &str = "QUARRY_WGPU_ALLOW_SOFTWARE";
+
+/// The software adapter (Mesa's lavapipe: Vulkan on the CPU) where [`ALLOW_SOFTWARE`] is
+/// set, for a caller that asked for the GPU and has none (`no_gpu` says why); looked for
+/// once a process.
+#[cfg(feature = "wgpu")]
+fn software_gpu(no_gpu: String) -> Result<(Device, BackendInfo), String> {
+    if std::env::var(ALLOW_SOFTWARE).ok().as_deref() != Some("1") {
+        return Err(format!(
+            "{no_gpu} (set {ALLOW_SOFTWARE}=1 to run on a software adapter such as Mesa's \
+             lavapipe: slower than the CPU backend, meant for tests)"
+        ));
+    }
+    static FOUND: std::sync::OnceLock<Result<(Device, BackendInfo), String>> =
+        std::sync::OnceLock::new();
+    FOUND.get_or_init(|| find_software(&no_gpu)).clone()
+}
+
+#[cfg(feature = "wgpu")]
+fn find_software(no_gpu: &str) -> Result<(Device, BackendInfo), String> {
+    use burn::tensor::DeviceKind;
+    let device = Device::wgpu(DeviceKind::Cpu);
+    // Opening a device where no adapter exists panics inside the runtime.
+    let opened = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| device.identity()));
+    let name = match opened {
+        Ok(Some(identity)) => identity.name,
+        Ok(None) => "a software adapter".into(),
+        Err(_) => return Err(format!("{no_gpu}, and no software adapter could be opened")),
+    };
+    let info = BackendInfo {
+        backend: "wgpu",
+        device: format!("{name} (software adapter)"),
+        reason: format!("asked for; {no_gpu}, and {ALLOW_SOFTWARE}=1 allows a software one"),
+    };
+    Ok((device, info))
+}
+
 #[cfg(not(feature = "wgpu"))]
 fn gpu() -> Result<(Device, BackendInfo), String> {
     Err("no GPU backend in this build (cargo feature `wgpu`)".into())
+}
+
+#[cfg(not(feature = "wgpu"))]
+fn software_gpu(no_gpu: String) -> Result<(Device, BackendInfo), String> {
+    Err(no_gpu)
 }

@@ -14,8 +14,8 @@ use anyhow::{Context, Result, ensure};
 use quarry_bench::stats::percentile;
 use quarry_chunk::Chunker;
 use quarry_embed::{
-    DEFAULT_MODEL, EmbedError, Embedder, EmbedderOptions, Embedding, ModelDir, Precision,
-    PrecisionChoice,
+    BackendChoice, DEFAULT_MODEL, EmbedError, Embedder, EmbedderOptions, Embedding, ModelDir,
+    Precision, PrecisionChoice,
 };
 use serde_json::{Value, json};
 
@@ -33,6 +33,10 @@ const REFERENCES: [(&str, &str); 3] = [
     ("torch-bf16", "PyTorch bf16"),
     ("ort-int8", "ORT int8"),
 ];
+/// The reference on a GPU, run when quarry runs on one and PyTorch sees CUDA.
+const CUDA_REFERENCE: (&str, &str) = ("torch-cuda", "PyTorch fp32 on CUDA");
+/// quarry's runtime on the GPU (WGPU, f32).
+const QUARRY_GPU: &str = "quarry f32 on the GPU";
 /// Below this cosine to the baseline, a runtime computes something else and its speed says
 /// nothing.
 const MIN_COSINE: f64 = 0.98;
@@ -46,6 +50,11 @@ pub struct EmbedArgs {
     /// Leave out the references (and their 6 GB environment): quarry's precisions only.
     #[arg(long)]
     no_reference: bool,
+    /// Where quarry's embedder runs: `cpu` (each precision this CPU runs) or `gpu` (Burn's
+    /// WGPU backend in f32, measured beside quarry's CPU precisions and, where PyTorch sees
+    /// CUDA, PyTorch on the GPU). Without it, `QUARRY_BACKEND`, else the CPU.
+    #[arg(long)]
+    backend: Option<BackendChoice>,
     /// Measures this precision only, on the job read as JSON from stdin, and writes the
     /// measurements as JSON to stdout: how a run measures each precision in its own process.
     #[arg(long, hide = true, value_parser = parse_precision)]
@@ -79,11 +88,16 @@ struct Measured {
 pub fn run(args: EmbedArgs) -> Result<()> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
     let model = crate::model::provisioner().resolve(&DEFAULT_MODEL)?;
-    let options = EmbedderOptions::from_env()?;
+    let mut options = EmbedderOptions::from_env()?;
     if let Some(precision) = args.only_precision {
         return measure_quarry(&model, options, precision);
     }
-    // f32 runs on every machine; this one only tokenizes.
+    let on_gpu = match args.backend.unwrap_or(options.backend) {
+        BackendChoice::Gpu => true,
+        BackendChoice::Cpu | BackendChoice::Auto => false,
+    };
+    options.backend = BackendChoice::Cpu;
+    // f32 on the CPU runs on every machine; this one only tokenizes.
     let probe = Embedder::load(
         &model,
         EmbedderOptions {
@@ -106,9 +120,15 @@ pub fn run(args: EmbedArgs) -> Result<()> {
         .filter(|&p| PrecisionChoice::Fixed(p).resolve(options.backend).is_ok())
         .collect();
     eprintln!(
-        "{} code chunks of at least {} tokens; quarry in {precisions:?}, {default} by default",
+        "{} code chunks of at least {} tokens; quarry {}in {precisions:?} on the CPU, {default} \
+         by default",
         texts.len(),
         LENGTHS[1],
+        if on_gpu {
+            "in f32 on the GPU, and "
+        } else {
+            ""
+        },
     );
     let job = json!({
         "model_dir": model.path,
@@ -123,30 +143,52 @@ pub fn run(args: EmbedArgs) -> Result<()> {
     });
 
     let xtask = std::env::current_exe()?;
-    let mut measured = Vec::new();
-    for precision in precisions {
+    let quarry = |backend: BackendChoice, precision: Precision| {
         let mut command = Command::new(&xtask);
-        command.args(["bench", "embed", "--only-precision", precision.name()]);
-        measured.push(measure(format!("quarry {precision}"), command, &job)?);
+        command
+            .args(["bench", "embed", "--only-precision", precision.name()])
+            .env("QUARRY_BACKEND", backend.name());
+        command
+    };
+    let mut measured = Vec::new();
+    if on_gpu {
+        let command = quarry(BackendChoice::Gpu, Precision::F32);
+        measured.extend(measure(QUARRY_GPU.into(), command, &job)?);
     }
+    for precision in precisions {
+        let command = quarry(BackendChoice::Cpu, precision);
+        measured.extend(measure(format!("quarry {precision}"), command, &job)?);
+    }
+    let mut unavailable = Vec::new();
     if !args.no_reference {
         let python = reference_python()?;
-        for (runtime, name) in REFERENCES {
+        let cuda = on_gpu.then_some(CUDA_REFERENCE);
+        for (runtime, name) in REFERENCES.into_iter().chain(cuda) {
             let mut command = Command::new(&python);
             command
                 .arg(root.join("bench-suite/embed_reference.py"))
                 .env("HF_HUB_OFFLINE", "1");
             let mut job = job.clone();
             job["runtime"] = json!(runtime);
-            measured.push(measure(name.to_owned(), command, &job)?);
+            match measure(name.to_owned(), command, &job) {
+                Ok(Some(runtime)) => measured.push(runtime),
+                Ok(None) => unavailable.push(name),
+                Err(error) => return Err(error),
+            }
         }
     }
 
     let report = Report {
         model: model_name,
         texts: texts.len(),
-        default: format!("quarry {default}"),
+        default: if on_gpu {
+            QUARRY_GPU.into()
+        } else {
+            format!("quarry {default}")
+        },
+        cpu_default: format!("quarry {default}"),
         measured,
+        unavailable,
     };
     let markdown = report.markdown();
     print!("{markdown}");
@@ -331,8 +373,9 @@ fn collect_sources(dir: &Path, files: &mut Vec<PathBuf>) -> Result<()> {
 }
 
 /// Runs `command` (a runtime in a process of its own) with `job` as JSON on its stdin, and
-/// reads its measurements as JSON from its stdout.
-fn measure(name: String, mut command: Command, job: &Value) -> Result<Measured> {
+/// reads its measurements as JSON from its stdout; None where it says that it cannot run
+/// here (`unavailable`: PyTorch without CUDA).
+fn measure(name: String, mut command: Command, job: &Value) -> Result<Option<Measured>> {
     eprintln!("measuring {name}");
     let mut child = command
         .stdin(Stdio::piped())
@@ -348,6 +391,10 @@ fn measure(name: String, mut command: Command, job: &Value) -> Result<Measured> 
     ensure!(output.status.success(), "{name} failed ({})", output.status);
     let result: Value = serde_json::from_slice(&output.stdout)
         .with_context(|| format!("{name} wrote no measurements"))?;
+    if let Some(why) = result["unavailable"].as_str() {
+        eprintln!("{name} cannot run here: {why}");
+        return Ok(None);
+    }
     let runs = result["runs"]
         .as_array()
         .with_context(|| format!("{name} reported no runs"))?
@@ -358,7 +405,7 @@ fn measure(name: String, mut command: Command, job: &Value) -> Result<Measured> 
             seconds: run["seconds"].as_f64().unwrap_or(f64::NAN),
         })
         .collect();
-    Ok(Measured { name, result, runs })
+    Ok(Some(Measured { name, result, runs }))
 }
 
 fn peak_rss_mb() -> Result<f64> {
@@ -375,10 +422,15 @@ struct Report {
     /// The model, without the precision a fingerprint ends with.
     model: String,
     texts: usize,
-    /// The name of quarry's default precision's runtime.
+    /// The name of the runtime quarry runs by default on the backend measured: its default
+    /// precision's on the CPU, or its GPU runtime.
     default: String,
-    /// quarry's precisions, then the references.
+    /// The name of quarry's default precision's runtime on the CPU.
+    cpu_default: String,
+    /// quarry on the GPU, its precisions on the CPU, then the references.
     measured: Vec<Measured>,
+    /// The references that could not run here (PyTorch on CUDA without a CUDA device).
+    unavailable: Vec<&'static str>,
 }
 
 impl Report {
@@ -451,15 +503,24 @@ impl Report {
         // Sequences per second, and the default against PyTorch fp32 and against the faster
         // of the reduced-precision references.
         let default = self.find(&self.default);
-        let fp32 = self.find(REFERENCES[0].1);
+        // On a GPU, the default is also compared with quarry's on the CPU and PyTorch's on
+        // CUDA; everywhere, with PyTorch fp32 on the CPU.
+        let cpu_default = Some(&self.cpu_default)
+            .filter(|name| **name != self.default)
+            .and_then(|name| self.find(name));
+        let compared: Vec<&Measured> = [cpu_default, self.find(CUDA_REFERENCE.1)]
+            .into_iter()
+            .chain([self.find(REFERENCES[0].1)])
+            .flatten()
+            .collect();
         let reduced: Vec<&Measured> = REFERENCES[1..]
             .iter()
             .filter_map(|(_, name)| self.find(name))
             .collect();
         let mut header: Vec<String> = vec!["tokens".into(), "batch".into()];
         header.extend(self.measured.iter().map(|r| self.label(r)));
-        if let Some(fp32) = fp32 {
-            header.push(format!("{} / {}", self.default, fp32.name));
+        for theirs in &compared {
+            header.push(format!("{} / {}", self.default, theirs.name));
         }
         if !reduced.is_empty() {
             let names: Vec<&str> = reduced.iter().map(|r| r.name.as_str()).collect();
@@ -476,8 +537,8 @@ impl Report {
                 row.extend(self.measured.iter().map(|runtime| {
                     speed(runtime).map_or("-".into(), |seq_per_s| format!("{seq_per_s:.1}"))
                 }));
-                if let Some(fp32) = fp32 {
-                    let ratio = ours.zip(speed(fp32)).map(|(a, b)| a / b);
+                for theirs in &compared {
+                    let ratio = ours.zip(speed(theirs)).map(|(a, b)| a / b);
                     row.push(ratio.map_or("-".into(), |ratio| format!("{ratio:.2}")));
                 }
                 let faster = reduced
@@ -521,6 +582,12 @@ impl Report {
              warm-up. Peak RSS: each runtime's own process, loading included.",
             self.texts
         );
+        for name in &self.unavailable {
+            let _ = writeln!(
+                out,
+                "\n{name}: not measured, PyTorch found no CUDA device here."
+            );
+        }
         if self.find(REFERENCES[2].1).is_some() {
             let _ = writeln!(
                 out,
