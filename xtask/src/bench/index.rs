@@ -8,9 +8,7 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, ensure};
-use quarry_embed::{
-    BackendChoice, DEFAULT_MODEL, EmbedderOptions, ModelDir, Precision, PrecisionChoice,
-};
+use quarry_embed::{DEFAULT_MODEL, EmbedderOptions, ModelDir, Precision, PrecisionChoice};
 use quarry_engine::{Engine, EngineOptions};
 use serde_json::json;
 
@@ -81,10 +79,14 @@ pub fn run(args: IndexArgs) -> Result<()> {
         )?);
     }
 
+    // The backend `QUARRY_BACKEND` picks (the CPU unless built with `wgpu`).
+    let backend = quarry_embed::backend::select(engine_options()?.embedder.backend)?.1;
     let commit = git_commit(root);
-    let markdown = markdown(&commit, runs, &measured);
+    let mut markdown = markdown(&commit, runs, &measured);
+    markdown.push_str(&format!("\nThe transformer ran on {backend}.\n"));
     let json = json!({
         "commit": commit,
+        "backend": backend.to_string(),
         "runs": runs,
         "query": QUERY,
         "corpora": measured.iter().map(|m| json!({
@@ -175,7 +177,7 @@ fn measure(
                 &fresh.1
             }
         };
-        let resolved = precision.resolve(BackendChoice::Auto)?;
+        let resolved = precision.resolve(engine_options()?.embedder.backend)?;
         eprintln!("{name}: second phase in {resolved}");
         let started = Instant::now();
         let embedded = engine.embed_pending(&mut |_| {})?;
