@@ -33,30 +33,39 @@ fn git(dir: &Path, args: &[&str]) {
     assert!(out.status.success(), "git {args:?}: {}", text(&out.stderr));
 }
 
-/// The shop on branch `main`, with a branch `storm` that adds [`STORM_FILES`] Python modules.
-fn shop_with_a_storm_branch() -> tempfile::TempDir {
+/// The shop committed on branch `main`, checked out there, with a branch `branch` whose one
+/// commit adds what `add` writes into the tree.
+fn shop_with_a_branch(branch: &str, add: impl FnOnce(&Path)) -> tempfile::TempDir {
     let repo = quarry_testkit::shop();
     let dir = repo.path();
     fs::write(dir.join(".gitignore"), ".quarry/\n").unwrap();
     git(dir, &["init", "-q", "-b", "main"]);
     git(dir, &["add", "-A"]);
     git(dir, &["commit", "-q", "-m", "shop"]);
-    git(dir, &["checkout", "-q", "-b", "storm"]);
-    fs::create_dir(dir.join("storm")).unwrap();
-    for i in 0..STORM_FILES {
-        fs::write(
-            dir.join(format!("storm/handler_{i:04}.py")),
-            format!(
-                "def storm_handler_{i}(payload):\n    \"\"\"Handles storm event {i}.\"\"\"\n    \
-                 return payload + {i}\n"
-            ),
-        )
-        .unwrap();
-    }
+    git(dir, &["checkout", "-q", "-b", branch]);
+    add(dir);
     git(dir, &["add", "-A"]);
-    git(dir, &["commit", "-q", "-m", "storm"]);
+    git(dir, &["commit", "-q", "-m", branch]);
     git(dir, &["checkout", "-q", "main"]);
-    assert!(!dir.join("storm").exists());
+    repo
+}
+
+/// The shop on branch `main`, with a branch `storm` that adds [`STORM_FILES`] Python modules.
+fn shop_with_a_storm_branch() -> tempfile::TempDir {
+    let repo = shop_with_a_branch("storm", |dir| {
+        fs::create_dir(dir.join("storm")).unwrap();
+        for i in 0..STORM_FILES {
+            fs::write(
+                dir.join(format!("storm/handler_{i:04}.py")),
+                format!(
+                    "def storm_handler_{i}(payload):\n    \"\"\"Handles storm event {i}.\"\"\"\n    \
+                     return payload + {i}\n"
+                ),
+            )
+            .unwrap();
+        }
+    });
+    assert!(!repo.path().join("storm").exists());
     repo
 }
 
@@ -157,22 +166,14 @@ fn unwatched_and_polled_trees_and_a_removed_root() {
     let out = quarry(dir, &["index"]);
     assert!(out.status.success(), "{}", text(&out.stderr));
     let doomed = quarry_testkit::shop();
-    let polled = quarry_testkit::shop();
     // A branch for the polled server to be checked out under it.
-    let at = polled.path();
-    fs::write(at.join(".gitignore"), ".quarry/\n").unwrap();
-    git(at, &["init", "-q", "-b", "main"]);
-    git(at, &["add", "-A"]);
-    git(at, &["commit", "-q", "-m", "shop"]);
-    git(at, &["checkout", "-q", "-b", "extra"]);
-    fs::write(
-        at.join("src/extra.rs"),
-        "pub fn polled_checkout_marker() -> u32 {\n    7\n}\n",
-    )
-    .unwrap();
-    git(at, &["add", "-A"]);
-    git(at, &["commit", "-q", "-m", "extra"]);
-    git(at, &["checkout", "-q", "main"]);
+    let polled = shop_with_a_branch("extra", |at| {
+        fs::write(
+            at.join("src/extra.rs"),
+            "pub fn polled_checkout_marker() -> u32 {\n    7\n}\n",
+        )
+        .unwrap();
+    });
     let seen = mcp_client("mcp_watch_edges.py", &[dir, doomed.path(), polled.path()]);
     assert_eq!(seen["watch"]["state"], "off", "{seen}");
     assert_eq!(seen["before_build"], json!([]), "{seen}");
