@@ -92,10 +92,7 @@ pub fn run(args: EmbedArgs) -> Result<()> {
     if let Some(precision) = args.only_precision {
         return measure_quarry(&model, options, precision);
     }
-    let on_gpu = match args.backend.unwrap_or(options.backend) {
-        BackendChoice::Gpu => true,
-        BackendChoice::Cpu | BackendChoice::Auto => false,
-    };
+    let on_gpu = args.backend.unwrap_or(options.backend) == BackendChoice::Gpu;
     options.backend = BackendChoice::Cpu;
     // f32 on the CPU runs on every machine; this one only tokenizes.
     let probe = Embedder::load(
@@ -170,10 +167,9 @@ pub fn run(args: EmbedArgs) -> Result<()> {
                 .env("HF_HUB_OFFLINE", "1");
             let mut job = job.clone();
             job["runtime"] = json!(runtime);
-            match measure(name.to_owned(), command, &job) {
-                Ok(Some(runtime)) => measured.push(runtime),
-                Ok(None) => unavailable.push(name),
-                Err(error) => return Err(error),
+            match measure(name.to_owned(), command, &job)? {
+                Some(runtime) => measured.push(runtime),
+                None => unavailable.push(name),
             }
         }
     }
