@@ -343,7 +343,8 @@ impl fmt::Display for Language {
 /// The error for a language name [`Language::from_str`] does not know.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error(
-    "unknown language {0:?}; known: bash, c, cpp, csharp, elixir, go, haskell, java, javascript, kotlin, lua, markdown, php, python, ruby, rust, scala, swift, text, tsx, typescript, zig"
+    "unknown language {}; known: bash, c, cpp, csharp, elixir, go, haskell, java, javascript, kotlin, lua, markdown, php, python, ruby, rust, scala, swift, text, tsx, typescript, zig",
+    quarry_text::quoted(.0)
 )]
 pub struct UnknownLanguage(pub String);
 

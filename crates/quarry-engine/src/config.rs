@@ -104,7 +104,7 @@ impl Config {
     /// The configuration of the repository at `root`: its `.quarry/config.toml`, or the
     /// defaults when there is none.
     pub fn load(root: &Path) -> Result<Self, EngineError> {
-        let path = Self::path(root);
+        let path = quarry_store::index_dir(root)?.join(CONFIG_FILE);
         match fs::read_to_string(&path) {
             Ok(text) => {
                 let config: Self = toml::from_str(&text).map_err(|e| EngineError::Config {

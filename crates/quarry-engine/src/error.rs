@@ -2,6 +2,8 @@
 
 use std::path::PathBuf;
 
+use quarry_text::quoted;
+
 /// An engine error: what went wrong, where, and (in the message) what to do.
 #[derive(Debug, thiserror::Error)]
 pub enum EngineError {
@@ -88,13 +90,28 @@ pub enum EngineError {
         message: String,
     },
     /// A library name that cannot be a scope.
-    #[error("{name:?}: a library name is letters, digits, '-', '_' and '.' (the crate name, say)")]
+    #[error(
+        "{}: a library name is 1 to {} letters, digits, '-', '_' and '.' (the crate name, \
+         say), other than `all` and `project`",
+        quoted(name),
+        crate::MAX_LIBRARY_NAME
+    )]
     LibraryName {
         /// The name given.
         name: String,
     },
+    /// A library's directory inside the repository's index directory.
+    #[error(
+        "{}: is inside the index directory; a library is a directory of sources (a \
+         dependency's checkout)",
+        path.display()
+    )]
+    LibraryInIndex {
+        /// The directory given.
+        path: PathBuf,
+    },
     /// No library of that name is registered.
-    #[error("no library named {name:?} (registered: {}); `quarry lib list` shows them", if known.is_empty() { "none".to_owned() } else { known.join(", ") })]
+    #[error("no library named {} (registered: {}); `quarry lib list` shows them", quoted(name), if known.is_empty() { "none".to_owned() } else { known.join(", ") })]
     UnknownLibrary {
         /// The name given.
         name: String,
@@ -102,7 +119,7 @@ pub enum EngineError {
         known: Vec<String>,
     },
     /// A scope that is neither the project, a registered library, nor all.
-    #[error("unknown scope {scope:?}; the scopes are {}", known.join(", "))]
+    #[error("unknown scope {}; the scopes are {}", quoted(scope), known.join(", "))]
     UnknownScope {
         /// The scope given.
         scope: String,

@@ -203,24 +203,18 @@ impl Engine {
         progress: &mut dyn FnMut(IndexEvent),
     ) -> Result<IndexReport, EngineError> {
         let started = Instant::now();
-        let phase = self.first_phase(&self.store)?;
+        let store = self.current_store()?;
+        let phase = self.first_phase(&store)?;
         // A damaged lexical index is repaired (rebuilt from the database) by the writer's
         // open, so it needs the writer even where nothing else is to be written.
-        if phase.writes_nothing() && !self.lexical_needs_repair()? {
-            return self.index_files_in(&self.store, phase, started, progress);
+        if phase.writes_nothing() && !lexical_needs_repair(&store)? {
+            return self.index_files_in(&store, phase, started, progress);
         }
         // Planned again under the lock: another writer may have moved the index on.
         self.writing(|writer| {
             let phase = self.first_phase(writer)?;
             self.index_files_in(writer, phase, started, progress)
         })
-    }
-
-    /// Whether the lexical index is missing, unreadable, behind the database, or was found
-    /// damaged by a search: a quick [`quarry_store::Store::check`], which reads metadata only.
-    fn lexical_needs_repair(&self) -> Result<bool, EngineError> {
-        let damage = self.store.check(Check::Quick)?;
-        Ok(damage.iter().any(|d| d.part == IndexPart::Lexical))
     }
 
     /// What the first phase has to do to `store`'s index.
@@ -697,6 +691,13 @@ impl Engine {
         batch.commit()?;
         Ok((graph.file_count(), graph.edge_count()))
     }
+}
+
+/// Whether the lexical index is missing, unreadable, behind the database, or was found
+/// damaged by a search: a quick [`quarry_store::Store::check`], which reads metadata only.
+fn lexical_needs_repair(store: &Store) -> Result<bool, EngineError> {
+    let damage = store.check(Check::Quick)?;
+    Ok(damage.iter().any(|d| d.part == IndexPart::Lexical))
 }
 
 /// Stores `value` as JSON under the file data name `data` of the file at `path`.

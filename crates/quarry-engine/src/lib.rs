@@ -50,7 +50,7 @@ mod symbols;
 pub mod view;
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
 
 use quarry_chunk::{Chunker, ChunkerConfig};
@@ -60,9 +60,9 @@ use quarry_store::{IndexSettings, Store, StoreError};
 pub use config::{CONFIG_FILE, Config, Detail, IndexDefaults, SearchDefaults};
 pub use error::EngineError;
 pub use index::{Embedded, IMPORTS_DATA, IndexEvent, IndexReport, LINKS_DATA, PAGERANK_DATA};
-pub use libraries::{ALL_SCOPES, LIBRARIES_FILE, Libraries, library_scope};
+pub use libraries::{ALL_SCOPES, LIBRARIES_FILE, Libraries, MAX_LIBRARY_NAME, library_scope};
 pub use related::{RelatedOptions, RelatedResponse};
-pub use request::ResultRequest;
+pub use request::{MAX_PATH_GLOBS, ResultRequest};
 pub use root::check_root;
 pub use search::{
     LegWeights, MAX_QUERY_BYTES, RRF_K, SearchMode, SearchOptions, SearchResponse, SearchResult,
@@ -74,6 +74,7 @@ pub use symbols::{DEFINITIONS_DATA, SYMBOL_LEG_DEPTH, SymbolHit, SymbolMatch};
 pub use quarry_chunk::{ChunkId, ChunkIdPrefix, ChunkKind, Language};
 pub use quarry_rank::{IncludeTests, MAX_LIMIT, MAX_PER_FILE, MAX_POOL, RankingConfig};
 pub use quarry_store::INDEX_DIR;
+pub use quarry_text::quoted;
 
 /// The embedding models, as a front end finds, fetches and describes them.
 pub mod model {
@@ -161,7 +162,10 @@ impl Default for EngineOptions {
 #[derive(Debug)]
 pub struct Engine {
     root: PathBuf,
-    store: Store,
+    /// The index as last opened: swapped for a new handle when a forced rebuild (by any
+    /// process) replaces the database ([`Engine::reopen_if_replaced`]). Requests hold their
+    /// own `Arc`, so a swap never waits for one.
+    store: RwLock<Arc<Store>>,
     /// Loaded on the first query or chunk to embed: lexical work never reads the weights.
     embedder: LazyEmbedder,
     chunker: Chunker,
@@ -200,15 +204,18 @@ impl Rebuild {
             staged,
             symbols: _,
         } = self.engine;
-        let settings = store.settings().clone();
-        drop(store);
+        let settings = store
+            .into_inner()
+            .unwrap_or_else(|p| p.into_inner())
+            .settings()
+            .clone();
         let writer_lock = staged.expect("a rebuild holds its writer").publish()?;
         // Opened while the lock is still held: no writer comes between.
         let store = Store::open_read_only(&root, settings)?;
         drop(writer_lock);
         Ok(Engine {
             root,
-            store,
+            store: RwLock::new(Arc::new(store)),
             embedder,
             chunker,
             options,
@@ -301,7 +308,7 @@ impl Engine {
         let store = open(root, settings)?;
         Ok(Self {
             root: root.to_path_buf(),
-            store,
+            store: RwLock::new(Arc::new(store)),
             embedder,
             chunker,
             options,
@@ -322,9 +329,10 @@ impl Engine {
         if let Some(staged) = &self.staged {
             return work(staged);
         }
-        let writer = Store::open(&self.root, self.store.settings().clone())?;
+        let reader = self.current_store()?;
+        let writer = Store::open(&self.root, reader.settings().clone())?;
         let outcome = work(&writer);
-        writer.hand_over(&self.store);
+        writer.hand_over(&reader);
         outcome
     }
 
@@ -341,9 +349,41 @@ impl Engine {
         &self.root
     }
 
-    /// The index.
-    pub fn store(&self) -> &Store {
-        &self.store
+    /// The index, as last opened (see [`Engine::reopen_if_replaced`]).
+    pub fn store(&self) -> Arc<Store> {
+        Arc::clone(&self.store.read().unwrap_or_else(|p| p.into_inner()))
+    }
+
+    /// Opens the index again if the database this engine reads is no longer the index's
+    /// ([`Store::is_replaced`]: a forced rebuild, in this process or another, swapped a new
+    /// one in); whether it did. An index removed since is [`EngineError::NoIndex`]: a
+    /// long-lived engine never answers from a dead one. Costs one `stat` when nothing
+    /// changed; the engine's own requests ask before they read.
+    pub fn reopen_if_replaced(&self) -> Result<bool, EngineError> {
+        let current = self.store();
+        if self.staged.is_some() || !current.is_replaced() {
+            return Ok(false);
+        }
+        let reopened = match open_reader(&self.root, current.settings().clone(), false) {
+            Err(StoreError::NoIndex { .. }) => {
+                return Err(EngineError::NoIndex {
+                    path: self.root.clone(),
+                });
+            }
+            opened => Arc::new(opened?),
+        };
+        let mut store = self.store.write().unwrap_or_else(|p| p.into_inner());
+        // Another request may have reopened it meanwhile: the first one's handle stays.
+        if Arc::ptr_eq(&store, &current) {
+            *store = reopened;
+        }
+        Ok(true)
+    }
+
+    /// The index to read for one request: opened again first where it was replaced.
+    pub(crate) fn current_store(&self) -> Result<Arc<Store>, EngineError> {
+        self.reopen_if_replaced()?;
+        Ok(self.store())
     }
 
     /// The model, whose weights are loaded on the first query or chunk to embed.

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use quarry_store::{Filter, INDEX_DIR, PROJECT_SCOPE};
+use quarry_store::{Filter, PROJECT_SCOPE};
 use serde::{Deserialize, Serialize};
 
 use crate::{Engine, EngineError};
@@ -21,13 +21,14 @@ pub struct Libraries {
 }
 
 impl Libraries {
-    fn path(root: &Path) -> PathBuf {
-        root.join(INDEX_DIR).join(LIBRARIES_FILE)
+    /// The registry's file, in an index directory checked for links.
+    fn path(root: &Path) -> Result<PathBuf, EngineError> {
+        Ok(quarry_store::index_dir(root)?.join(LIBRARIES_FILE))
     }
 
     /// The registry of the repository at `root`; empty when there is none.
     pub fn load(root: &Path) -> Result<Self, EngineError> {
-        let path = Self::path(root);
+        let path = Self::path(root)?;
         let text = match fs::read_to_string(&path) {
             Ok(text) => text,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Self::default()),
@@ -41,7 +42,7 @@ impl Libraries {
 
     /// Writes the registry: to a temporary file, then renamed over the old one.
     fn save(&self, root: &Path) -> Result<(), EngineError> {
-        let path = Self::path(root);
+        let path = Self::path(root)?;
         let text = format!(
             "# Libraries indexed beside the project, managed by `quarry lib add|remove`.\n{}",
             toml::to_string(self).expect("a map of strings to paths serialises")
@@ -52,6 +53,9 @@ impl Libraries {
             .map_err(|source| EngineError::Io { path, source })
     }
 }
+
+/// The longest library name, in bytes.
+pub const MAX_LIBRARY_NAME: usize = 64;
 
 /// The scope that stands for the project and every library.
 pub const ALL_SCOPES: &str = "all";
@@ -114,10 +118,13 @@ impl Engine {
     /// `.`); the next [`Engine::index`] indexes it under the scope `lib:<name>`. Registering
     /// a name again points it at the new path.
     pub fn add_library(&self, name: &str, path: &Path) -> Result<(), EngineError> {
-        let valid = !name.is_empty()
+        let valid = (1..=MAX_LIBRARY_NAME).contains(&name.len())
             && name
                 .chars()
-                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'));
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+            // They read as the scopes `all` and `project` where a library's is `lib:<name>`.
+            && name != ALL_SCOPES
+            && name != PROJECT_SCOPE;
         if !valid {
             return Err(EngineError::LibraryName { name: name.into() });
         }
@@ -128,10 +135,17 @@ impl Engine {
         }
         // A library's sources are walked like the project's.
         crate::check_root(path)?;
-        let path = path.canonicalize().map_err(|source| EngineError::Io {
-            path: path.to_path_buf(),
-            source,
-        })?;
+        let canonical = |path: &Path| {
+            path.canonicalize().map_err(|source| EngineError::Io {
+                path: path.to_path_buf(),
+                source,
+            })
+        };
+        let path = canonical(path)?;
+        // Its files would be the index's own, rewritten by every run that indexes them.
+        if path.starts_with(canonical(&self.root)?.join(quarry_store::INDEX_DIR)) {
+            return Err(EngineError::LibraryInIndex { path });
+        }
         let mut registry = self.libraries()?;
         registry.libraries.insert(name.to_owned(), path);
         registry.save(&self.root)

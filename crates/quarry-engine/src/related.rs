@@ -50,7 +50,8 @@ impl Engine {
         if let Some(id) = prefix.whole() {
             return Ok(id);
         }
-        let snapshot = self.store.snapshot()?;
+        let store = self.current_store()?;
+        let snapshot = store.snapshot()?;
         let ids = snapshot.chunk_ids_in(prefix.range(), AMBIGUOUS_SHOWN)?;
         match ids[..] {
             [] => Err(EngineError::UnknownChunkPrefix { prefix }),
@@ -86,7 +87,8 @@ impl Engine {
                 options.min_score
             )));
         }
-        let snapshot = self.store.snapshot()?;
+        let store = self.current_store()?;
+        let snapshot = store.snapshot()?;
         let coverage = Coverage::of(snapshot.counts()?);
         let Some(source) = snapshot.chunk(id)? else {
             return Err(EngineError::UnknownChunk { id });
@@ -101,7 +103,7 @@ impl Engine {
         }
         // One more, for the source itself when its file may answer.
         let fetch = options.ranking.fetch_count() + 1;
-        let hits = self.store.search_dense(&vector, fetch, &filter)?;
+        let hits = store.search_dense(&vector, fetch, &filter)?;
         let mut scored = Vec::with_capacity(hits.len());
         for hit in hits.iter().filter(|hit| hit.id != id) {
             if let Some(chunk) = snapshot.chunk(hit.id)? {
@@ -149,8 +151,13 @@ impl Engine {
         ranking
             .disable
             .extend([LayerKind::Definition, LayerKind::PathMatch]);
-        let (mut results, summary) =
-            self.rank(&QueryTerms::of(&source.text), scored, &ranking, false)?;
+        let (mut results, summary) = self.rank(
+            &store,
+            &QueryTerms::of(&source.text),
+            scored,
+            &ranking,
+            false,
+        )?;
         // Results are sorted by score, so this keeps the same as a cut before the top-k.
         results.retain(|r| r.score >= options.min_score);
         Ok(RelatedResponse {

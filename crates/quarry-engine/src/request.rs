@@ -6,6 +6,9 @@ use quarry_store::Filter;
 
 use crate::{Config, Detail, Engine, EngineError, SearchMode};
 
+/// The most path globs one request may give: the set is compiled per request.
+pub const MAX_PATH_GLOBS: usize = 1_000;
+
 /// The result options every front end offers (the CLI's flags, the MCP server's tool
 /// arguments); what is left out comes from the repository's [`Config`].
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -47,10 +50,14 @@ impl ResultRequest {
     /// The paths, languages and scopes asked for (the configuration's scopes when the
     /// request names none).
     pub fn filter(&self, engine: &Engine, config: &Config) -> Result<Filter, EngineError> {
-        let mut filter = Filter::default();
-        for glob in &self.paths {
-            filter = filter.path_glob(glob)?;
+        if self.paths.len() > MAX_PATH_GLOBS {
+            return Err(EngineError::SearchOptions(format!(
+                "{} path globs, but a search takes at most {MAX_PATH_GLOBS}: name directories \
+                 (`src/**`) rather than files",
+                self.paths.len()
+            )));
         }
+        let mut filter = Filter::default().path_globs(self.paths.iter().map(String::as_str))?;
         for language in &self.languages {
             // A misspelt language would match nothing and look like an empty result.
             let known: quarry_chunk::Language = language.trim().to_lowercase().parse().map_err(

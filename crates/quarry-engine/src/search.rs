@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use quarry_embed::CrossEncoder;
 use quarry_rank::{Explanation, Pipeline, QueryShape, QueryTerms, RankingConfig, Summary};
-use quarry_store::{Filter, Hit, LexicalWeights, StoredChunk};
+use quarry_store::{Filter, Hit, LexicalWeights, Store, StoredChunk};
 use serde::{Deserialize, Serialize};
 
 use crate::index::{PAGERANK_DATA, decode_file_data};
@@ -177,7 +177,8 @@ impl Engine {
         let fetch = options.ranking.fetch_count();
         // Analysed once, for the legs and every ranking layer.
         let terms = QueryTerms::of(query);
-        let coverage = Coverage::of(self.store.counts()?);
+        let store = self.current_store()?;
+        let coverage = Coverage::of(store.counts()?);
         let weights = match options.mode {
             SearchMode::Hybrid => options.legs.for_query(&terms),
             SearchMode::Semantic => (1.0, 0.0),
@@ -185,14 +186,10 @@ impl Engine {
         };
         let dense_leg = || -> Result<Vec<Hit>, EngineError> {
             let embedded = self.embedder.get()?.embed_query(query)?;
-            Ok(self
-                .store
-                .search_dense(&embedded.vector, fetch, &options.filter)?)
+            Ok(store.search_dense(&embedded.vector, fetch, &options.filter)?)
         };
         let lexical_leg = || -> Result<Vec<Hit>, EngineError> {
-            Ok(self
-                .store
-                .search_lexical_with(query, fetch, &options.filter, &options.lexical)?)
+            Ok(store.search_lexical_with(query, fetch, &options.filter, &options.lexical)?)
         };
         let (dense, lexical) = match (weights.0 > 0.0, weights.1 > 0.0) {
             // Side by side: the query's embedding keeps a core busy for milliseconds that
@@ -215,7 +212,7 @@ impl Engine {
             (false, _) => (Vec::new(), lexical_leg()?),
         };
         // The definitions table and the chunks are read at one commit.
-        let snapshot = self.store.snapshot()?;
+        let snapshot = store.snapshot()?;
         let definitions = match options.mode != SearchMode::Semantic && options.legs.symbol > 0.0 {
             true => self
                 .symbols
@@ -259,7 +256,7 @@ impl Engine {
             // The legs filter inside; the symbol leg's definitions by path alone.
             .filter(|(chunk, _)| options.filter.admits(chunk))
             .collect();
-        let (results, summary) = self.rank(&terms, scored, &options.ranking, true)?;
+        let (results, summary) = self.rank(&store, &terms, scored, &options.ranking, true)?;
         Ok(SearchResponse {
             results,
             summary,
@@ -274,12 +271,13 @@ impl Engine {
     /// one and `rerank` allows it; scores the results on `[0, 1]`.
     pub(crate) fn rank(
         &self,
+        store: &Store,
         query: &QueryTerms,
         scored: Vec<(StoredChunk, f32)>,
         ranking: &RankingConfig,
         rerank: bool,
     ) -> Result<(Vec<SearchResult>, Summary), EngineError> {
-        let snapshot = self.store.snapshot()?;
+        let snapshot = store.snapshot()?;
         let mut candidates = Vec::with_capacity(scored.len());
         let mut percentiles = HashMap::new();
         for (chunk, score) in scored {

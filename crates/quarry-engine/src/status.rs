@@ -98,8 +98,9 @@ impl Engine {
     /// the index's files (a full [`quarry_store::Store::check`]: the derived indexes are read
     /// whole to verify their checksums, as a first search reads them).
     pub fn status(&self, drift_threshold: f32) -> Result<Status, EngineError> {
-        let files = self.store.files()?;
-        let plan = self.plan(&self.store, &files)?;
+        let store = self.current_store()?;
+        let files = store.files()?;
+        let plan = self.plan(&store, &files)?;
         let paths = |list: &[(PathBuf, quarry_changes::TreeFile)]| {
             list.iter().map(|(_, f)| f.path.clone()).collect()
         };
@@ -108,14 +109,13 @@ impl Engine {
             modified: paths(&plan.modified),
             removed: plan.removed.clone(),
         };
-        let damage: Vec<String> = self
-            .store
+        let damage: Vec<String> = store
             .check(Check::Full)?
             .iter()
             .map(ToString::to_string)
             .collect();
         let mut warnings = plan.warnings;
-        warnings.extend(self.store.notes());
+        warnings.extend(store.notes());
         warnings.extend(damage.iter().cloned());
         Ok(Status {
             root: self.root.clone(),
@@ -123,12 +123,12 @@ impl Engine {
             backend: self.embedder.backend()?.to_string(),
             files: files.len() as u64,
             files_skipped: files.iter().filter(|f| f.chunk_ids.is_empty()).count() as u64,
-            coverage: Coverage::of(self.store.counts()?),
-            indexed_commit: self.store.indexed_commit()?,
+            coverage: Coverage::of(store.counts()?),
+            indexed_commit: store.indexed_commit()?,
             head_commit: quarry_changes::head_commit(&self.root),
             stale,
-            drift: self.store.drifts(drift_threshold)?,
-            vector_index: self.store.vector_index()?,
+            drift: store.drifts(drift_threshold)?,
+            vector_index: store.vector_index()?,
             libraries: self.libraries()?.libraries,
             warnings,
             damage,

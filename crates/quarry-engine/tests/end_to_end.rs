@@ -77,7 +77,8 @@ fn indexes_a_repository_and_finds_code_by_description_and_by_identifier() {
         "cart.rs imports config.rs: {files} files, {edges} edges"
     );
     // The PageRank is stored per file; config.rs, imported, outranks cart.rs.
-    let snapshot = engine.store().snapshot().unwrap();
+    let store = engine.store();
+    let snapshot = store.snapshot().unwrap();
     let percentile = |path: &str| {
         let bytes = snapshot.file_data(path, PAGERANK_DATA).unwrap().unwrap();
         serde_json::from_slice::<quarry_graph::FileScore>(&bytes)

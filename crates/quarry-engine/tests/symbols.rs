@@ -137,7 +137,8 @@ fn the_leg_can_be_left_out_and_the_table_follows_the_files() {
     );
     // Every file with chunks has its definitions stored (an empty list where it defines
     // nothing), so a later run reads no file again.
-    let snapshot = engine.store().snapshot().unwrap();
+    let store = engine.store();
+    let snapshot = store.snapshot().unwrap();
     for file in snapshot.files().unwrap() {
         assert!(
             snapshot

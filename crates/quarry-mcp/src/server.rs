@@ -10,7 +10,7 @@ use quarry_engine::model::ModelDir;
 use quarry_engine::view::{Page, Partial, RelatedView, ResultView, SearchView, StatusView, json};
 use quarry_engine::{
     ChunkId, Config, Coverage, Engine, EngineError, EngineOptions, RankingConfig, RelatedOptions,
-    ResultRequest, SearchOptions,
+    ResultRequest, SearchOptions, quoted,
 };
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::model::{
@@ -27,6 +27,7 @@ use serde_json::Value;
 use crate::McpError;
 use crate::stdio;
 
+mod calls;
 mod changes;
 mod indexer;
 mod protocol;
@@ -66,6 +67,8 @@ impl Default for ServerOptions {
 }
 
 struct Shared {
+    /// The tool calls running and waiting.
+    calls: calls::Calls,
     /// Written only for the moment a forced rebuild's engine replaces it.
     engine: RwLock<Engine>,
     /// The repository root.
@@ -74,6 +77,9 @@ struct Shared {
     model: ModelDir,
     options: ServerOptions,
     indexing: Mutex<Indexing>,
+    /// A forced rebuild asked for while a run was at work, started when that run ends (set
+    /// and taken under `indexing`'s lock).
+    rebuild_queued: AtomicBool,
     /// The indexer's thread, which runs one index run at a time.
     runs: indexer::Runs,
     /// Signalled whenever `indexing` changes, and when the server stops.
@@ -126,12 +132,17 @@ impl Server {
     pub fn new(engine: Engine, config: Config, model: ModelDir, options: ServerOptions) -> Self {
         Server {
             shared: Arc::new(Shared {
+                calls: calls::Calls::new(
+                    calls::Calls::workers_for_this_machine(),
+                    calls::MAX_QUEUED_CALLS,
+                ),
                 root: engine.root().to_path_buf(),
                 engine: RwLock::new(engine),
                 config,
                 model,
                 options,
                 indexing: Mutex::new(Indexing::Idle),
+                rebuild_queued: AtomicBool::new(false),
                 runs: Mutex::default(),
                 indexing_changed: Condvar::new(),
                 changes: Mutex::default(),
@@ -200,9 +211,9 @@ impl Server {
         self.call(arguments, move |shared, args: RelatedArgs| {
             let id: ChunkId = args.chunk_id.trim().parse().map_err(|_| {
                 format!(
-                    "{:?} is not a chunk id (32 hex digits): use the chunk_id of a \
+                    "{} is not a chunk id (32 hex digits): use the chunk_id of a \
                      semantic_search result, or find_similar with a path and line",
-                    args.chunk_id
+                    quoted(&args.chunk_id)
                 )
             })?;
             shared.related(id, &args)
@@ -292,8 +303,9 @@ impl Drop for Server {
 }
 
 impl Server {
-    /// Parses `arguments` as `Args`, then runs `work` on a blocking thread; a parse error
-    /// or `work`'s error becomes a tool error the agent can act on.
+    /// Parses `arguments` as `Args`, then runs `work` on a blocking thread once one of the
+    /// server's workers is free ([`calls`]; busy past the queue's bound); a parse error, a
+    /// busy server or `work`'s error becomes a tool error the agent can act on.
     async fn call<Args: DeserializeOwned + JsonSchema + Send + 'static>(
         &self,
         arguments: JsonObject,
@@ -303,10 +315,21 @@ impl Server {
             Ok(args) => args,
             Err(message) => return Ok(CallToolResult::error(vec![ContentBlock::text(message)])),
         };
+        let worker = match self.shared.calls.admit().await {
+            Ok(worker) => worker,
+            Err(busy) => {
+                return Ok(CallToolResult::error(vec![ContentBlock::text(
+                    busy.message(),
+                )]));
+            }
+        };
         let shared = Arc::clone(&self.shared);
-        let outcome = tokio::task::spawn_blocking(move || work(shared, args))
-            .await
-            .map_err(|e| ErrorData::internal_error(format!("the tool failed: {e}"), None))?;
+        let outcome = tokio::task::spawn_blocking(move || {
+            let _worker = worker;
+            work(shared, args)
+        })
+        .await
+        .map_err(|e| ErrorData::internal_error(format!("the tool failed: {e}"), None))?;
         Ok(match outcome {
             Ok(value) => CallToolResult::structured(value),
             Err(message) => CallToolResult::error(vec![ContentBlock::text(message)]),
@@ -339,26 +362,36 @@ fn parse<Args: DeserializeOwned + JsonSchema + 'static>(
     let unknown: Vec<&String> = arguments.keys().filter(|k| !known.contains(k)).collect();
     if !unknown.is_empty() {
         // Quoted: a key may be empty or odd.
-        let unknown: Vec<String> = unknown.iter().map(|k| format!("{k:?}")).collect();
+        let mut named: Vec<String> = unknown
+            .iter()
+            .take(UNKNOWN_NAMED)
+            .map(|k| quoted(k))
+            .collect();
+        if unknown.len() > UNKNOWN_NAMED {
+            named.push(format!("and {} more", unknown.len() - UNKNOWN_NAMED));
+        }
         let known: Vec<&str> = known.iter().map(|k| k.as_str()).collect();
         return Err(format!(
             "unknown argument {}; the arguments are: {}",
-            unknown.join(", "),
+            named.join(", "),
             known.join(", ")
         ));
     }
     serde_path_to_error::deserialize(Value::Object(arguments)).map_err(|error| {
         match error.path().to_string().as_str() {
-            "." => format!("invalid arguments: {}", error.inner()),
-            path => format!("argument {path}: {}", error.inner()),
+            "." => format!("invalid arguments: {}", protocol::serde_fault(&error)),
+            path => format!("argument {path}: {}", protocol::serde_fault(&error)),
         }
     })
 }
 
 impl Shared {
-    /// Runs `work` on the engine (waiting out a forced rebuild's swap).
+    /// Runs `work` on the engine (waiting out a forced rebuild's swap), its index opened
+    /// again first where another process's rebuild replaced it.
     fn with_engine<T>(&self, work: impl FnOnce(&Engine) -> Result<T, String>) -> Result<T, String> {
-        work(&self.engine.read().unwrap_or_else(|p| p.into_inner()))
+        let engine = self.engine.read().unwrap_or_else(|p| p.into_inner());
+        engine.reopen_if_replaced().map_err(message)?;
+        work(&engine)
     }
 
     fn search(&self, args: &SearchArgs) -> Outcome {
@@ -426,8 +459,9 @@ impl Shared {
             let store = engine.store();
             let Some(file) = store.file(path).map_err(message)? else {
                 return Err(format!(
-                    "{path:?} is not in the index: give a repository-relative path as results \
-                     show them (\"src/lib.rs\"); a new file is indexed by index build"
+                    "{} is not in the index: give a repository-relative path as results \
+                     show them (\"src/lib.rs\"); a new file is indexed by index build",
+                    quoted(path)
                 ));
             };
             let snapshot = store.snapshot().map_err(message)?;
@@ -443,16 +477,25 @@ impl Shared {
             }
             match covering.into_iter().min() {
                 Some((_, id)) => Ok(ChunkId(id)),
-                None if file.chunk_ids.is_empty() => {
-                    Err(format!("{path:?} is indexed without chunks (it was skipped: binary, generated or too large)"))
-                }
-                None => Err(format!("no chunk of {path:?} covers line {line}; its chunks span lines {}-{}", span.0, span.1)),
+                None if file.chunk_ids.is_empty() => Err(format!(
+                    "{} is indexed without chunks (it was skipped: binary, generated or too large)",
+                    quoted(path)
+                )),
+                None => Err(format!(
+                    "no chunk of {} covers line {line}; its chunks span lines {}-{}",
+                    quoted(path),
+                    span.0,
+                    span.1
+                )),
             }
         })
     }
 
     fn status(&self) -> Outcome {
-        let indexing = self.indexing().json();
+        let mut indexing = self.indexing().json();
+        if indexer::rebuild_queued(self) {
+            indexing["rebuild_queued"] = Value::Bool(true);
+        }
         let watch = self.watch_json();
         self.root_present()?;
         self.with_engine(|engine| {
@@ -655,15 +698,18 @@ fn fit_page(
     (shown, next)
 }
 
+/// How many unknown arguments an error names.
+const UNKNOWN_NAMED: usize = 5;
+
 /// How long a search waits for the indexer's first phase before answering anyway.
 const SEARCHABLE_WAIT: Duration = Duration::from_secs(60);
 
 /// Four bytes of JSON per token: a cautious estimate for code and English.
 const BYTES_PER_TOKEN: usize = 4;
 
-/// The ranking for a page at `offset`: the request's limit is the page size; the ranking
-/// produces `offset + page` results with the per-file cap of the page size, so that pages
-/// line up.
+/// The ranking for a page at `offset`: the request's limit is the page size, the ranking
+/// keeps the results up to the page's end, and its candidates are those of the first page
+/// (see [`RankingConfig::offset`]), so that every page is a slice of one ranking.
 fn paged_ranking(
     request: &ResultRequest,
     config: &Config,
@@ -671,8 +717,7 @@ fn paged_ranking(
 ) -> (RankingConfig, usize) {
     let mut ranking = request.ranking(config);
     let page = ranking.limit;
-    ranking.max_per_file = Some(ranking.max_per_file());
-    ranking.limit = offset + page;
+    ranking.offset = offset;
     (ranking, page)
 }
 
@@ -689,6 +734,8 @@ pub fn serve_stdio(
     options: ServerOptions,
 ) -> Result<(), McpError> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
+        // Tool calls take at most one blocking thread per worker; stdin's reads take one.
+        .max_blocking_threads(calls::Calls::workers_for_this_machine() + 2)
         .enable_all()
         .build()
         .map_err(McpError::Runtime)?;

@@ -15,7 +15,7 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use quarry_engine::{Config, Engine, EngineOptions};
-use quarry_mcp::ServerOptions;
+use quarry_mcp::{ServerOptions, WatchMode};
 use quarry_testkit::{model, shop};
 use serde_json::{Value, json};
 
@@ -23,6 +23,8 @@ use serde_json::{Value, json};
 const SERVE: &str = "QUARRY_MCP_TEST_SERVE";
 /// Set in the server's environment: do not index on start (`quarry mcp --no-index`).
 const NO_INDEX: &str = "QUARRY_MCP_TEST_NO_INDEX";
+/// Set in the server's environment: do not follow the working tree (`quarry mcp --no-watch`).
+const NO_WATCH: &str = "QUARRY_MCP_TEST_NO_WATCH";
 
 /// The longest any one answer may take: generous, for a slow machine loading the model.
 const ANSWER_TIMEOUT: Duration = Duration::from_secs(120);
@@ -47,6 +49,26 @@ const TESTS: &[(&str, fn())] = &[
     (
         "a_damaged_lexical_index_is_a_tool_error_that_says_the_fix",
         a_damaged_lexical_index_is_a_tool_error_that_says_the_fix,
+    ),
+    (
+        "a_rebuild_by_another_process_is_followed",
+        a_rebuild_by_another_process_is_followed,
+    ),
+    (
+        "a_burst_of_calls_is_answered_or_refused_as_busy_with_few_threads",
+        a_burst_of_calls_is_answered_or_refused_as_busy_with_few_threads,
+    ),
+    (
+        "a_forced_build_asked_for_during_a_run_is_queued",
+        a_forced_build_asked_for_during_a_run_is_queued,
+    ),
+    (
+        "a_removed_repository_stays_an_error",
+        a_removed_repository_stays_an_error,
+    ),
+    (
+        "pages_are_slices_of_one_ranking_however_deep",
+        pages_are_slices_of_one_ranking_however_deep,
     ),
 ];
 
@@ -99,6 +121,10 @@ fn serve(root: &Path) {
     let engine = Engine::open(root, model(), EngineOptions::default()).unwrap();
     let options = ServerOptions {
         index_on_start: std::env::var_os(NO_INDEX).is_none(),
+        watch: match std::env::var_os(NO_WATCH) {
+            Some(_) => WatchMode::Off,
+            None => WatchMode::Events,
+        },
         ..ServerOptions::default()
     };
     quarry_mcp::serve_stdio(engine, config, model().clone(), options).unwrap();
@@ -113,8 +139,13 @@ struct Client {
 }
 
 impl Client {
-    /// Starts a server over `root`, indexing on start or not.
+    /// Starts a server over `root`, indexing on start or not, following the tree.
     fn start(root: &Path, index_on_start: bool) -> Client {
+        Self::start_with(root, index_on_start, true)
+    }
+
+    /// Starts a server over `root`, indexing on start or not, following the tree or not.
+    fn start_with(root: &Path, index_on_start: bool, watch: bool) -> Client {
         // Fetched here once, not by each server.
         model();
         let mut command = Command::new(std::env::current_exe().unwrap());
@@ -125,6 +156,9 @@ impl Client {
             .stderr(Stdio::inherit());
         if !index_on_start {
             command.env(NO_INDEX, "1");
+        }
+        if !watch {
+            command.env(NO_WATCH, "1");
         }
         let mut child = command.spawn().unwrap();
         let stdout = child.stdout.take().unwrap();
@@ -150,7 +184,15 @@ impl Client {
 
     /// Starts a server and completes the MCP handshake.
     fn initialized(root: &Path, index_on_start: bool) -> Client {
-        let mut client = Client::start(root, index_on_start);
+        Self::handshake(Client::start(root, index_on_start))
+    }
+
+    /// Starts a server that does not follow the tree, and completes the MCP handshake.
+    fn unwatched(root: &Path, index_on_start: bool) -> Client {
+        Self::handshake(Client::start_with(root, index_on_start, false))
+    }
+
+    fn handshake(mut client: Client) -> Client {
         let init = client.request(
             "initialize",
             json!({"protocolVersion": "2025-06-18", "capabilities": {},
@@ -555,5 +597,239 @@ fn a_damaged_lexical_index_is_a_tool_error_that_says_the_fix() {
     );
     let status = client.call("index", json!({"action": "status"}));
     assert!(status.to_string().contains("is damaged"), "{status}");
+    client.close();
+}
+
+/// Polls `index status` until the server's run has finished (and no rebuild waits).
+fn wait_until_indexed(client: &mut Client) {
+    client.wait_for("the index run", Duration::from_secs(300), |i| {
+        assert!(i["state"] != "failed", "{i}");
+        i["state"] == "finished" && i.get("rebuild_queued").is_none()
+    });
+}
+
+/// The repository paths of a search's results.
+fn result_paths(found: &Value) -> Vec<String> {
+    let results = found["results"].as_array().unwrap();
+    results
+        .iter()
+        .map(|r| r["path"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+/// The inode of the index's database: a rebuild publishes a new file.
+#[cfg(unix)]
+fn database_inode(root: &Path) -> u64 {
+    use std::os::unix::fs::MetadataExt;
+    fs::metadata(root.join(".quarry/index.redb")).unwrap().ino()
+}
+
+/// A server that does not follow the tree, and another process's `index --force` (here the
+/// test's own, as `quarry index --force` runs it): the server answers from the new index, a
+/// function written before the rebuild is found, a file removed is not, and the server
+/// holds no file of the replaced index.
+fn a_rebuild_by_another_process_is_followed() {
+    let repo = shop();
+    let root = repo.path();
+    let mut client = Client::unwatched(root, true);
+    wait_until_indexed(&mut client);
+    fs::write(
+        root.join("src/refunds.rs"),
+        "/// Pays a customer back onto the gift card they paid with.\n\
+         pub fn refund_gift_card_balance(order_total: u64, spent: u64) -> u64 {\n\
+         \x20   order_total.saturating_sub(spent)\n}\n",
+    )
+    .unwrap();
+    fs::remove_file(root.join("lib/retry.js")).unwrap();
+    let rebuild = Engine::rebuild(root, model(), EngineOptions::default()).unwrap();
+    rebuild.engine().index(&mut |_| {}).unwrap();
+    drop(rebuild.finish().unwrap());
+
+    let found = client.call(
+        "semantic_search",
+        json!({"query": "refund_gift_card_balance", "mode": "lexical"}),
+    );
+    assert_eq!(
+        result_paths(&found).first().map(String::as_str),
+        Some("src/refunds.rs"),
+        "{found}"
+    );
+    let found = client.call(
+        "semantic_search",
+        json!({"query": "retry with exponential backoff", "limit": 50}),
+    );
+    assert!(
+        !result_paths(&found).contains(&"lib/retry.js".to_owned()),
+        "{found}"
+    );
+    #[cfg(target_os = "linux")]
+    for fd in fs::read_dir(format!("/proc/{}/fd", client.child.id())).unwrap() {
+        let target = fs::read_link(fd.unwrap().path()).unwrap_or_default();
+        let target = target.to_string_lossy();
+        assert!(
+            !(target.contains("index.redb") && target.contains("(deleted)")),
+            "the server still holds the replaced database: {target}"
+        );
+    }
+    client.close();
+}
+
+/// How many threads process `pid` runs.
+#[cfg(target_os = "linux")]
+fn threads(pid: u32) -> usize {
+    let status = fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let line = status.lines().find(|l| l.starts_with("Threads:")).unwrap();
+    line["Threads:".len()..].trim().parse().unwrap()
+}
+
+/// 1,000 searches sent in one write: every one is answered, with results or as busy, and
+/// the server's threads stay a handful (tokio's blocking pool once grew to 517 threads).
+#[cfg(target_os = "linux")]
+fn a_burst_of_calls_is_answered_or_refused_as_busy_with_few_threads() {
+    const BURST: u64 = 1000;
+    let repo = shop();
+    let root = repo.path();
+    let mut client = Client::unwatched(root, true);
+    wait_until_indexed(&mut client);
+    let pid = client.child.id();
+    let at_rest = threads(pid);
+    let mut burst = Vec::new();
+    for id in 0..BURST {
+        let query = format!("shipping cost for an order of {id} items");
+        let request = json!({"jsonrpc": "2.0", "id": 10_000 + id, "method": "tools/call",
+            "params": {"name": "semantic_search", "arguments": {"query": query}}});
+        burst.extend(serde_json::to_vec(&request).unwrap());
+        burst.push(b'\n');
+    }
+    client.send_raw(&burst);
+    let (mut found, mut busy, mut most) = (0, 0, at_rest);
+    let mut answered = std::collections::HashSet::new();
+    while answered.len() < BURST as usize {
+        let answer = client.answer();
+        let id = answer["id"].as_u64().unwrap();
+        assert!((10_000..10_000 + BURST).contains(&id), "{answer}");
+        assert!(answered.insert(id), "answered twice: {answer}");
+        let result = &answer["result"];
+        if result["isError"] == true {
+            let text = result["content"][0]["text"].as_str().unwrap();
+            assert!(text.contains("busy"), "{text}");
+            busy += 1;
+        } else {
+            assert!(
+                !result_paths(&result["structuredContent"]).is_empty(),
+                "{answer}"
+            );
+            found += 1;
+        }
+        if answered.len() % 25 == 0 {
+            most = most.max(threads(pid));
+        }
+    }
+    println!("  {found} answered, {busy} busy; threads {at_rest} at rest, {most} at most");
+    assert!(found >= 4, "the workers answered");
+    assert!(
+        most <= at_rest + 24,
+        "threads grew from {at_rest} to {most} in the burst"
+    );
+    // Still serving, in full.
+    let after = client.call("semantic_search", json!({"query": "shipping cost"}));
+    assert!(!result_paths(&after).is_empty(), "{after}");
+    client.close();
+}
+
+#[cfg(not(target_os = "linux"))]
+fn a_burst_of_calls_is_answered_or_refused_as_busy_with_few_threads() {
+    println!("  skipped: counts threads through /proc");
+}
+
+/// A forced build asked for while a run is at work (here, waiting for another process's
+/// writer) is queued, not dropped: it runs when that run ends, and publishes a new index.
+fn a_forced_build_asked_for_during_a_run_is_queued() {
+    let repo = shop();
+    let root = repo.path();
+    drop(Engine::open(root, model(), EngineOptions::default()).unwrap());
+    let lock = hold_writer_lock(root);
+    let mut client = Client::unwatched(root, true);
+    client.wait_for("the server waits for the writer", ANSWER_TIMEOUT, |i| {
+        i["state"] == "waiting"
+    });
+    let before = database_inode(root);
+    let forced = client.call("index", json!({"action": "build", "force": true}));
+    let note = forced["note"].as_str().unwrap();
+    assert!(note.contains("queued"), "{forced}");
+    assert_eq!(client.indexing()["rebuild_queued"], true);
+    drop(lock);
+    wait_until_indexed(&mut client);
+    assert_ne!(database_inode(root), before, "the queued rebuild published");
+    let found = client.call("semantic_search", json!({"query": "retry with backoff"}));
+    assert!(!result_paths(&found).is_empty(), "{found}");
+    client.close();
+}
+
+/// The repository removed under a watching server: every call says it is gone, and nothing
+/// makes it again (an index run once created it anew, and later calls answered from the
+/// deleted index).
+fn a_removed_repository_stays_an_error() {
+    let repo = shop();
+    let root = repo.path().to_path_buf();
+    let mut client = Client::initialized(&root, true);
+    wait_until_indexed(&mut client);
+    fs::remove_dir_all(&root).unwrap();
+    for _ in 0..3 {
+        // Time for the watcher to see the removal and any run it starts to end.
+        std::thread::sleep(Duration::from_secs(1));
+        let answer = client.request(
+            "tools/call",
+            json!({"name": "semantic_search", "arguments": {"query": "shipping cost"}}),
+        );
+        assert_eq!(answer["result"]["isError"], true, "{answer}");
+        let text = answer["result"]["content"][0]["text"].as_str().unwrap();
+        assert!(text.contains("is gone"), "{text}");
+    }
+    assert!(!root.exists(), "the repository was made again");
+    client.close();
+}
+
+/// A repository of 60 files of four functions each, all about shipping: a search matches far
+/// more chunks than one page holds. Paged to the deepest offset, every chunk comes once, in
+/// one ranking's order (pages once ranked again deeper, repeating chunks with score 0).
+fn pages_are_slices_of_one_ranking_however_deep() {
+    let repo = tempfile::tempdir().unwrap();
+    let root = repo.path();
+    fs::create_dir(root.join("shipping")).unwrap();
+    for file in 0..60 {
+        let mut text = String::new();
+        for function in 0..4 {
+            text.push_str(&format!(
+                "def shipping_rate_{file}_{function}(weight, zone):\n    \
+                 \"\"\"The shipping rate for a parcel of this weight to zone {file}.\"\"\"\n    \
+                 return weight * {function} + zone * {file}\n\n\n"
+            ));
+        }
+        fs::write(root.join(format!("shipping/zone_{file}.py")), text).unwrap();
+    }
+    let mut client = Client::unwatched(root, true);
+    wait_until_indexed(&mut client);
+    let mut seen = std::collections::HashSet::new();
+    let mut scores = Vec::new();
+    let mut offset = Some(0);
+    while let Some(at) = offset.filter(|&at| at <= 200) {
+        let page = client.call(
+            "semantic_search",
+            json!({"query": "shipping rate for a parcel", "limit": 50, "offset": at}),
+        );
+        assert_eq!(page["offset"], at, "{page}");
+        for result in page["results"].as_array().unwrap() {
+            let id = result["chunk_id"].as_str().unwrap().to_owned();
+            assert!(seen.insert(id.clone()), "chunk {id} again at offset {at}");
+            scores.push(result["score"].as_f64().unwrap());
+        }
+        offset = page["next_offset"].as_u64().map(|n| n as usize);
+    }
+    assert!(seen.len() >= 150, "only {} results paged", seen.len());
+    assert!(
+        scores.windows(2).all(|pair| pair[0] >= pair[1]),
+        "scores rise between pages: {scores:?}"
+    );
     client.close();
 }

@@ -32,6 +32,12 @@ pub const MAX_POOL: usize = 10_000;
 pub struct RankingConfig {
     /// Results per query, 1 to [`MAX_LIMIT`] (10: a screenful, and what an agent reads).
     pub limit: usize,
+    /// Results ranked before these `limit`: a later page of the same ranking, which keeps
+    /// `offset + limit` results. Neither the candidates fetched
+    /// ([`RankingConfig::fetch_count`] reads `limit` alone) nor their order depend on it, so
+    /// that every page is a slice of one ranking. Asked per request, never read from a file.
+    #[serde(skip)]
+    pub offset: usize,
     /// Candidates each retrieval leg fetches, at least (the fetch is never below
     /// `limit × max_per_file`; 0 fetches just that), at most [`MAX_POOL`]: deep enough that the per-file cap and the boosts choose among
     /// many files, not the few that fill the first places.
@@ -79,6 +85,7 @@ impl Default for RankingConfig {
     fn default() -> Self {
         Self {
             limit: 10,
+            offset: 0,
             pool: 100,
             max_per_file: None,
             soft_cap: true,
@@ -129,6 +136,7 @@ impl RankingConfig {
     fn check_counts(&self) -> Result<(), ConfigError> {
         let counts = [
             ("limit", self.limit, 1, MAX_LIMIT),
+            ("offset", self.offset, 0, MAX_LIMIT),
             ("pool", self.pool, 0, MAX_POOL),
             ("max_per_file", self.max_per_file(), 0, MAX_PER_FILE),
         ];
@@ -185,7 +193,7 @@ impl Pipeline {
     /// 7. [`PageRankBoost`], when `pagerank` percentiles are given;
     /// 8. [`Threshold`], when `config.threshold` is set;
     /// 9. [`DiversityCap`], when the cap is not 0;
-    /// 10. [`TopK`] at `config.limit`.
+    /// 10. [`TopK`] at `config.offset + config.limit`.
     ///
     /// A layer named in `config.disable` is left out.
     pub fn from_config(
@@ -208,7 +216,9 @@ impl Pipeline {
         } else {
             CapMode::Hard
         };
-        let cap = DiversityCap::new(config.max_per_file(), config.limit, mode)?;
+        // The whole ranking up to the page's end: the cap's spill fills slots up to there.
+        let depth = config.offset.saturating_add(config.limit);
+        let cap = DiversityCap::new(config.max_per_file(), depth, mode)?;
         let threshold = config.threshold.map(Threshold::new).transpose()?;
         let pagerank = pagerank
             .map(|percentiles| PageRankBoost::new(config.pagerank_strength, percentiles))
@@ -244,7 +254,7 @@ impl Pipeline {
             layers.push(Box::new(cap));
         }
         if config.enabled(LayerKind::TopK) {
-            layers.push(Box::new(TopK::new(config.limit)));
+            layers.push(Box::new(TopK::new(depth)));
         }
         Ok(Self { layers })
     }

@@ -61,6 +61,26 @@ pub enum StoreError {
         /// Where the index was looked for.
         path: PathBuf,
     },
+    /// The index directory, or something in it, is a symbolic link: quarry would write or
+    /// remove files wherever it points (a cloned repository can commit one).
+    #[error(
+        "{path}: is a symbolic link, and quarry never follows links in its index directory \
+         (they would make it write and delete files outside the repository); remove the link \
+         (`rm {path}`) and run `quarry index` again"
+    )]
+    Link {
+        /// The link.
+        path: PathBuf,
+    },
+    /// The index directory's name is taken by something that is not a directory.
+    #[error(
+        "{path}: is not a directory, but quarry keeps its index there; move it away and run \
+         `quarry index` again"
+    )]
+    NotADirectory {
+        /// What is there.
+        path: PathBuf,
+    },
     /// A write was attempted through a read-only handle.
     #[error("{path}: opened read-only; open the index with `Store::open` to write it")]
     ReadOnly {
@@ -97,9 +117,9 @@ pub enum StoreError {
         chunk: u128,
     },
     /// An invalid path glob.
-    #[error("invalid path glob {glob:?}: {message}")]
+    #[error("invalid path glob {glob}: {message}")]
     Glob {
-        /// The glob.
+        /// The glob, quoted (and shortened: see [`quarry_text::quoted`]).
         glob: String,
         /// Why it is invalid.
         message: String,

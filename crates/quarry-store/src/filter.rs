@@ -32,23 +32,33 @@ pub fn scope_of(path: &str) -> &str {
 impl Filter {
     /// Only chunks of files matching one of the globs given (`src/**/*.rs`, `*.py`...; a glob
     /// without `/` matches the file name in any directory).
-    pub fn path_glob(mut self, glob: &str) -> Result<Self, StoreError> {
-        let pattern = if glob.contains('/') {
-            glob.to_owned()
-        } else {
-            format!("**/{glob}")
-        };
-        let invalid = |e: globset::Error| StoreError::Glob {
-            glob: glob.into(),
-            message: e.to_string(),
-        };
-        Glob::new(&pattern).map_err(invalid)?;
-        self.globs.push(pattern);
+    pub fn path_glob(self, glob: &str) -> Result<Self, StoreError> {
+        self.path_globs([glob])
+    }
+
+    /// As [`Filter::path_glob`] for many globs at once: the set is compiled once, so the cost
+    /// is linear in the globs given (adding them one at a time compiles it each time).
+    pub fn path_globs<'a>(
+        mut self,
+        globs: impl IntoIterator<Item = &'a str>,
+    ) -> Result<Self, StoreError> {
+        for glob in globs {
+            let pattern = if glob.contains('/') {
+                glob.to_owned()
+            } else {
+                format!("**/{glob}")
+            };
+            Glob::new(&pattern).map_err(|e| invalid_glob(glob, e))?;
+            self.globs.push(pattern);
+        }
+        if self.globs.is_empty() {
+            return Ok(self);
+        }
         let mut builder = GlobSetBuilder::new();
         for pattern in &self.globs {
-            builder.add(Glob::new(pattern).map_err(invalid)?);
+            builder.add(Glob::new(pattern).map_err(|e| invalid_glob(pattern, e))?);
         }
-        self.paths = Some(builder.build().map_err(invalid)?);
+        self.paths = Some(builder.build().map_err(|e| invalid_glob("", e))?);
         Ok(self)
     }
 
@@ -115,5 +125,46 @@ impl Filter {
     /// Whether `chunk` may be returned.
     pub fn admits(&self, chunk: &StoredChunk) -> bool {
         self.admits_path(&chunk.path) && self.admits_language(chunk.language)
+    }
+}
+
+/// A glob that does not compile, quoted short: a glob may be as long as a request allows.
+fn invalid_glob(glob: &str, error: globset::Error) -> StoreError {
+    StoreError::Glob {
+        glob: quarry_text::quoted(glob),
+        message: error.kind().to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn globs_given_at_once_filter_as_one_at_a_time_and_none_admit_every_path() {
+        let none = Filter::default().path_globs([]).unwrap();
+        assert!(none.is_empty() && none.admits_path("src/lib.rs"));
+        let at_once = Filter::default().path_globs(["src/**", "*.py"]).unwrap();
+        let one_by_one = Filter::default()
+            .path_glob("src/**")
+            .unwrap()
+            .path_glob("*.py")
+            .unwrap();
+        for path in ["src/a/b.rs", "tools/x.py", "docs/a.md", "x.py"] {
+            assert_eq!(
+                at_once.admits_path(path),
+                one_by_one.admits_path(path),
+                "{path}"
+            );
+        }
+        assert!(at_once.admits_path("tools/x.py") && !at_once.admits_path("docs/a.md"));
+    }
+
+    #[test]
+    fn an_invalid_glob_is_quoted_short() {
+        let long = format!("src/[{}", "a".repeat(100_000));
+        let error = Filter::default().path_glob(&long).unwrap_err().to_string();
+        assert!(error.len() < 200, "{error}");
+        assert!(error.contains("100005 bytes"), "{error}");
     }
 }

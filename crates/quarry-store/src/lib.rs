@@ -66,6 +66,7 @@ mod dot;
 mod drift;
 mod error;
 mod filter;
+mod index_dir;
 mod lexical;
 mod pending;
 mod records;
@@ -80,6 +81,7 @@ pub use ann::{
 pub use damage::{Check, Damage, IndexPart};
 pub use error::StoreError;
 pub use filter::{Filter, PROJECT_SCOPE, scope_of};
+pub use index_dir::{INDEX_DIR, index_dir};
 pub use lexical::{CodeTokenizer, LexicalWeights};
 pub use records::{Drift, FileState, IndexSettings, SCHEMA_VERSION, StoredChunk};
-pub use store::{Batch, Counts, Hit, INDEX_DIR, Snapshot, Store};
+pub use store::{Batch, Counts, Hit, Snapshot, Store};

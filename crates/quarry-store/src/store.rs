@@ -11,6 +11,7 @@ use redb::{Builder, ConcurrencyMode, Database, ReadOnlyDatabase, ReadableDatabas
 use crate::StoreError;
 use crate::ann::{AnnIndex, DenseStrategy, EXACT_SCAN_BELOW};
 use crate::filter::Filter;
+use crate::index_dir::{FileIdentity, INDEX_DIR, create_index_dir, index_dir};
 use crate::lexical::LexicalIndex;
 use crate::records::{
     CHUNKS, DRIFT, DRIFT_BASE, Drift, FILE_DATA, FILES, FileState, IndexSettings, META, PENDING,
@@ -26,8 +27,6 @@ use rebuild::remove_staged;
 pub use batch::Batch;
 pub use snapshot::Snapshot;
 
-/// The index directory's name, at the repository root.
-pub const INDEX_DIR: &str = ".quarry";
 const DATABASE_FILE: &str = "index.redb";
 /// The file a writer holds locked, beside the database.
 const WRITER_LOCK: &str = "writer.lock";
@@ -83,6 +82,8 @@ pub struct Store {
     /// The file a writer of this index holds locked: beside the database, or beside the live
     /// one for a staged index (and its readers).
     pub(crate) lock_path: PathBuf,
+    /// For a reader, the database file it opened: a forced rebuild renames another in.
+    opened: Option<FileIdentity>,
 }
 
 /// The vector index derived from the database, brought up to date as it is used.
@@ -200,16 +201,19 @@ impl Store {
     /// Opens the index at `root` for reading, while another process may be writing it: each
     /// read sees the writer's last commit. The index must exist and match `settings`.
     pub fn open_read_only(root: &Path, settings: IndexSettings) -> Result<Self, StoreError> {
-        let path = Self::database_path(root);
+        let path = index_dir(root)?.join(DATABASE_FILE);
         // Missing, or created by a writer that has not yet written redb's header to it.
         if !path.metadata().is_ok_and(|m| m.is_file() && m.len() > 0) {
             return Err(StoreError::NoIndex { path });
         }
+        // Taken before the open: a database swapped in between is then seen as a replacement.
+        let opened = FileIdentity::of(&path);
         let db = open_database(&path, Some(READER_CACHE_BYTES), |builder| {
             builder.open_read_only(&path)
         })?;
         let lexical = open_lexical_reader(&path.with_file_name(LEXICAL_DIR))?;
-        let store = Self::new(Handle::Reader(db), path, settings, lexical, None);
+        let mut store = Self::new(Handle::Reader(db), path, settings, lexical, None);
+        store.opened = opened;
         let stored = store.read(|txn| match txn.open_table(META) {
             Ok(meta) => Ok(Some(stored_settings(&meta)?)),
             // The writer has created the file but not yet committed its first transaction.
@@ -242,6 +246,7 @@ impl Store {
             notes: Mutex::default(),
             _writer_lock: writer_lock,
             live: None,
+            opened: None,
         }
     }
 
@@ -283,6 +288,15 @@ impl Store {
     /// the others are for tests and benchmarks that compare the graph with the scan.
     pub fn set_dense_strategy(&mut self, strategy: DenseStrategy) {
         self.dense_strategy = strategy;
+    }
+
+    /// Whether this reader's database is no longer the index's: a forced rebuild (in any
+    /// process) swapped another in, or the index was removed. Such a reader goes on reading
+    /// the file it opened, so its owner opens the index again. One `stat`, cheap enough to
+    /// ask before every request. A writer holds the index's lock, and is never replaced.
+    pub fn is_replaced(&self) -> bool {
+        self.opened
+            .is_some_and(|opened| FileIdentity::of(&self.path) != Some(opened))
     }
 
     /// Whether this handle may write.
@@ -500,23 +514,6 @@ fn unpoisoned<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     mutex
         .lock()
         .unwrap_or_else(|poisoned| poisoned.into_inner())
-}
-
-fn create_index_dir(database: &Path) -> Result<(), StoreError> {
-    let dir = database
-        .parent()
-        .expect("the database lives in the index directory");
-    let io_error = |source| StoreError::Io {
-        path: dir.to_path_buf(),
-        source,
-    };
-    fs::create_dir_all(dir).map_err(io_error)?;
-    let ignore = dir.join(".gitignore");
-    if !ignore.exists() {
-        // The index is derived data: keep it out of the repository.
-        fs::write(&ignore, "*\n").map_err(io_error)?;
-    }
-    Ok(())
 }
 
 /// What an index records about itself; `None` where it records nothing (a new index).

@@ -1,6 +1,6 @@
 //! The words of code and of queries, analysed one way for every part of quarry that matches
 //! them: the lexical index (quarry-store) and the ranking layers that compare a query with
-//! paths and symbols (quarry-rank).
+//! paths and symbols (quarry-rank); and [`quoted`], a caller's text shortened for a message.
 //!
 //! ```
 //! use quarry_text::{identifier_parts, identifiers, is_stopword, stem};
@@ -23,6 +23,10 @@
 //! ```
 
 use std::borrow::Cow;
+
+mod quote;
+
+pub use quote::{QUOTED_CHARS, quoted};
 
 /// The byte ranges of the identifiers in `text`: runs of alphanumeric characters (any
 /// script) and `_`.

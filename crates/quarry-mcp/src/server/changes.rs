@@ -324,7 +324,12 @@ impl Shared {
             .root
             .join(INDEX_DIR)
             .join(format!("{COOKIE_PREFIX}{}-{number}", std::process::id()));
-        if std::fs::write(&cookie, b"").is_ok() {
+        // `create_new` never follows a link left at the cookie's name.
+        let created = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&cookie);
+        if created.is_ok() {
             let changes = self.changes();
             let _ = self
                 .changes_signal

@@ -7,6 +7,7 @@
 //! thread per run left the allocator a heap per finished thread, holding the vector index
 //! that thread built for the searches (resident memory crept up over a soak).
 
+use std::sync::atomic::Ordering;
 use std::sync::mpsc::{Receiver, Sender, channel};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
@@ -78,23 +79,50 @@ impl Indexing {
 /// Starts the indexer on its own thread, unless it is running; a forced run builds a new
 /// index beside the live one and swaps it in. Returns the indexing state.
 pub(super) fn spawn_indexer(shared: Arc<Shared>, force: bool) -> Value {
-    if !start(&shared, force) {
-        return json!({"indexing": shared.indexing().json(),
-            "note": "indexing is already running; poll index status"});
-    }
-    json!({"indexing": shared.indexing().json(),
-        "note": "indexing runs in the background; poll index status"})
+    let note = match start(&shared, force) {
+        Started::Now => "indexing runs in the background; poll index status",
+        Started::Queued => {
+            "a rebuild is queued: it starts as soon as the run at work ends (index status \
+             says rebuild_queued until then); poll index status"
+        }
+        Started::AlreadyRunning => "indexing is already running; poll index status",
+    };
+    json!({"indexing": shared.indexing().json(), "note": note})
 }
 
-/// Starts an index run on the indexer's thread, unless one is running; whether it started.
-pub(super) fn start(shared: &Arc<Shared>, force: bool) -> bool {
+/// What [`start`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Started {
+    /// The run started.
+    Now,
+    /// A forced run asked for while another runs: it starts when that one ends (a forced
+    /// rebuild is never dropped, for it may be what picks up an edit).
+    Queued,
+    /// Another run is at work, and brings the index up to date in this one's stead.
+    AlreadyRunning,
+}
+
+/// Starts an index run on the indexer's thread, unless one is running: then a forced run
+/// is queued, and another is left to the run at work.
+pub(super) fn start(shared: &Arc<Shared>, force: bool) -> Started {
     {
         let mut state = shared.indexing.lock().unwrap_or_else(|p| p.into_inner());
         if state.in_progress() {
-            return false;
+            if force {
+                // Under `indexing`'s lock, which the run's end takes to look at it.
+                shared.rebuild_queued.store(true, Ordering::SeqCst);
+                return Started::Queued;
+            }
+            return Started::AlreadyRunning;
         }
         *state = Indexing::STARTED;
     }
+    send_run(shared, force);
+    Started::Now
+}
+
+/// Hands a run to the indexer's thread (starting one where there is none).
+fn send_run(shared: &Arc<Shared>, force: bool) {
     let mut runs = shared.runs.lock().unwrap_or_else(|p| p.into_inner());
     let sent = runs.as_ref().map(|runs| runs.send(force));
     if !matches!(sent, Some(Ok(()))) {
@@ -105,7 +133,6 @@ pub(super) fn start(shared: &Arc<Shared>, force: bool) -> bool {
         sender.send(force).expect("the new indexer thread receives");
         *runs = Some(sender);
     }
-    true
 }
 
 /// The indexer's thread: each `force` received is one run. It ends with the server, whose
@@ -119,6 +146,11 @@ fn serve_runs(shared: &Weak<Shared>, runs: &Receiver<bool>) {
     }
 }
 
+/// Whether a forced run waits for the run at work to end.
+pub(super) fn rebuild_queued(shared: &Shared) -> bool {
+    shared.rebuild_queued.load(Ordering::SeqCst)
+}
+
 /// Where [`start`] sends runs to the indexer's thread (None until the first run).
 pub(super) type Runs = Mutex<Option<Sender<bool>>>;
 
@@ -127,7 +159,7 @@ pub(super) type Runs = Mutex<Option<Sender<bool>>>;
 /// to date as well: the answer waits for it, for [`BUILD_WRITER_WAIT`] at most. Waiting for
 /// another writer, it answers after that long with the indexer still waiting its turn.
 pub(super) fn build(shared: Arc<Shared>) -> Outcome {
-    let ours = start(&shared, false);
+    let ours = start(&shared, false) == Started::Now;
     let deadline = Instant::now() + BUILD_WRITER_WAIT;
     let mut state = shared.indexing.lock().unwrap_or_else(|p| p.into_inner());
     loop {
@@ -175,7 +207,7 @@ enum Attempt {
 /// takes a moment; a `quarry index` may take minutes), it reports waiting and tries again
 /// after a pause that grows to [`LONGEST_RETRY_PAUSE`], for as long as the server runs,
 /// without holding searches up.
-fn run_indexer(shared: &Shared, force: bool) {
+fn run_indexer(shared: &Arc<Shared>, force: bool) {
     shared.set_indexing(Indexing::STARTED);
     let mut pause = FIRST_RETRY_PAUSE;
     let mut waiting_since = None;
@@ -192,10 +224,20 @@ fn run_indexer(shared: &Shared, force: bool) {
             }
         }
     };
-    shared.set_indexing(match outcome {
+    let ended = match outcome {
         Ok(report) => Indexing::Finished(report),
         Err(error) => Indexing::Failed(error),
-    });
+    };
+    let queued = {
+        let mut state = shared.indexing.lock().unwrap_or_else(|p| p.into_inner());
+        let queued = shared.rebuild_queued.swap(false, Ordering::SeqCst);
+        *state = if queued { Indexing::STARTED } else { ended };
+        queued
+    };
+    shared.indexing_changed.notify_all();
+    if queued {
+        send_run(shared, true);
+    }
     // The refresher starts another run for changes that came too late for this one.
     shared.signal_changes();
 }

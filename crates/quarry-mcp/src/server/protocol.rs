@@ -1,11 +1,12 @@
 //! The JSON-RPC errors owed to requests rmcp's types cannot read.
 
+use quarry_engine::quoted;
 use rmcp::ErrorData;
 use rmcp::model::{
     CallToolRequestParams, ErrorCode, InitializeRequestParams, PaginatedRequestParams,
 };
 use serde::de::DeserializeOwned;
-use serde_json::{Value, json};
+use serde_json::Value;
 
 /// The error for a request that rmcp's types do not read: `method` with `params`.
 pub(super) fn unreadable_request(
@@ -29,10 +30,11 @@ pub(super) fn unreadable_request(
             return ErrorData::new(
                 ErrorCode::METHOD_NOT_FOUND,
                 format!(
-                    "method not found: {method:?}; this server answers initialize, ping, \
-                     tools/list and tools/call"
+                    "method not found: {}; this server answers initialize, ping, tools/list \
+                     and tools/call",
+                    quoted(method)
                 ),
-                Some(json!({"method": method})),
+                None,
             );
         }
     };
@@ -48,7 +50,21 @@ fn params_fault<Params: DeserializeOwned>(params: Option<&Value>) -> Option<Stri
     };
     let error = serde_path_to_error::deserialize::<_, Params>(params.clone()).err()?;
     Some(match error.path().to_string().as_str() {
-        "." => error.inner().to_string(),
-        path => format!("params.{path}: {}", error.inner()),
+        "." => serde_fault(&error),
+        path => format!("params.{path}: {}", serde_fault(&error)),
     })
+}
+
+/// How many characters of serde's word on a value it could not read are kept: serde quotes
+/// a wrong value whole (`invalid type: string "…", expected usize`), and a value may be
+/// megabytes long.
+const SERDE_FAULT_CHARS: usize = 160;
+
+/// What serde found wrong in a request's JSON, cut to [`SERDE_FAULT_CHARS`].
+pub(super) fn serde_fault(error: &serde_path_to_error::Error<serde_json::Error>) -> String {
+    let fault = error.inner().to_string();
+    match fault.char_indices().nth(SERDE_FAULT_CHARS) {
+        Some((cut, _)) => format!("{}… (cut)", &fault[..cut]),
+        None => fault,
+    }
 }

@@ -5,11 +5,12 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use super::{
-    ANN_DIR, DATABASE_FILE, Handle, INDEX_DIR, LEXICAL_DIR, READER_CACHE_BYTES, ROWS_DIR, Store,
-    WRITER_LOCK, create_index_dir, lock_for_writing, open_database, open_lexical_reader,
-    remove_if_present, within_lock_grace,
+    ANN_DIR, DATABASE_FILE, Handle, LEXICAL_DIR, READER_CACHE_BYTES, ROWS_DIR, Store, WRITER_LOCK,
+    create_index_dir, lock_for_writing, open_database, open_lexical_reader, remove_if_present,
+    within_lock_grace,
 };
 use crate::StoreError;
+use crate::index_dir::{FileIdentity, index_dir};
 use crate::records::IndexSettings;
 
 /// Where a forced rebuild builds its index, inside the index directory, until
@@ -85,6 +86,7 @@ impl Store {
     /// A read-only handle of this index (see [`Store::open_read_only`]), wherever it lives:
     /// a [`Store::stage`]d index is read through this before it is published.
     pub fn reader(&self) -> Result<Self, StoreError> {
+        let opened = FileIdentity::of(&self.path);
         let db = open_database(&self.path, Some(READER_CACHE_BYTES), |builder| {
             builder.open_read_only(&self.path)
         })?;
@@ -97,26 +99,31 @@ impl Store {
             None,
         );
         reader.lock_path = self.lock_path.clone();
+        reader.opened = opened;
         Ok(reader)
     }
 
     /// Whether a forced rebuild of the index at `root` has started and not been published
     /// (or was killed before it was).
     pub fn is_rebuilding(root: &Path) -> bool {
-        let dir = root.join(INDEX_DIR);
+        let Ok(dir) = index_dir(root) else {
+            return false;
+        };
         dir.join(STAGING_DIR).exists() || dir.join(RETIRED_DIR).exists()
     }
 }
 
 /// The database a [`Store::stage`]d rebuild of the index at `root` writes.
 fn staging_database(root: &Path) -> PathBuf {
-    root.join(INDEX_DIR).join(STAGING_DIR).join(DATABASE_FILE)
+    root.join(crate::INDEX_DIR)
+        .join(STAGING_DIR)
+        .join(DATABASE_FILE)
 }
 
 /// Removes what a rebuild of the index at `root` left unpublished (killed, or failed). The
 /// caller holds the writer lock, so no rebuild is at work there.
 pub(super) fn remove_staged(root: &Path) -> Result<(), StoreError> {
-    let dir = root.join(INDEX_DIR).join(STAGING_DIR);
+    let dir = root.join(crate::INDEX_DIR).join(STAGING_DIR);
     remove_if_present(&dir, fs::remove_dir_all(&dir))
 }
 

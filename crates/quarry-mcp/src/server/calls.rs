@@ -1,0 +1,114 @@
+//! How many tool calls run at once, and how many may wait: a fixed number of workers and a
+//! bounded queue, past which a call is refused as busy at once.
+//!
+//! Each call runs on tokio's blocking pool, which grows to 512 threads: a burst of 1,000
+//! calls sent in one write once took the server to 517 threads and 943 MB, kept after the
+//! burst. With a bound the threads, and the memory each search holds while it runs, stay
+//! those of a few calls.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+
+/// Calls waiting for a worker, at most: past this many, a call is answered busy.
+pub(crate) const MAX_QUEUED_CALLS: usize = 64;
+
+/// The workers and the queue in front of them.
+pub(crate) struct Calls {
+    workers: Arc<Semaphore>,
+    worker_count: usize,
+    /// Calls admitted and not yet running.
+    queued: AtomicUsize,
+    max_queued: usize,
+}
+
+/// The call was refused: the queue is full.
+#[derive(Debug)]
+pub(crate) struct Busy {
+    pub workers: usize,
+    pub queued: usize,
+}
+
+impl Busy {
+    /// What the client is told.
+    pub fn message(&self) -> String {
+        format!(
+            "quarry is busy: {} calls run and {} wait (its most); call again when earlier \
+             answers have come",
+            self.workers, self.queued
+        )
+    }
+}
+
+impl Calls {
+    /// `workers` calls at once, `max_queued` waiting.
+    pub fn new(workers: usize, max_queued: usize) -> Self {
+        let workers = workers.max(1);
+        Self {
+            workers: Arc::new(Semaphore::new(workers)),
+            worker_count: workers,
+            queued: AtomicUsize::new(0),
+            max_queued,
+        }
+    }
+
+    /// How many calls run at once on this machine: one per core (a search keeps a core busy
+    /// embedding its query), four at least, since a call may also wait (a search for the
+    /// watcher's changes, a build for its run) and a status should answer meanwhile.
+    pub fn workers_for_this_machine() -> usize {
+        std::thread::available_parallelism().map_or(4, |n| n.get().clamp(4, 16))
+    }
+
+    /// A worker for one call, once one is free; [`Busy`] at once where the queue is full.
+    pub async fn admit(&self) -> Result<OwnedSemaphorePermit, Busy> {
+        let queued = self.queued.fetch_add(1, Ordering::SeqCst);
+        if queued >= self.max_queued {
+            self.queued.fetch_sub(1, Ordering::SeqCst);
+            return Err(Busy {
+                workers: self.worker_count,
+                queued,
+            });
+        }
+        let permit = Arc::clone(&self.workers)
+            .acquire_owned()
+            .await
+            .expect("the workers' semaphore is never closed");
+        self.queued.fetch_sub(1, Ordering::SeqCst);
+        Ok(permit)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn calls_past_the_queue_are_busy_and_the_queue_drains() {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        runtime.block_on(async {
+            let calls = Arc::new(Calls::new(1, 2));
+            let running = calls.admit().await.unwrap();
+            let waiting: Vec<_> = (0..2)
+                .map(|_| {
+                    let calls = Arc::clone(&calls);
+                    tokio::spawn(async move { calls.admit().await.map(drop) })
+                })
+                .collect();
+            while calls.queued.load(Ordering::SeqCst) < 2 {
+                tokio::task::yield_now().await;
+            }
+            let busy = calls.admit().await.unwrap_err();
+            assert_eq!((busy.workers, busy.queued), (1, 2));
+            assert!(busy.message().contains("busy"), "{}", busy.message());
+            drop(running);
+            for call in waiting {
+                call.await.unwrap().unwrap();
+            }
+            assert_eq!(calls.queued.load(Ordering::SeqCst), 0);
+            drop(calls.admit().await.unwrap());
+        });
+    }
+}
