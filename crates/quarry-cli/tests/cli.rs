@@ -232,6 +232,16 @@ fn related_status_libraries_models_and_config() {
     assert!(out.status.success(), "{}", text(&out.stderr));
     let error = failure(dir, &["search", query, "--scope", "lib:units"]);
     assert!(error.contains("unknown scope"), "{error}");
+    // Names that read as other scopes, or as no name, and the index's own directory.
+    let long = "n".repeat(5_000);
+    for name in ["all", "project", "a/b", long.as_str()] {
+        let error = failure(dir, &["lib", "add", name, library.path().to_str().unwrap()]);
+        assert!(error.contains("a library name is"), "{error}");
+        assert!(error.len() < 400, "{error}");
+    }
+    let index_dir = dir.join(".quarry");
+    let error = failure(dir, &["lib", "add", "own", index_dir.to_str().unwrap()]);
+    assert!(error.contains("inside the index directory"), "{error}");
 
     // Defaults from .quarry/config.toml; flags override them; typos are named.
     let config = dir.join(".quarry/config.toml");

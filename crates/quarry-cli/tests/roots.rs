@@ -111,3 +111,57 @@ fn a_chunk_id_prefix_of_eight_digits_is_enough() {
     let error = failure(repo.path(), &["related", absent]);
     assert!(error.contains("no chunk id starts with"), "{error}");
 }
+
+/// A repository that commits `.quarry` as a link to a directory of the user's: every
+/// command refuses it with the fix, and the directory it points at is left as it was (a
+/// search once created files there and removed `lexical/notes.txt`; `quarry index` removed
+/// `rows/mine.txt`).
+#[cfg(unix)]
+#[test]
+fn a_linked_index_directory_is_refused_by_every_command() {
+    let repo = shop();
+    let elsewhere = tempfile::tempdir().unwrap();
+    for dir in ["lexical", "rows", "vectors"] {
+        fs::create_dir(elsewhere.path().join(dir)).unwrap();
+        fs::write(elsewhere.path().join(dir).join("notes.txt"), "mine\n").unwrap();
+    }
+    std::os::unix::fs::symlink(elsewhere.path(), repo.path().join(".quarry")).unwrap();
+    let listing = |dir: &Path| -> Vec<String> {
+        let mut names: Vec<String> = walk(dir)
+            .iter()
+            .map(|p| p.strip_prefix(dir).unwrap().display().to_string())
+            .collect();
+        names.sort();
+        names
+    };
+    let before = listing(elsewhere.path());
+    for command in [
+        &["index"][..],
+        &["index", "--force"][..],
+        &["search", "cart total", "--mode", "lexical"][..],
+        &["search", "cart total"][..],
+        &["status"][..],
+        &["lib", "add", "dep", "src"][..],
+    ] {
+        let error = failure(repo.path(), command);
+        assert!(
+            error.contains(".quarry") && error.contains("symbolic link"),
+            "{command:?}: {error}"
+        );
+    }
+    assert_eq!(listing(elsewhere.path()), before);
+}
+
+/// Every file below `dir`.
+#[cfg(unix)]
+fn walk(dir: &Path) -> Vec<std::path::PathBuf> {
+    let mut files = Vec::new();
+    for entry in fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            files.extend(walk(&path));
+        }
+        files.push(path);
+    }
+    files
+}

@@ -411,3 +411,75 @@ fn result_tools_declare_the_views_they_return() {
         assert_eq!(required, fields, "{}", tool.name);
     }
 }
+
+/// A megabyte in every argument that takes a string, and as an unknown key: each refusal
+/// quotes a few dozen characters of it, never the whole (an error once echoed 10 MB).
+#[test]
+fn huge_arguments_get_short_refusals() {
+    let huge = "x".repeat(1 << 20);
+    let id = &session().chunk_ids[0];
+    let cases = [
+        ("semantic_search", json!({"query": huge})),
+        ("semantic_search", json!({"query": "cart", "mode": huge})),
+        (
+            "semantic_search",
+            json!({"query": "cart", "include_tests": huge}),
+        ),
+        (
+            "semantic_search",
+            json!({"query": "cart", "detail_level": huge}),
+        ),
+        (
+            "semantic_search",
+            json!({"query": "cart", "paths": [format!("[{huge}")]}),
+        ),
+        (
+            "semantic_search",
+            json!({"query": "cart", "languages": [huge]}),
+        ),
+        ("semantic_search", json!({"query": "cart", "scope": [huge]})),
+        ("semantic_search", json!({"query": "cart", "limit": huge})),
+        ("semantic_search", json!({"query": "cart", huge.clone(): 1})),
+        ("get_related", json!({"chunk_id": huge})),
+        ("get_related", json!({"chunk_id": id, "min_score": huge})),
+        ("find_similar", json!({"path": huge, "line": 1})),
+        ("index", json!({"action": huge})),
+    ];
+    for (tool, arguments) in cases {
+        let Value::Object(arguments) = arguments else {
+            unreachable!()
+        };
+        let result = call(tool, arguments.clone());
+        assert_eq!(result.is_error, Some(true), "{tool}");
+        let text: String = result
+            .content
+            .iter()
+            .filter_map(|block| block.as_text().map(|t| t.text.clone()))
+            .collect();
+        assert!(
+            text.len() < 1000,
+            "{tool}: a refusal of {} bytes: {}",
+            text.len(),
+            &text[..300.min(text.len())]
+        );
+    }
+}
+
+/// Path globs compile into one set per request, and a request holds at most 1,000: the
+/// bound's worth answers, past it a refusal says the bound (20,000 globs once took 171 s).
+#[test]
+fn many_path_globs_are_answered_up_to_the_bound() {
+    let globs = |n: usize| -> Vec<String> { (0..n).map(|i| format!("src/dir{i}/**")).collect() };
+    let Value::Object(within) = json!({"query": "cart", "paths": globs(1000)}) else {
+        unreachable!()
+    };
+    let result = call("semantic_search", within);
+    assert_ne!(result.is_error, Some(true), "{:?}", result.content);
+    let Value::Object(past) = json!({"query": "cart", "paths": globs(20_000)}) else {
+        unreachable!()
+    };
+    let result = call("semantic_search", past);
+    assert_eq!(result.is_error, Some(true));
+    let text = format!("{:?}", result.content);
+    assert!(text.contains("at most 1000"), "{text}");
+}
