@@ -766,18 +766,33 @@ fn a_forced_build_asked_for_during_a_run_is_queued() {
     client.close();
 }
 
-/// The repository removed under a watching server: every call says it is gone, and nothing
-/// makes it again (an index run once created it anew, and later calls answered from the
-/// deleted index).
+/// The repository removed under a watching server while it embeds: every call from then on
+/// says it is gone, and nothing makes it again (the run's checkpoint once created
+/// `.quarry/vectors` anew, and with it the root, and later calls answered from the deleted
+/// index).
 fn a_removed_repository_stays_an_error() {
     let repo = shop();
     let root = repo.path().to_path_buf();
+    // Enough chunks that the second phase lasts a few seconds.
+    fs::create_dir(root.join("generated")).unwrap();
+    for file in 0..150 {
+        let mut text = String::new();
+        for function in 0..8 {
+            text.push_str(&format!(
+                "def handler_{file}_{function}(request):\n    \
+                 \"\"\"Answers request kind {function} of service {file}.\"\"\"\n    \
+                 return request.kind * {function} + {file}\n\n\n"
+            ));
+        }
+        fs::write(root.join(format!("generated/service_{file}.py")), text).unwrap();
+    }
     let mut client = Client::initialized(&root, true);
-    wait_until_indexed(&mut client);
+    client.wait_for("the second phase", Duration::from_secs(300), |i| {
+        assert!(i["state"] != "failed", "{i}");
+        i["phase"] == "vectors" || i["state"] == "finished"
+    });
     fs::remove_dir_all(&root).unwrap();
-    for _ in 0..3 {
-        // Time for the watcher to see the removal and any run it starts to end.
-        std::thread::sleep(Duration::from_secs(1));
+    for _ in 0..15 {
         let answer = client.request(
             "tools/call",
             json!({"name": "semantic_search", "arguments": {"query": "shipping cost"}}),
@@ -785,6 +800,8 @@ fn a_removed_repository_stays_an_error() {
         assert_eq!(answer["result"]["isError"], true, "{answer}");
         let text = answer["result"]["content"][0]["text"].as_str().unwrap();
         assert!(text.contains("is gone"), "{text}");
+        // Time for the run to end, and for the watcher to see the removal.
+        std::thread::sleep(Duration::from_secs(1));
     }
     assert!(!root.exists(), "the repository was made again");
     client.close();

@@ -625,7 +625,8 @@ fn wipe(dir: &Path) -> Result<(), StoreError> {
         Err(error) if error.kind() != std::io::ErrorKind::NotFound => return Err(io_error(error)),
         _ => {}
     }
-    fs::create_dir_all(dir).map_err(io_error)
+    // Not `create_dir_all`: the index directory is there, or the repository went.
+    fs::create_dir(dir).map_err(io_error)
 }
 
 fn lexical(dir: &Path, error: impl std::fmt::Display) -> StoreError {

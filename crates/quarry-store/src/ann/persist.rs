@@ -253,7 +253,8 @@ fn replace_dir(dir: &Path, write: impl FnOnce(&Path) -> Result<(), String>) -> R
     for stale in [&staging, &retired] {
         remove_dir(stale)?;
     }
-    fs::create_dir_all(&staging).map_err(|e| describe_io(&staging, e))?;
+    // Not `create_dir_all`: the index directory is there, or the repository went.
+    fs::create_dir(&staging).map_err(|e| describe_io(&staging, e))?;
     write(&staging)?;
     if dir.exists() {
         fs::rename(dir, &retired).map_err(|e| describe_io(dir, e))?;
