@@ -173,6 +173,10 @@ fn run_search(args: SearchArgs) -> Result<()> {
             "note: another quarry process is writing this index; answering from its last \
              commit (files changed since are not searched yet)"
         ),
+        Err(error) if error.is_unwritable() => eprintln!(
+            "note: the index cannot be written ({error}); answering from its last commit \
+             (files changed since are not searched)"
+        ),
         outcome => outcome?,
     }
     let engine = fresh.ensure_not_empty(engine)?;

@@ -1,6 +1,7 @@
 //! What `quarry` prints for people: colour only on a terminal, `NO_COLOR` respected. The
 //! JSON output is `quarry_engine::view`'s, shared with the MCP server.
 
+use std::borrow::Cow;
 use std::io::{IsTerminal, Write};
 
 use quarry_engine::model::{Embedder, ModelDir};
@@ -42,6 +43,15 @@ pub fn coverage_note(coverage: Coverage) -> Option<String> {
     })
 }
 
+/// A path as one line of text shows it: a control character (a newline in a file's name)
+/// escaped as Rust escapes it, so that one result stays one line; `--json` has it as it is.
+fn shown(path: &str) -> Cow<'_, str> {
+    match path.chars().any(char::is_control) {
+        true => Cow::Owned(path.escape_debug().to_string()),
+        false => Cow::Borrowed(path),
+    }
+}
+
 /// Skipped files shown in the summary; `--json` lists them all.
 const SKIPPED_SHOWN: usize = 5;
 
@@ -50,7 +60,7 @@ fn skipped_lines(skipped: &[(String, String)]) -> impl Iterator<Item = String> +
     skipped
         .iter()
         .take(SKIPPED_SHOWN)
-        .map(|(path, why)| format!("\nskipped {path}: {why}"))
+        .map(|(path, why)| format!("\nskipped {}: {why}", shown(path)))
         .chain((more > 0).then(|| format!("\n... and {more} more skipped (--json lists them)")))
 }
 
@@ -94,7 +104,7 @@ pub fn print_results(
         writeln!(
             out,
             "{bold}{}:{}-{}{reset}  {}  {:.3}  {dim}{}{reset}",
-            c.path,
+            shown(&c.path),
             c.start_line,
             c.end_line,
             c.name.as_deref().unwrap_or(c.kind.name()),
@@ -132,7 +142,12 @@ pub fn print_definitions(out: &mut impl Write, hits: &[SymbolHit]) -> std::io::R
         writeln!(
             out,
             "    {dim}{} {} {} {}:{}-{}{reset}",
-            hit.matched, hit.kind, hit.symbol, hit.path, hit.start_line, hit.end_line
+            hit.matched,
+            hit.kind,
+            hit.symbol,
+            shown(&hit.path),
+            hit.start_line,
+            hit.end_line
         )?;
     }
     Ok(())
@@ -217,7 +232,7 @@ pub fn print_status(out: &mut impl Write, status: &Status) -> std::io::Result<()
         ];
         for (what, paths) in lists {
             for path in paths {
-                writeln!(out, "  {what:<9} {path}")?;
+                writeln!(out, "  {what:<9} {}", shown(path))?;
             }
         }
     }
@@ -229,7 +244,11 @@ pub fn print_status(out: &mut impl Write, status: &Status) -> std::io::Result<()
             writeln!(
                 out,
                 "            {:.3}  {:.3}  {:>3}>{:<3} {}",
-                drift.average, drift.max, drift.chunks_before, drift.chunks_after, drift.path
+                drift.average,
+                drift.max,
+                drift.chunks_before,
+                drift.chunks_after,
+                shown(&drift.path)
             )?;
         }
     }

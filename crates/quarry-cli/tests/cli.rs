@@ -271,6 +271,41 @@ fn related_status_libraries_models_and_config() {
     assert!(model["backend"].as_str().unwrap().starts_with("flex"));
 }
 
+/// A file whose name holds a newline: each result is still one line of text (the name
+/// escaped), and `--json` has the name as it is.
+#[cfg(unix)]
+#[test]
+fn a_file_name_with_a_newline_keeps_a_result_on_one_line() {
+    let repo = shop();
+    let dir = repo.path();
+    fs::write(
+        dir.join("src/odd\nname.py"),
+        "def refund_voucher_total(order):\n    return order.vouchers\n",
+    )
+    .unwrap();
+    let args = [
+        "search",
+        "refund_voucher_total",
+        "--mode",
+        "lexical",
+        "-k",
+        "1",
+    ];
+    let out = quarry(dir, &args);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    assert!(
+        stdout
+            .lines()
+            .next()
+            .unwrap()
+            .starts_with("src/odd\\nname.py:1-2"),
+        "{stdout}"
+    );
+    let found = json(dir, &[&args[..], &["--json"]].concat());
+    assert_eq!(found["results"][0]["path"], "src/odd\nname.py");
+}
+
 #[test]
 fn bad_input_fails_with_a_message_and_a_non_zero_exit() {
     let dir = tempfile::tempdir().unwrap();

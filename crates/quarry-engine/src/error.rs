@@ -179,4 +179,22 @@ impl EngineError {
             EngineError::Store(quarry_store::StoreError::Locked { .. })
         )
     }
+
+    /// Whether the index could not be written where it lies (a read-only directory or file
+    /// system, a full disk): the write was refused or rolled back, and what the index holds
+    /// is still whole and readable.
+    pub fn is_unwritable(&self) -> bool {
+        use std::io::ErrorKind::{
+            PermissionDenied, QuotaExceeded, ReadOnlyFilesystem, StorageFull,
+        };
+        let source = match self {
+            EngineError::Store(quarry_store::StoreError::Io { source, .. }) => source,
+            EngineError::Io { source, .. } => source,
+            _ => return false,
+        };
+        matches!(
+            source.kind(),
+            PermissionDenied | ReadOnlyFilesystem | StorageFull | QuotaExceeded
+        )
+    }
 }

@@ -188,7 +188,14 @@ fn check(line: &[u8]) -> Verdict {
     // Parsed whole, into values: strings are checked for UTF-8 and surrogates, as rmcp's
     // own parse checks them.
     match serde_json::from_slice::<Value>(text) {
-        Ok(_) => Verdict::Pass,
+        Ok(value) if is_message(&value) => Verdict::Pass,
+        // rmcp answers these too, but without the request's id.
+        Ok(value) => Verdict::Answer(error_line_for(
+            request_id(&value),
+            INVALID_REQUEST,
+            "Invalid Request: a message is one JSON object with \"jsonrpc\": \"2.0\" and a \
+             \"method\" (a request or notification), or a \"result\" or \"error\" (a response)",
+        )),
         Err(error) => Verdict::Answer(error_line(
             PARSE_ERROR,
             &format!("Parse error: {error} (each message is one line of JSON, in UTF-8)"),
@@ -196,11 +203,38 @@ fn check(line: &[u8]) -> Verdict {
     }
 }
 
+/// JSON-RPC 2.0's code for JSON that is no request.
+pub(crate) const INVALID_REQUEST: i64 = -32600;
+
+/// Whether `value` has a JSON-RPC 2.0 message's shape, for rmcp to read.
+fn is_message(value: &Value) -> bool {
+    let Some(object) = value.as_object() else {
+        return false;
+    };
+    object.get("jsonrpc") == Some(&json!("2.0"))
+        && (object.get("method").is_some_and(Value::is_string)
+            || object.contains_key("result")
+            || object.contains_key("error"))
+}
+
+/// The id of a request that is no valid message, where it has one JSON-RPC allows (a
+/// string or a number): its answer carries it, so that the client knows which call failed.
+fn request_id(value: &Value) -> Value {
+    match value.get("id") {
+        Some(id @ (Value::String(_) | Value::Number(_))) => id.clone(),
+        _ => Value::Null,
+    }
+}
+
 /// A JSON-RPC error response without an id (`null`: the request could not be read), as a
 /// line.
 fn error_line(code: i64, message: &str) -> Vec<u8> {
-    let response =
-        json!({"jsonrpc": "2.0", "id": null, "error": {"code": code, "message": message}});
+    error_line_for(Value::Null, code, message)
+}
+
+/// A JSON-RPC error response to the request `id`, as a line.
+fn error_line_for(id: Value, code: i64, message: &str) -> Vec<u8> {
+    let response = json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}});
     let mut line = serde_json::to_vec(&response).expect("a JSON value serialises");
     line.push(b'\n');
     line
@@ -267,12 +301,22 @@ mod tests {
         for line in [
             &br#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#[..],
             b"{\"jsonrpc\":\"2.0\",\"method\":\"ping\",\"id\":2}\r\n",
-            b"\xEF\xBB\xBF{\"a\": \"\\ud83e\\udd80\"}\n",
-            // JSON, but no message: rmcp answers it (invalid request).
-            b"[1, 2]\n",
-            b"\"\xC3\xA9\"\n",
+            b"\xEF\xBB\xBF{\"jsonrpc\":\"2.0\",\"method\":\"\\ud83e\\udd80\"}\n",
+            br#"{"jsonrpc":"2.0","id":3,"result":{}}"#,
         ] {
             assert_eq!(check(line), Verdict::Pass, "{:?}", line);
+        }
+        // JSON, but no message: invalid request, with the id where there is one.
+        for (line, id) in [
+            (&b"[1, 2]\n"[..], Value::Null),
+            (b"\"\xC3\xA9\"\n", Value::Null),
+            (br#"{"jsonrpc":"2.0","id":7}"#, json!(7)),
+            (br#"{"jsonrpc":"1.0","id":"x","method":"ping"}"#, json!("x")),
+            (br#"{"jsonrpc":"2.0","id":{"a":1},"method":5}"#, Value::Null),
+        ] {
+            let reply = answer(line);
+            assert_eq!(reply["error"]["code"], INVALID_REQUEST, "{reply}");
+            assert_eq!(reply["id"], id, "{reply}");
         }
         for line in [&b"\n"[..], b"   \r\n", b""] {
             assert_eq!(check(line), Verdict::Skip, "{line:?}");
@@ -330,7 +374,10 @@ mod tests {
             let (server_out, mut stdout) = tokio::io::duplex(1 << 16);
             let mut stdio = transport(server_in, server_out);
             client
-                .write_all(b"{\"id\":1}\nnope\n\n{\"id\":2}\n\xFF\n")
+                .write_all(
+                    b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}\nnope\n\n\
+                      {\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"ping\"}\n\xFF\n",
+                )
                 .await
                 .unwrap();
             // rmcp writes one message in pieces, then another.
@@ -341,7 +388,11 @@ mod tests {
             drop(client);
             let mut passed = String::new();
             stdio.input.read_to_string(&mut passed).await.unwrap();
-            assert_eq!(passed, "{\"id\":1}\n{\"id\":2}\n");
+            assert_eq!(
+                passed,
+                "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}\n\
+                 {\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"ping\"}\n"
+            );
             stdio.reader.await.unwrap();
             drop(stdio.output);
             stdio.writer.await.unwrap();

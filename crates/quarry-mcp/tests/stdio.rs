@@ -417,6 +417,11 @@ fn a_tools_call_without_a_name_is_invalid_params() {
     );
     let answer = client.request("resources/explode", json!({}));
     assert_eq!(answer["error"]["code"], -32601, "{answer}");
+    // JSON that is no request: invalid request, answered with its id.
+    client.send(&json!({"jsonrpc": "2.0", "id": 99}));
+    let answer = client.answer();
+    assert_eq!(answer["error"]["code"], -32600, "{answer}");
+    assert_eq!(answer["id"], 99, "{answer}");
     // An unknown tool stays rmcp's invalid params.
     let answer = client.request("tools/call", json!({"name": "nope", "arguments": {}}));
     assert_eq!(answer["error"]["code"], -32602, "{answer}");

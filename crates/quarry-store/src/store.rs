@@ -221,7 +221,9 @@ impl Store {
             Err(error) => Err(error.into()),
         })?;
         let Some(stored) = stored else {
-            return Err(StoreError::NoIndex { path: store.path });
+            return Err(StoreError::NoIndex {
+                path: store.path.clone(),
+            });
         };
         store.check_stored(stored)?;
         Ok(store)

@@ -553,3 +553,23 @@ fn a_rebuild_replaces_the_derived_indexes_too() {
         .unwrap_err();
     assert!(error.to_string().contains("16"), "{error}");
 }
+
+/// A rebuild given up before it published (its run failed) leaves the live index as it was
+/// and no `.quarry/rebuild/` behind.
+#[test]
+fn a_rebuild_given_up_leaves_nothing_staged() {
+    let repo = tempfile::tempdir().unwrap();
+    {
+        let store = Store::open(repo.path(), settings()).unwrap();
+        put_texts(&store, &[("a.rs", &[(1, "fn alpha() {}")])]);
+    }
+    let staged = Store::stage(repo.path(), settings()).unwrap();
+    put_texts(&staged, &[("b.rs", &[(2, "fn beta() {}")])]);
+    assert!(Store::is_rebuilding(repo.path()));
+    drop(staged);
+    assert!(!repo.path().join(".quarry/rebuild").exists());
+    assert!(!Store::is_rebuilding(repo.path()));
+    let store = Store::open_read_only(repo.path(), settings()).unwrap();
+    assert!(store.chunk(ChunkId(1)).unwrap().is_some());
+    assert_eq!(store.chunk(ChunkId(2)).unwrap(), None);
+}

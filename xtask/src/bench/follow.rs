@@ -62,7 +62,7 @@ impl Served {
         Ok(Served { child, client })
     }
 
-    fn pid(&self) -> Result<u32> {
+    pub(super) fn pid(&self) -> Result<u32> {
         self.child.id().context("the server has exited")
     }
 
@@ -91,7 +91,11 @@ impl Served {
 }
 
 /// A tool's structured result; a tool error is an error.
-async fn call(peer: &Peer<RoleClient>, tool: &'static str, arguments: Value) -> Result<Value> {
+pub(super) async fn call(
+    peer: &Peer<RoleClient>,
+    tool: &'static str,
+    arguments: Value,
+) -> Result<Value> {
     let params = CallToolRequestParams::new(tool)
         .with_arguments(arguments.as_object().cloned().unwrap_or_default());
     let result = peer.call_tool(params).await?;
@@ -248,7 +252,7 @@ fn clock_ticks() -> Result<f64> {
 }
 
 /// Resident memory of a process in KiB, from `/proc`.
-fn rss_kib(pid: u32) -> Result<u64> {
+pub(super) fn rss_kib(pid: u32) -> Result<u64> {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status"))?;
     let line = status
         .lines()

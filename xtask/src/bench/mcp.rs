@@ -11,6 +11,7 @@ use quarry_embed::{DEFAULT_MODEL, EmbedderOptions};
 use quarry_engine::{Engine, EngineOptions, SearchOptions};
 use serde_json::{Value, json};
 
+use crate::bench::burst::{self, Burst};
 use crate::bench::common::{append_comment, git_commit, largest_source_files, write_report};
 use crate::bench::follow::{self, FollowArgs, Served};
 use crate::model::provisioner;
@@ -48,7 +49,11 @@ pub struct McpArgs {
     /// Files changed, for the server to re-index under load.
     #[arg(long, default_value_t = 20)]
     edits: usize,
-    /// Only the watching server's part: edit-to-visible latency, idle CPU, the soak.
+    /// Calls sent at once to a settled server (0: no burst).
+    #[arg(long, default_value_t = 1000)]
+    burst: usize,
+    /// Only the long-lived server's part: edit-to-visible latency, idle CPU, the soak, the
+    /// burst.
     #[arg(long)]
     follow_only: bool,
     #[command(flatten)]
@@ -62,6 +67,7 @@ pub fn run(args: McpArgs) -> Result<()> {
         clients,
         load_calls,
         edits,
+        burst,
         follow_only,
         follow,
     } = args;
@@ -82,14 +88,21 @@ pub fn run(args: McpArgs) -> Result<()> {
         .context("root")?;
     let commit = git_commit(project);
     let followed = follow::run(&quarry, &root, &follow)?;
+    let burst = match burst {
+        0 => None,
+        calls => Some(burst::run(&quarry, &root, calls)?),
+    };
+    let burst_markdown = burst.as_ref().map(Burst::markdown).unwrap_or_default();
+    let burst_json = burst.as_ref().map(Burst::json);
     if follow_only {
         let markdown = format!(
             "# MCP following the working tree ({commit})\n\nOn {}. Written by `cargo xtask \
-             bench mcp --follow-only`.\n\n{}",
+             bench mcp --follow-only`.\n\n{}\n{burst_markdown}",
             root.display(),
             followed.markdown()
         );
-        let report = json!({"commit": commit, "root": root, "follow": followed.json()});
+        let report = json!({"commit": commit, "root": root, "follow": followed.json(),
+            "burst": burst_json});
         write_report(project, &format!("mcp-follow-{commit}"), &markdown, &report)?;
         print!("{markdown}");
         return Ok(());
@@ -135,6 +148,7 @@ pub fn run(args: McpArgs) -> Result<()> {
     let mut report = report;
     report["load"] = loaded.json();
     report["follow"] = followed.json();
+    report["burst"] = json!(burst_json);
     let markdown = format!(
         "# MCP latency ({commit})\n\nWarm `semantic_search` (hybrid, 10 results, compact) on \
          {} ({} chunks), {calls} calls cycling through {} queries; the same searches \
@@ -144,7 +158,7 @@ pub fn run(args: McpArgs) -> Result<()> {
          | through MCP (rmcp client, stdio) | {rust_p50:.1} | {rust_p95:.1} |\n\
          | through MCP (Python SDK client, stdio) | {mcp_p50:.1} | {mcp_p95:.1} |\n\n\
          MCP / in-process at p50: {:.2}x with the rmcp client, {:.2}x with the Python \
-         one.\n\n{}\n{}",
+         one.\n\n{}\n{}\n{burst_markdown}",
         root.display(),
         in_process.0,
         QUERIES.len(),

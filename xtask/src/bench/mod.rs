@@ -1,5 +1,6 @@
 //! `cargo xtask bench <name>`: one module a benchmark, and what they share in `common`.
 
+mod burst;
 mod cli;
 mod common;
 mod embed;

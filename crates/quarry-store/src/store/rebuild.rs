@@ -113,6 +113,19 @@ impl Store {
     }
 }
 
+/// A staged index dropped without [`Store::publish`] (its rebuild failed, or was given up)
+/// is removed while its writer lock is still held, so that no `.quarry/rebuild/` is left for
+/// the next writer to find (one killed outright still leaves it, and that writer removes it).
+impl Drop for Store {
+    fn drop(&mut self) {
+        if self.live.is_some()
+            && let Some(staged_dir) = self.path.parent()
+        {
+            let _ = fs::remove_dir_all(staged_dir);
+        }
+    }
+}
+
 /// The database a [`Store::stage`]d rebuild of the index at `root` writes.
 fn staging_database(root: &Path) -> PathBuf {
     root.join(crate::INDEX_DIR)
