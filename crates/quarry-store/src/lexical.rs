@@ -22,7 +22,7 @@
 //!   BM25 in each field, weighted by [`LexicalWeights`] (a definition's name outweighs a
 //!   mention in a body). The query's English function words are dropped.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashSet};
 use std::fs;
 use std::path::{Path, PathBuf};
 
@@ -263,6 +263,10 @@ pub(crate) struct LexicalIndex {
     token_totals: TokenTotals,
     /// Why [`LexicalIndex::open_writer`] replaced what the directory held, until taken.
     replaced: Option<String>,
+    /// For a reader, the segment files whose checksums it has checked: a reader checks each
+    /// file of a commit it loads once, so that damage is an error, never a ranking changed
+    /// in silence (a writer checks every file when it opens the index).
+    verified: HashSet<PathBuf>,
 }
 
 impl std::fmt::Debug for LexicalIndex {
@@ -331,6 +335,7 @@ impl LexicalIndex {
             fields,
             loaded,
             token_totals: TokenTotals::default(),
+            verified: HashSet::new(),
             replaced,
         })
     }
@@ -367,6 +372,8 @@ impl LexicalIndex {
             health::mark(dir, &detail, segments);
             damaged(dir, detail)
         })?;
+        let mut verified = HashSet::new();
+        verify(dir, &index, &mut verified)?;
         Ok(Some(Self {
             dir: dir.to_path_buf(),
             index,
@@ -375,6 +382,7 @@ impl LexicalIndex {
             fields,
             loaded,
             token_totals: TokenTotals::default(),
+            verified,
             replaced: None,
         }))
     }
@@ -571,10 +579,25 @@ impl LexicalIndex {
     /// recorded is never newer than what searches see.
     fn reload(&mut self) -> Result<(), StoreError> {
         let meta = reading(&self.dir, || self.index.load_metas())?;
+        if self.writer.is_none() {
+            verify(&self.dir, &self.index, &mut self.verified)?;
+        }
         reading(&self.dir, || self.reader.reload()).inspect_err(|e| self.mark_if_damaged(e))?;
         self.loaded = Loaded::of(&meta);
         Ok(())
     }
+}
+
+/// Checks the files of the commit the index in `dir` lists now that `verified` lacks
+/// ([`health::verify_new_files`]); a damaged one is marked for the next writer and is
+/// [`StoreError::Damaged`].
+fn verify(dir: &Path, index: &Index, verified: &mut HashSet<PathBuf>) -> Result<(), StoreError> {
+    let meta = reading(dir, || index.load_metas())?;
+    health::verify_new_files(dir, index, &meta, verified).map_err(|detail| {
+        let segments = meta.segments.iter().map(|s| s.id().uuid_string());
+        health::mark(dir, &detail, segments);
+        damaged(dir, detail)
+    })
 }
 
 /// Opens the index in `dir` with its reader, if it is one this build can use; else says why

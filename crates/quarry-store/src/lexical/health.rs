@@ -2,6 +2,7 @@
 //! mark a search leaves when tantivy failed or panicked on them, and how tantivy's errors
 //! and panics become [`StoreError::Damaged`].
 
+use std::collections::HashSet;
 use std::fs;
 use std::path::{Path, PathBuf};
 
@@ -86,28 +87,9 @@ pub(crate) fn inspect(dir: &Path, depth: Depth) -> Inspection {
     };
     found.generation = metas.payload.as_deref().and_then(|p| p.parse().ok());
     found.documents = Some(metas.segments.iter().map(|s| u64::from(s.num_docs())).sum());
-    for segment in &metas.segments {
-        let id = segment.id().uuid_string();
-        let mut files: Vec<PathBuf> = SEGMENT_EXTENSIONS
-            .iter()
-            .map(|ext| PathBuf::from(format!("{id}.{ext}")))
-            .collect();
-        if let Some(opstamp) = segment.delete_opstamp() {
-            files.push(PathBuf::from(format!("{id}.{opstamp}.del")));
-        }
-        for file in files {
-            let checked = match depth {
-                _ if !dir.join(&file).is_file() => Err("is missing".to_owned()),
-                // Opening a file reads and checks its footer.
-                Depth::Quick => guarded(|| Ok(index.directory().open_read(&file).map(drop)?)),
-                Depth::Full => match guarded(|| Ok(index.directory().validate_checksum(&file)?)) {
-                    Ok(false) => Err("does not match its checksum".to_owned()),
-                    checked => checked.map(drop),
-                },
-            };
-            if let Err(problem) = checked {
-                found.problems.push(format!("{} {problem}", file.display()));
-            }
+    for file in segment_files(&metas) {
+        if let Err(problem) = check_file(dir, &index, &file, depth) {
+            found.problems.push(problem);
         }
     }
     if let Some(reason) = read_mark(dir, &metas) {
@@ -116,6 +98,59 @@ pub(crate) fn inspect(dir: &Path, depth: Depth) -> Inspection {
             .push(format!("a search found it damaged: {reason}"));
     }
     found
+}
+
+/// Every file of every segment `metas` lists: a segment's files never change once written
+/// (its deletes go to a new `.del` file named by their opstamp).
+fn segment_files(metas: &tantivy::IndexMeta) -> Vec<PathBuf> {
+    let mut files = Vec::new();
+    for segment in &metas.segments {
+        let id = segment.id().uuid_string();
+        files.extend(
+            SEGMENT_EXTENSIONS
+                .iter()
+                .map(|ext| PathBuf::from(format!("{id}.{ext}"))),
+        );
+        if let Some(opstamp) = segment.delete_opstamp() {
+            files.push(PathBuf::from(format!("{id}.{opstamp}.del")));
+        }
+    }
+    files
+}
+
+/// Whether `file` of the index in `dir` is there and whole as `depth` looks; else what is
+/// wrong with it, naming it.
+fn check_file(dir: &Path, index: &Index, file: &Path, depth: Depth) -> Result<(), String> {
+    let checked = match depth {
+        _ if !dir.join(file).is_file() => Err("is missing".to_owned()),
+        // Opening a file reads and checks its footer.
+        Depth::Quick => guarded(|| Ok(index.directory().open_read(file).map(drop)?)),
+        Depth::Full => match guarded(|| Ok(index.directory().validate_checksum(file)?)) {
+            Ok(false) => Err("does not match its checksum".to_owned()),
+            checked => checked.map(drop),
+        },
+    };
+    checked.map_err(|problem| format!("{} {problem}", file.display()))
+}
+
+/// Checks the checksum of every file of `metas`' segments not in `verified` (and adds it
+/// there): a reader calls it when it loads a commit, so that a damaged file is an error
+/// before a search reads it, not a ranking quietly changed; each file is read once per
+/// process. The first problem found is the error.
+pub(crate) fn verify_new_files(
+    dir: &Path,
+    index: &Index,
+    metas: &tantivy::IndexMeta,
+    verified: &mut HashSet<PathBuf>,
+) -> Result<(), String> {
+    for file in segment_files(metas) {
+        if verified.contains(&file) {
+            continue;
+        }
+        check_file(dir, index, &file, Depth::Full)?;
+        verified.insert(file);
+    }
+    Ok(())
 }
 
 /// The reason of the mark a search left in `dir`, if it names a segment of `metas` (a mark
