@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 use clap::Parser;
-use quarry_engine::INDEX_DIR;
+use clap::error::{ContextKind, ContextValue};
 use quarry_engine::model::{
     DEFAULT_MODEL, Embedder, EmbedderOptions, KnownModel, MS_MARCO_MINILM_L6, ModelDir, Progress,
     Provisioner,
@@ -23,6 +23,7 @@ use quarry_engine::{
     ChunkIdPrefix, Config, Engine, EngineError, EngineOptions, Libraries, RelatedOptions,
     SearchMode, SearchOptions,
 };
+use quarry_engine::{INDEX_DIR, quoted};
 use quarry_mcp::{ServerOptions, WatchMode};
 
 use args::{
@@ -43,11 +44,17 @@ fn main() -> ExitCode {
         Ok(cli) => cli,
         Err(error) if !error.use_stderr() => error.exit(), // --help, --version
         Err(error) => {
-            // clap's first paragraph says what is wrong (a bad value: which, and its range,
-            // in one line); the usage and the pointer to --help after it are left out.
+            // clap's first paragraph says what is wrong (a bad value: which, and its range or
+            // its possible values), made one line; the usage and the pointer to --help after
+            // it are left out, and a long value is quoted short.
             let rendered = error.to_string();
             let first = rendered.split("\n\n").next().unwrap_or_default();
-            eprintln!("{}", first.trim_end());
+            let mut line: String = first.split_whitespace().collect::<Vec<_>>().join(" ");
+            if let Some(ContextValue::String(value)) = error.get(ContextKind::InvalidValue) {
+                let flat: String = value.split_whitespace().collect::<Vec<_>>().join(" ");
+                line = line.replace(&format!("'{flat}'"), &quoted(value));
+            }
+            eprintln!("{line}");
             return ExitCode::from(2);
         }
     };
@@ -212,8 +219,9 @@ fn run_related(args: RelatedArgs) -> Result<()> {
     } = args;
     let prefix: ChunkIdPrefix = chunk_id.trim().parse().map_err(|_| {
         anyhow::anyhow!(
-            "{chunk_id:?} is not a chunk id (8 to 32 hex digits, its start enough when only one \
-             chunk's id starts so); `quarry search` prints each result's id last"
+            "{} is not a chunk id (8 to 32 hex digits, its start enough when only one chunk's \
+             id starts so); `quarry search` prints each result's id last",
+            quoted(&chunk_id)
         )
     })?;
     let (root, config) = root_and_config(results.root.root.clone())?;

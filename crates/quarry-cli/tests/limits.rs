@@ -180,6 +180,78 @@ proptest! {
     }
 }
 
+/// A value a user (or a script) might give a string flag: words that mean something to some
+/// flag, globs good and bad, control characters, and very long text.
+fn string() -> impl Strategy<Value = String> {
+    prop_oneof![
+        prop::sample::select(vec![
+            "",
+            " ",
+            "retry",
+            "lexical",
+            "full",
+            "never",
+            "project",
+            "all",
+            "lib:nope",
+            "src/**",
+            "src/[oops",
+            "**/*.py",
+            "rust",
+            "klingon",
+            "../../etc/passwd",
+            "0123456789abcdef",
+            "🦀",
+            "a\nb",
+            "\u{7}",
+        ])
+        .prop_map(str::to_owned),
+        "[ -~]{0,24}",
+        // Linux takes one argument of 128 KiB at most.
+        (1usize..100_000).prop_map(|n| "x".repeat(n)),
+    ]
+}
+
+/// Every string flag and argument, with the command it belongs to (`None`: the command's
+/// positional argument).
+fn string_flag() -> impl Strategy<Value = (Vec<&'static str>, Option<&'static str>)> {
+    let search = vec!["search", "retry", "--mode", "lexical"];
+    prop::sample::select(vec![
+        (vec!["search", "--mode", "lexical"], None),
+        (search.clone(), Some("--path")),
+        (search.clone(), Some("--lang")),
+        (search.clone(), Some("--scope")),
+        (search.clone(), Some("--detail")),
+        (search.clone(), Some("--include-tests")),
+        (vec!["search", "retry"], Some("--mode")),
+        (vec!["related"], None),
+        (vec!["related", "0123456789abcdef"], Some("--path")),
+    ])
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 32, failure_persistence: None, ..ProptestConfig::default() })]
+
+    /// Whatever text a flag gets, the process ends in order, and a refusal quotes little of
+    /// it (a megabyte in an argument once came back whole in the error).
+    #[test]
+    fn no_string_aborts_the_process((command, flag) in string_flag(), value in string()) {
+        let mut args = command.clone();
+        let joined;
+        match flag {
+            Some(flag) => {
+                joined = format!("{flag}={value}");
+                args.push(&joined);
+            }
+            None => args.push(&value),
+        }
+        let out = quarry(indexed(), &args);
+        assert_orderly(&args, &out);
+        let stderr = text(&out.stderr);
+        prop_assert!(stderr.len() < 2_000, "{} bytes: {}", stderr.len(), &stderr[..200]);
+    }
+}
+
 #[test]
 fn an_error_says_its_cause_once() {
     let repo = shop();
