@@ -27,6 +27,8 @@ pub struct Burst {
     rest_kib: u64,
     peak_kib: u64,
     after_kib: u64,
+    /// Resident memory each second after the burst's last answer.
+    after: Vec<u64>,
     threads_rest: u64,
     threads_peak: u64,
 }
@@ -86,8 +88,14 @@ pub fn run(quarry: &Path, root: &Path, calls: usize) -> Result<Burst> {
         let seconds = started.elapsed().as_secs_f64();
         done.store(true, Ordering::SeqCst);
         let (peak_kib, threads_peak) = sampler.join().expect("the sampler does not panic")?;
-        tokio::time::sleep(REST).await;
-        let after_kib = rss_kib(pid)?;
+        // Each second of the rest after the burst, and as long again: the reading at REST is
+        // the measure, the rest shows the trend.
+        let mut after = Vec::new();
+        for _ in 0..2 * REST.as_secs() {
+            tokio::time::sleep(Duration::from_secs(1)).await;
+            after.push(rss_kib(pid)?);
+        }
+        let after_kib = after[REST.as_secs() as usize - 1];
         served.client.cancel().await?;
         Ok(Burst {
             calls,
@@ -98,6 +106,7 @@ pub fn run(quarry: &Path, root: &Path, calls: usize) -> Result<Burst> {
             rest_kib,
             peak_kib: peak_kib.max(rest_kib),
             after_kib,
+            after,
             threads_rest,
             threads_peak: threads_peak.max(threads_rest),
         })
@@ -122,7 +131,8 @@ impl Burst {
             "busy": self.busy,
             "failed": self.failed,
             "seconds": self.seconds,
-            "rss_kib": {"rest": self.rest_kib, "peak": self.peak_kib, "after": self.after_kib},
+            "rss_kib": {"rest": self.rest_kib, "peak": self.peak_kib, "after": self.after_kib,
+                "each_second_after": self.after},
             "peak_over_rest": self.peak_kib as f64 / self.rest_kib as f64,
             "after_over_rest": self.after_kib as f64 / self.rest_kib as f64,
             "threads": {"rest": self.threads_rest, "peak": self.threads_peak},

@@ -1,5 +1,6 @@
 //! `cargo xtask bench mcp`: warm `semantic_search` latency through the MCP server, as an
-//! agent's client sees it, against the same searches in-process in the same run.
+//! agent's client sees it, against the same searches in-process in the same run; then the
+//! load test, the watching server (`follow.rs`) and a burst of calls (`burst.rs`).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
