@@ -67,8 +67,11 @@ impl Default for ServerOptions {
 }
 
 struct Shared {
-    /// The tool calls running and waiting.
-    calls: calls::Calls,
+    /// The searches (`semantic_search`, `get_related`, `find_similar`) running and waiting.
+    searches: calls::Calls,
+    /// The `index` calls running and waiting: workers of their own, so that a build waiting
+    /// for its run never holds up a search.
+    index_calls: calls::Calls,
     /// Written only for the moment a forced rebuild's engine replaces it.
     engine: RwLock<Engine>,
     /// The repository root.
@@ -122,6 +125,13 @@ or an identifier); get_related or find_similar for code like a given chunk or li
 see whether the index is current or to update it. Results give path, 1-based lines and a \
 chunk_id; read the file there for more context. Pages: pass next_offset back as offset.";
 
+/// Which workers run a tool's calls.
+#[derive(Debug, Clone, Copy)]
+enum Pool {
+    Searches,
+    Index,
+}
+
 /// A tool's outcome: a JSON value, or a message for the agent to act on.
 type Outcome = Result<Value, String>;
 
@@ -132,10 +142,11 @@ impl Server {
     pub fn new(engine: Engine, config: Config, model: ModelDir, options: ServerOptions) -> Self {
         Server {
             shared: Arc::new(Shared {
-                calls: calls::Calls::new(
-                    calls::Calls::workers_for_this_machine(),
+                searches: calls::Calls::new(
+                    calls::Calls::search_workers(),
                     calls::MAX_QUEUED_CALLS,
                 ),
+                index_calls: calls::Calls::new(calls::INDEX_WORKERS, calls::MAX_QUEUED_CALLS),
                 root: engine.root().to_path_buf(),
                 engine: RwLock::new(engine),
                 config,
@@ -246,13 +257,15 @@ impl Server {
         force rebuilds everything in the background)."
     )]
     async fn index(&self, arguments: JsonObject) -> Result<CallToolResult, ErrorData> {
-        self.call(arguments, move |shared, args: IndexArgs| {
-            match args.action.unwrap_or_default() {
+        self.call_on(
+            Pool::Index,
+            arguments,
+            move |shared, args: IndexArgs| match args.action.unwrap_or_default() {
                 IndexAction::Status => shared.status(),
                 IndexAction::Build if args.force == Some(true) => Ok(spawn_indexer(shared, true)),
                 IndexAction::Build => build(shared),
-            }
-        })
+            },
+        )
         .await
     }
 }
@@ -303,11 +316,21 @@ impl Drop for Server {
 }
 
 impl Server {
-    /// Parses `arguments` as `Args`, then runs `work` on a blocking thread once one of the
-    /// server's workers is free ([`calls`]; busy past the queue's bound); a parse error, a
-    /// busy server or `work`'s error becomes a tool error the agent can act on.
+    /// A search: [`Server::call_on`] the searches' workers.
     async fn call<Args: DeserializeOwned + JsonSchema + Send + 'static>(
         &self,
+        arguments: JsonObject,
+        work: impl FnOnce(Arc<Shared>, Args) -> Outcome + Send + 'static,
+    ) -> Result<CallToolResult, ErrorData> {
+        self.call_on(Pool::Searches, arguments, work).await
+    }
+
+    /// Parses `arguments` as `Args`, then runs `work` on a blocking thread once one of
+    /// `pool`'s workers is free ([`calls`]; busy past the queue's bound); a parse error, a
+    /// busy server or `work`'s error becomes a tool error the agent can act on.
+    async fn call_on<Args: DeserializeOwned + JsonSchema + Send + 'static>(
+        &self,
+        pool: Pool,
         arguments: JsonObject,
         work: impl FnOnce(Arc<Shared>, Args) -> Outcome + Send + 'static,
     ) -> Result<CallToolResult, ErrorData> {
@@ -315,7 +338,11 @@ impl Server {
             Ok(args) => args,
             Err(message) => return Ok(CallToolResult::error(vec![ContentBlock::text(message)])),
         };
-        let worker = match self.shared.calls.admit().await {
+        let calls = match pool {
+            Pool::Searches => &self.shared.searches,
+            Pool::Index => &self.shared.index_calls,
+        };
+        let worker = match calls.admit().await {
             Ok(worker) => worker,
             Err(busy) => {
                 return Ok(CallToolResult::error(vec![ContentBlock::text(
@@ -734,8 +761,8 @@ pub fn serve_stdio(
     options: ServerOptions,
 ) -> Result<(), McpError> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
-        // Tool calls take at most one blocking thread per worker; stdin's reads take one.
-        .max_blocking_threads(calls::Calls::workers_for_this_machine() + 2)
+        // Tool calls take at most one blocking thread per worker; stdin and stdout one each.
+        .max_blocking_threads(calls::Calls::search_workers() + calls::INDEX_WORKERS + 2)
         // An idle call thread ends after a second, not tokio's ten, and gives its memory back
         // with it (after a burst, resident memory stayed at its peak for those ten seconds).
         .thread_keep_alive(CALL_THREAD_KEEP_ALIVE)

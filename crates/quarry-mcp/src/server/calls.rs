@@ -14,6 +14,9 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 /// Calls waiting for a worker, at most: past this many, a call is answered busy.
 pub(crate) const MAX_QUEUED_CALLS: usize = 64;
 
+/// The `index` tool's workers: a status answers while a build waits for its run.
+pub(crate) const INDEX_WORKERS: usize = 2;
+
 /// The workers and the queue in front of them.
 pub(crate) struct Calls {
     workers: Arc<Semaphore>,
@@ -53,11 +56,12 @@ impl Calls {
         }
     }
 
-    /// How many calls run at once on this machine: one per core (a search keeps a core busy
-    /// embedding its query), four at least, since a call may also wait (a search for the
-    /// watcher's changes, a build for its run) and a status should answer meanwhile.
-    pub fn workers_for_this_machine() -> usize {
-        std::thread::available_parallelism().map_or(4, |n| n.get().clamp(4, 16))
+    /// How many searches run at once on this machine: one per core, two at least. A search
+    /// keeps a core busy embedding its query and scanning, so more at once answer none
+    /// sooner, and each holds its working memory meanwhile (four at once on two cores left
+    /// resident memory 10-15% above its rest after a burst, two 3-10%).
+    pub fn search_workers() -> usize {
+        std::thread::available_parallelism().map_or(2, |n| n.get().clamp(2, 16))
     }
 
     /// A worker for one call, once one is free; [`Busy`] at once where the queue is full.
