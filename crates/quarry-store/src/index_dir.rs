@@ -120,13 +120,13 @@ impl FileIdentity {
         }
         #[cfg(not(unix))]
         {
-            // No inode: a new file has its own creation time.
+            // No inode: a file renamed in has a creation time of its own.
             let created = metadata.created().ok()?;
             let nanos = created
                 .duration_since(std::time::UNIX_EPOCH)
                 .map_or(0, |d| d.as_nanos() as u64);
             Some(Self {
-                device: metadata.len(),
+                device: 0,
                 inode: nanos,
             })
         }
