@@ -113,6 +113,10 @@ pub struct StatusArgs {
     /// Print the status as JSON.
     #[arg(long)]
     pub json: bool,
+    /// Also read every page of the database against its checksum (redb's integrity check:
+    /// slow, and it waits for no writer: refused while another process writes the index).
+    #[arg(long)]
+    pub deep: bool,
 }
 
 #[derive(Args)]

@@ -260,7 +260,11 @@ fn run_related(args: RelatedArgs) -> Result<()> {
 fn run_status(args: StatusArgs) -> Result<()> {
     let (root, config) = root_and_config(args.root.root)?;
     let engine = open_existing_engine(&root, &config)?;
-    let status = engine.status(args.threshold.unwrap_or(config.search.drift_threshold))?;
+    let threshold = args.threshold.unwrap_or(config.search.drift_threshold);
+    let status = match args.deep {
+        true => engine.status_deep(threshold)?,
+        false => engine.status(threshold)?,
+    };
     let mut out = std::io::stdout().lock();
     if args.json {
         writeln!(out, "{}", json(&StatusView::new(&status)))?;

@@ -185,6 +185,10 @@ fn related_status_libraries_models_and_config() {
     assert_eq!(status["stale"]["modified"][0], "src/config.rs");
     let out = quarry(dir, &["index"]);
     assert!(out.status.success(), "{}", text(&out.stderr));
+    // The deep check reads every page of the database against its checksum.
+    let deep = json(dir, &["status", "--deep", "--json"]);
+    assert!(deep.get("damage").is_none(), "{deep}");
+    assert_eq!(deep["files"], 9, "{deep}");
     let status = quarry(dir, &["status", "--threshold", "0.05"]);
     let status = text(&status.stdout);
     assert!(status.contains("stale       none"), "{status}");

@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-use quarry_store::{Check, Counts, Drift, VectorIndexInfo};
+use quarry_store::{Check, Counts, Drift, Store, VectorIndexInfo};
 use serde::Serialize;
 
 use crate::{Engine, EngineError};
@@ -91,7 +91,26 @@ impl Stale {
     }
 }
 
+impl Status {
+    /// Adds what redb's integrity check of the database found
+    /// ([`Engine::status_deep`]) to the damage and the warnings.
+    fn add_damage(&mut self, damage: Vec<quarry_store::Damage>) {
+        let lines: Vec<String> = damage.iter().map(ToString::to_string).collect();
+        self.warnings.extend(lines.iter().cloned());
+        self.damage.extend(lines);
+    }
+}
+
 impl Engine {
+    /// [`Engine::status`], and redb's integrity check of the database besides
+    /// ([`Store::check_pages`]: every page read against its checksum, under the writer lock,
+    /// so [`quarry_store::StoreError::Locked`] while another process writes the index).
+    pub fn status_deep(&self, drift_threshold: f32) -> Result<Status, EngineError> {
+        let mut status = self.status(drift_threshold)?;
+        status.add_damage(Store::check_pages(&self.root)?);
+        Ok(status)
+    }
+
     /// The index's health: what it holds, the files it is behind on (by the change detection
     /// [`Engine::index`] uses; nothing is read but to compare hashes), the files whose
     /// [`Drift`] (mean over their chunks) exceeds `drift_threshold`, and what is damaged in

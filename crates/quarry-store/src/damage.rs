@@ -15,7 +15,7 @@
 //!   pages but verifies them only in a full integrity check that reads and rewrites the file
 //!   (writers only), so bytes overwritten where no check reads (the vectors, a record's
 //!   bytes that still decode, free pages) are not found here; a truncated file fails to open
-//!   at all.
+//!   at all. [`Store::check_pages`] runs that integrity check (`quarry status --deep`).
 
 use std::fmt;
 use std::fs;
@@ -28,7 +28,9 @@ use crate::StoreError;
 use crate::ann::AnnIndex;
 use crate::lexical::{Depth, inspect};
 use crate::records::{FILES, FileState, PENDING};
-use crate::store::{Counts, Snapshot, Store, decode};
+use crate::store::{
+    Counts, Snapshot, Store, decode, lock_for_writing, open_database, within_lock_grace,
+};
 
 /// Which part of an index a [`Damage`] is in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -118,6 +120,43 @@ impl Store {
             }
             checked => checked,
         }
+    }
+
+    /// redb's integrity check of the database at `root`: every page read and compared with
+    /// its checksum (`quarry status --deep`). It holds the index's writer lock while it runs
+    /// ([`StoreError::Locked`] while another writer works), and opens the database alone:
+    /// nothing derived from it is touched. Where it finds damage, redb repairs what it can
+    /// (its record of free pages); records it cannot read are reported.
+    pub fn check_pages(root: &Path) -> Result<Vec<Damage>, StoreError> {
+        let path = crate::index_dir(root)?.join(crate::store::DATABASE_FILE);
+        if !path.is_file() {
+            return Err(StoreError::NoIndex { path });
+        }
+        let _lock = within_lock_grace(|| lock_for_writing(&path))?;
+        let damage = |problem: String| Damage {
+            part: IndexPart::Database,
+            path: path.clone(),
+            problem,
+        };
+        let mut db = match open_database(&path, None, |builder| builder.open(&path)) {
+            Ok(db) => db,
+            Err(StoreError::Corrupt { message, .. }) => return Ok(vec![damage(message)]),
+            Err(error) => return Err(error),
+        };
+        let checked = catch_quietly(|| db.check_integrity());
+        Ok(match checked {
+            Ok(Ok(true)) => Vec::new(),
+            Ok(Ok(false)) => vec![damage(
+                "pages did not match their checksums (redb repaired its record of free pages; \
+                 rebuild to be sure of the rest)"
+                    .into(),
+            )],
+            Ok(Err(error)) => vec![damage(format!("the integrity check failed: {error}"))],
+            Err(panic) => vec![damage(format!(
+                "the integrity check panicked: {}",
+                panic_message(&*panic)
+            ))],
+        })
     }
 
     fn database_damage(&self, problem: String) -> Damage {

@@ -27,7 +27,7 @@ use rebuild::remove_staged;
 pub use batch::Batch;
 pub use snapshot::Snapshot;
 
-const DATABASE_FILE: &str = "index.redb";
+pub(crate) const DATABASE_FILE: &str = "index.redb";
 /// The file a writer holds locked, beside the database.
 const WRITER_LOCK: &str = "writer.lock";
 /// The vector index's directory, beside the database.
@@ -485,7 +485,7 @@ impl Store {
 
 /// Opens the database at `path` with `open`: an error, or a panic inside redb (which a
 /// plain open of a damaged file may raise), is the store's error.
-fn open_database<D>(
+pub(crate) fn open_database<D>(
     path: &Path,
     cache_bytes: Option<usize>,
     open: impl FnOnce(&Builder) -> Result<D, redb::DatabaseError>,
@@ -542,7 +542,9 @@ fn stored_settings(
 const LOCK_GRACE: Duration = Duration::from_millis(50);
 
 /// `open`'s result, retried while it is [`StoreError::Locked`], up to [`LOCK_GRACE`].
-fn within_lock_grace<T>(mut open: impl FnMut() -> Result<T, StoreError>) -> Result<T, StoreError> {
+pub(crate) fn within_lock_grace<T>(
+    mut open: impl FnMut() -> Result<T, StoreError>,
+) -> Result<T, StoreError> {
     let deadline = Instant::now() + LOCK_GRACE;
     loop {
         match open() {
@@ -556,7 +558,7 @@ fn within_lock_grace<T>(mut open: impl FnMut() -> Result<T, StoreError>) -> Resu
 
 /// Takes the index's writer lock, or fails with [`StoreError::Locked`] if another handle
 /// holds it.
-fn lock_for_writing(database: &Path) -> Result<fs::File, StoreError> {
+pub(crate) fn lock_for_writing(database: &Path) -> Result<fs::File, StoreError> {
     let path = database.with_file_name(WRITER_LOCK);
     let file = fs::OpenOptions::new()
         .create(true)

@@ -480,3 +480,36 @@ fn a_lexical_index_behind_the_database_is_reported_when_no_writer_works() {
     drop(writer);
     assert!(reader.check(Check::Full).unwrap().is_empty());
 }
+
+/// redb's integrity check (`quarry status --deep`) finds what the full check cannot: bytes
+/// overwritten across the middle of the database, where the vectors and records lie.
+#[test]
+fn the_page_check_finds_damage_inside_the_database() {
+    let root = tempfile::tempdir().unwrap();
+    build(root.path(), false);
+    assert_eq!(Store::check_pages(root.path()).unwrap(), Vec::new());
+    let database = root.path().join(".quarry/index.redb");
+    let mut bytes = fs::read(&database).unwrap();
+    let (start, end) = (bytes.len() / 4, bytes.len() * 3 / 4);
+    let mut rng = Rng(0xdeeb);
+    for byte in &mut bytes[start..end] {
+        *byte = rng.next() as u8;
+    }
+    fs::write(&database, bytes).unwrap();
+    let damage = Store::check_pages(root.path()).unwrap();
+    assert_eq!(damage.len(), 1, "{damage:?}");
+    assert_eq!(damage[0].part, IndexPart::Database);
+    assert!(
+        damage[0].to_string().contains("quarry index --force"),
+        "{damage:?}"
+    );
+}
+
+#[test]
+fn the_page_check_is_refused_while_another_writer_works() {
+    let root = tempfile::tempdir().unwrap();
+    build(root.path(), false);
+    let _writer = Store::open(root.path(), settings()).unwrap();
+    let error = Store::check_pages(root.path()).unwrap_err();
+    assert!(matches!(error, StoreError::Locked { .. }), "{error}");
+}
