@@ -602,6 +602,15 @@ fn a_damaged_lexical_index_is_a_tool_error_that_says_the_fix() {
     );
     let status = client.call("index", json!({"action": "status"}));
     assert!(status.to_string().contains("is damaged"), "{status}");
+    // A server that does not index on start repairs it when asked to build: the writer's
+    // open rebuilds the lexical index from the database, and searches answer again.
+    let build = client.call("index", json!({"action": "build"}));
+    assert_eq!(build["indexing"]["state"], "finished", "{build}");
+    let found = client.call(
+        "semantic_search",
+        json!({"query": "total with tax", "mode": "lexical"}),
+    );
+    assert!(!result_paths(&found).is_empty(), "{found}");
     client.close();
 }
 
