@@ -66,20 +66,39 @@ impl Calls {
 
     /// A worker for one call, once one is free; [`Busy`] at once where the queue is full.
     pub async fn admit(&self) -> Result<OwnedSemaphorePermit, Busy> {
-        let queued = self.queued.fetch_add(1, Ordering::SeqCst);
-        if queued >= self.max_queued {
-            self.queued.fetch_sub(1, Ordering::SeqCst);
+        let place = Queued::take(&self.queued);
+        if place.ahead >= self.max_queued {
             return Err(Busy {
                 workers: self.worker_count,
-                queued,
+                queued: place.ahead,
             });
         }
         let permit = Arc::clone(&self.workers)
             .acquire_owned()
             .await
             .expect("the workers' semaphore is never closed");
-        self.queued.fetch_sub(1, Ordering::SeqCst);
         Ok(permit)
+    }
+}
+
+/// A call's place in the queue, given up when dropped: when it runs, when it is refused,
+/// and when the client cancels it while it waits (rmcp drops the call's future then).
+struct Queued<'a> {
+    queued: &'a AtomicUsize,
+    /// How many were queued before it.
+    ahead: usize,
+}
+
+impl<'a> Queued<'a> {
+    fn take(queued: &'a AtomicUsize) -> Self {
+        let ahead = queued.fetch_add(1, Ordering::SeqCst);
+        Self { queued, ahead }
+    }
+}
+
+impl Drop for Queued<'_> {
+    fn drop(&mut self) {
+        self.queued.fetch_sub(1, Ordering::SeqCst);
     }
 }
 
@@ -113,6 +132,19 @@ mod tests {
             }
             assert_eq!(calls.queued.load(Ordering::SeqCst), 0);
             drop(calls.admit().await.unwrap());
+            // A waiting call the client cancels gives up its place.
+            let running = calls.admit().await.unwrap();
+            let cancelled = {
+                let calls = Arc::clone(&calls);
+                tokio::spawn(async move { calls.admit().await.map(drop) })
+            };
+            while calls.queued.load(Ordering::SeqCst) < 1 {
+                tokio::task::yield_now().await;
+            }
+            cancelled.abort();
+            assert!(cancelled.await.unwrap_err().is_cancelled());
+            assert_eq!(calls.queued.load(Ordering::SeqCst), 0);
+            drop(running);
         });
     }
 }
