@@ -10,7 +10,7 @@ use crate::records::StoredChunk;
 /// Restricts a search to some chunks; the default admits every chunk.
 #[derive(Debug, Clone, Default)]
 pub struct Filter {
-    globs: Vec<String>,
+    globs: Vec<Glob>,
     paths: Option<GlobSet>,
     languages: Vec<Language>,
     scopes: Vec<String>,
@@ -48,15 +48,15 @@ impl Filter {
             } else {
                 format!("**/{glob}")
             };
-            Glob::new(&pattern).map_err(|e| invalid_glob(glob, e))?;
-            self.globs.push(pattern);
+            self.globs
+                .push(Glob::new(&pattern).map_err(|e| invalid_glob(glob, e))?);
         }
         if self.globs.is_empty() {
             return Ok(self);
         }
         let mut builder = GlobSetBuilder::new();
-        for pattern in &self.globs {
-            builder.add(Glob::new(pattern).map_err(|e| invalid_glob(pattern, e))?);
+        for glob in &self.globs {
+            builder.add(glob.clone());
         }
         self.paths = Some(builder.build().map_err(|e| invalid_glob("", e))?);
         Ok(self)
