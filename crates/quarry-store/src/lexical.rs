@@ -373,7 +373,8 @@ impl LexicalIndex {
             damaged(dir, detail)
         })?;
         let mut verified = HashSet::new();
-        verify(dir, &index, &mut verified)?;
+        let meta = reading(dir, || index.load_metas())?;
+        verify(dir, &index, &meta, &mut verified)?;
         Ok(Some(Self {
             dir: dir.to_path_buf(),
             index,
@@ -580,7 +581,7 @@ impl LexicalIndex {
     fn reload(&mut self) -> Result<(), StoreError> {
         let meta = reading(&self.dir, || self.index.load_metas())?;
         if self.writer.is_none() {
-            verify(&self.dir, &self.index, &mut self.verified)?;
+            verify(&self.dir, &self.index, &meta, &mut self.verified)?;
         }
         reading(&self.dir, || self.reader.reload()).inspect_err(|e| self.mark_if_damaged(e))?;
         self.loaded = Loaded::of(&meta);
@@ -588,12 +589,16 @@ impl LexicalIndex {
     }
 }
 
-/// Checks the files of the commit the index in `dir` lists now that `verified` lacks
+/// Checks the files of the commit `meta` (of the index in `dir`) lists that `verified` lacks
 /// ([`health::verify_new_files`]); a damaged one is marked for the next writer and is
 /// [`StoreError::Damaged`].
-fn verify(dir: &Path, index: &Index, verified: &mut HashSet<PathBuf>) -> Result<(), StoreError> {
-    let meta = reading(dir, || index.load_metas())?;
-    health::verify_new_files(dir, index, &meta, verified).map_err(|detail| {
+fn verify(
+    dir: &Path,
+    index: &Index,
+    meta: &tantivy::IndexMeta,
+    verified: &mut HashSet<PathBuf>,
+) -> Result<(), StoreError> {
+    health::verify_new_files(dir, index, meta, verified).map_err(|detail| {
         let segments = meta.segments.iter().map(|s| s.id().uuid_string());
         health::mark(dir, &detail, segments);
         damaged(dir, detail)
