@@ -265,6 +265,7 @@ pub fn model_json(model: &ModelDir, embedder: &Embedder) -> Value {
         "source": format!("{:?}", model.source),
         "backend": embedder.backend().to_string(),
         "precision": embedder.precision().name(),
+        "cpu_level": embedder.cpu_level().map(|level| level.name()),
         "dimensions": embedder.dimensions(),
         "max_tokens": embedder.max_tokens(),
     })
@@ -285,6 +286,9 @@ pub fn print_model(
     )?;
     writeln!(out, "backend      {}", embedder.backend())?;
     writeln!(out, "precision    {}", embedder.precision())?;
+    if let Some(level) = embedder.cpu_level() {
+        writeln!(out, "cpu level    {level}")?;
+    }
     writeln!(out, "dimensions   {}", embedder.dimensions())?;
     writeln!(out, "max tokens   {}", embedder.max_tokens())?;
     writeln!(

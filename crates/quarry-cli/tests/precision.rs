@@ -67,6 +67,9 @@ fn an_index_keeps_its_precision_and_the_f32_fallback_answers_as_the_fast_path() 
             "{message}"
         );
         assert!(message.contains("quarry index --force"), "{message}");
+    } else {
+        let test = "precision::an_index_keeps_its_precision (a reduced precision)";
+        quarry_kernels::skipped(test, "a CPU that runs a reduced precision");
     }
     let out = quarry(root, None, &["index", "--force"]);
     assert!(out.status.success(), "{}", text(&out.stderr));

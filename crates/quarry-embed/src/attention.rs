@@ -11,12 +11,12 @@
 //! softmax's weights as each product reads them, sums in `f32`); the softmax is `f32` either
 //! way.
 
-use pulp::x86::V4;
-use pulp::{Simd, cast};
+use pulp::Simd;
 use quarry_kernels::{Bf16Weights, NR};
 use rayon::prelude::*;
 
 use crate::gemm::PackedLinear;
+use crate::simd::{HostSimd, on_host_simd};
 
 thread_local! {
     /// Each thread's attention scores, kept from task to task: a fresh buffer of a long
@@ -35,16 +35,16 @@ pub enum Products {
 
 /// The attended values `[texts × seq, heads × head_width]` from the fused query-key-value
 /// projection `[texts × seq, 3 × heads × head_width]` (queries, then keys, then values), for
-/// texts of `lengths[t]` tokens padded to `seq`, with `products`. `None` without AVX-512.
+/// texts of `lengths[t]` tokens padded to `seq`, with `products`, at the level `simd`.
 pub fn attention(
+    simd: HostSimd,
     projected: &[f32],
     lengths: &[usize],
     seq: usize,
     heads: usize,
     head_width: usize,
     products: Products,
-) -> Option<Vec<f32>> {
-    let simd = V4::try_new()?;
+) -> Vec<f32> {
     let width = heads * head_width;
     let scale = 1.0 / (head_width as f32).sqrt();
     let tasks: Vec<(usize, usize)> = (0..lengths.len())
@@ -113,38 +113,39 @@ pub fn attention(
             out[start..start + head_width].copy_from_slice(row);
         }
     }
-    Some(out)
+    out
 }
 
-/// `exp(x - max) / Σ exp(x - max)` over `row`, in place. The maximum and the sum are
-/// reduced 16 lanes at a time (a compiler does not reorder a float reduction by itself); the
+/// `exp(x - max) / Σ exp(x - max)` over `row`, in place, at the level `simd`.
+fn softmax_in_place(simd: HostSimd, row: &mut [f32]) {
+    on_host_simd!(simd, simd => softmax(simd, row))
+}
+
+/// [`softmax_in_place`] at the level `S`: the maximum and the sum are reduced a vector of
+/// lanes at a time (a compiler does not reorder a float reduction by itself); the
 /// exponentials are a plain map, which it vectorises.
-fn softmax_in_place(simd: V4, row: &mut [f32]) {
-    simd.vectorize(
-        #[inline(always)]
-        || {
-            let (lanes, tail) = row.as_chunks::<16>();
-            let mut wide = simd.splat_f32x16(f32::NEG_INFINITY);
-            for chunk in lanes {
-                wide = cast(simd.avx512f._mm512_max_ps(cast(wide), cast(*chunk)));
-            }
-            let max = tail
-                .iter()
-                .copied()
-                .fold(simd.reduce_max_f32s(wide), f32::max);
-            for x in row.iter_mut() {
-                *x = exp(*x - max);
-            }
-            let (lanes, tail) = row.as_chunks::<16>();
-            let mut wide = simd.splat_f32x16(0.0);
-            for chunk in lanes {
-                wide = simd.add_f32x16(wide, cast(*chunk));
-            }
-            let sum = simd.reduce_sum_f32s(wide) + tail.iter().sum::<f32>();
-            let inverse = 1.0 / sum;
-            row.iter_mut().for_each(|x| *x *= inverse);
-        },
-    )
+#[inline(always)]
+fn softmax<S: Simd>(simd: S, row: &mut [f32]) {
+    let (lanes, tail) = S::as_simd_f32s(row);
+    let mut wide = simd.splat_f32s(f32::NEG_INFINITY);
+    for &chunk in lanes {
+        wide = simd.max_f32s(wide, chunk);
+    }
+    let max = tail
+        .iter()
+        .copied()
+        .fold(simd.reduce_max_f32s(wide), f32::max);
+    for x in row.iter_mut() {
+        *x = exp(*x - max);
+    }
+    let (lanes, tail) = S::as_simd_f32s(row);
+    let mut wide = simd.splat_f32s(0.0);
+    for &chunk in lanes {
+        wide = simd.add_f32s(wide, chunk);
+    }
+    let sum = simd.reduce_sum_f32s(wide) + tail.iter().sum::<f32>();
+    let inverse = 1.0 / sum;
+    row.iter_mut().for_each(|x| *x *= inverse);
 }
 
 /// `e^x` for `x <= 0` (a softmax's shifted scores), to about 2 ulp: `2^n · p(r)` with
@@ -197,21 +198,61 @@ mod tests {
 
     #[test]
     fn attention_matches_a_plain_computation() {
-        if V4::try_new().is_none() {
-            return;
-        }
         let (seq, heads, head_width) = (5, 2, 3);
         let width = heads * head_width;
         let lengths = [5, 3];
         let projected: Vec<f32> = (0..lengths.len() * seq * 3 * width)
             .map(|i| ((i * 37 % 101) as f32 / 50.0) - 1.0)
             .collect();
-        let out = attention(&projected, &lengths, seq, heads, head_width, Products::F32).unwrap();
-        check(&projected, &out, 1e-5);
+        let test = "attention::attention_matches_a_plain_computation";
+        for simd in crate::gemm::tests::levels(test) {
+            let out = attention(
+                simd,
+                &projected,
+                &lengths,
+                seq,
+                heads,
+                head_width,
+                Products::F32,
+            );
+            check(&projected, &out, 1e-5);
+        }
         if quarry_kernels::bf16_supported() {
             // Each factor keeps 8 significant bits.
-            let out = attention(&projected, &lengths, seq, heads, head_width, Products::Bf16);
-            check(&projected, &out.unwrap(), 2e-2);
+            let simd = HostSimd::detect().expect("bf16 runs at the AVX-512 level");
+            let out = attention(
+                simd,
+                &projected,
+                &lengths,
+                seq,
+                heads,
+                head_width,
+                Products::Bf16,
+            );
+            check(&projected, &out, 2e-2);
+        } else {
+            quarry_kernels::skipped(test, "AVX-512 BF16 (the bf16 products)");
+        }
+    }
+
+    #[test]
+    fn softmax_sums_to_one_on_every_level() {
+        // Rows shorter than a vector, of whole vectors, and with a tail.
+        for simd in crate::gemm::tests::levels("attention::softmax_sums_to_one_on_every_level") {
+            for length in [1, 3, 8, 16, 37] {
+                let mut row: Vec<f32> = (0..length).map(|i| (i * 7 % 5) as f32 - 2.0).collect();
+                let max = row.iter().copied().fold(f32::MIN, f32::max);
+                let expected: Vec<f64> = row.iter().map(|&x| f64::from(x - max).exp()).collect();
+                let total: f64 = expected.iter().sum();
+                softmax_in_place(simd, &mut row);
+                for (found, expected) in row.iter().zip(&expected) {
+                    let expected = expected / total;
+                    assert!(
+                        (f64::from(*found) - expected).abs() < 1e-6,
+                        "{simd:?}, {length}: {found} against {expected}"
+                    );
+                }
+            }
         }
     }
 

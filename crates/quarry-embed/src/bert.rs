@@ -23,6 +23,7 @@ use crate::gemm::{Kernel, PackedLinear};
 use crate::host::{HostEmbeddings, HostLayer, HostModel, HostNorm, Shape, WordTable};
 use crate::kernels;
 use crate::prepared::{Array, Slot, Values};
+use quarry_kernels::Level;
 
 /// `self` is a keyword: `attention.self` is the field `attention.self_attention`.
 const SELF_ATTENTION_RENAME: (&str, &str) = (r"\.attention\.self\.", ".attention.self_attention.");
@@ -286,6 +287,15 @@ impl BertModel {
             host: Some(Arc::new(host)),
             ..Self::new(config, device)
         })
+    }
+
+    /// The SIMD level the model runs at on the CPU: its host kernels', or [`Level::Scalar`]
+    /// on Burn's generic path; `None` on another backend.
+    pub fn cpu_level(&self) -> Option<Level> {
+        match &self.host {
+            Some(host) => Some(host.simd().level()),
+            None => self.on_flex.then_some(Level::Scalar),
+        }
     }
 
     /// The same model with a pooler.

@@ -15,7 +15,7 @@ use crate::loading::{
 use crate::prepared;
 use crate::provision::ModelDir;
 use crate::tokenize::{TextTokenizer, Tokenized};
-use crate::{EmbedError, Precision, PrecisionChoice};
+use crate::{EmbedError, Level, Precision, PrecisionChoice};
 
 /// How an [`Embedder`] (or a [`CrossEncoder`](crate::CrossEncoder)) runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -65,6 +65,11 @@ impl EmbedderOptions {
             Some(name) => name.parse()?,
             None => self.backend,
         };
+        // The cap is read where the kernels start (once a process); refused here first.
+        Level::cap_from_env().map_err(|message| EmbedError::InvalidSetting {
+            name: "QUARRY_CPU",
+            message,
+        })?;
         let precision = match set("QUARRY_PRECISION") {
             Some(name) => name.parse().map_err(|message| EmbedError::InvalidSetting {
                 name: "QUARRY_PRECISION",
@@ -257,6 +262,12 @@ impl Embedder {
     /// The model's fingerprint.
     pub fn fingerprint(&self) -> &ModelFingerprint {
         &self.fingerprint
+    }
+
+    /// The instruction-set level the encoder runs at on the CPU (`None` on a GPU):
+    /// [`quarry_kernels::level`]'s, or scalar where the model runs on Burn's generic path.
+    pub fn cpu_level(&self) -> Option<Level> {
+        self.model.cpu_level()
     }
 
     /// The precision the linear layers compute in.

@@ -3,21 +3,20 @@
 //!
 //! Burn's `flex` multiplies through the `gemm` crate, which reached a third of MKL's speed on
 //! MiniLM's shapes (see the crate docs). Here the weights are constant, so they are packed
-//! ahead of time; each call packs its input rows in blocks of [`MR`] and runs an AVX-512
-//! micro-kernel that keeps an `MR × NR` block of the output in 28 registers, over rayon's
-//! threads by blocks of rows. The SIMD is pulp's safe AVX-512 API ([`V4`]); without AVX-512
-//! (detected at run time) [`PackedLinear::new`] returns `None` and the model keeps Burn's
-//! matmul.
+//! ahead of time; each call packs its input rows in blocks of [`MR`] and runs a micro-kernel
+//! that keeps a block of the output in registers (on AVX-512, `MR × NR` in 28 of them), over
+//! rayon's threads by blocks of rows. The micro-kernel is written once over pulp's safe SIMD
+//! API, for every level of [`HostSimd`] (AVX-512, AVX2, NEON); at the scalar level
+//! [`PackedLinear::new`] returns `None` and the model keeps Burn's matmul.
 
 use std::ops::Range;
 use std::sync::OnceLock;
 
-use pulp::x86::V4;
-use pulp::{cast, f32x16};
 use quarry_kernels::{Bf16Weights, Int8Weights};
 use rayon::prelude::*;
 
 use crate::prepared::Deferred;
+use crate::simd::{HostSimd, Lanes, on_host_simd};
 
 /// Which copy of a layer's weights a product reads, and so which kernel multiplies.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -67,8 +66,8 @@ thread_local! {
 /// asks (or read from prepared weights).
 #[derive(Debug, Clone)]
 pub struct PackedLinear {
-    /// The AVX-512 instructions, detected when packing.
-    simd: V4,
+    /// The SIMD level its products run at, detected when packing.
+    simd: HostSimd,
     /// Input width.
     k: usize,
     /// Output width.
@@ -113,13 +112,19 @@ pub(crate) struct PreparedCopies<'a> {
 
 impl PackedLinear {
     /// Packs `weight` (`k × n`, row-major: input by output, Burn's layout) and `bias` (`n`),
-    /// or `None` where the CPU lacks AVX-512.
+    /// or `None` at the scalar level ([`HostSimd::detect`]).
     pub fn new(weight: &[f32], bias: Option<&[f32]>, k: usize, n: usize) -> Option<Self> {
-        Some(Self::with_simd(V4::try_new()?, weight, bias, k, n))
+        Some(Self::with_simd(HostSimd::detect()?, weight, bias, k, n))
     }
 
-    /// [`PackedLinear::new`] with AVX-512 detected already.
-    pub fn with_simd(simd: V4, weight: &[f32], bias: Option<&[f32]>, k: usize, n: usize) -> Self {
+    /// [`PackedLinear::new`] at the level `simd`.
+    pub fn with_simd(
+        simd: HostSimd,
+        weight: &[f32],
+        bias: Option<&[f32]>,
+        k: usize,
+        n: usize,
+    ) -> Self {
         assert_eq!(weight.len(), k * n, "a k × n weight");
         let panel_count = n.div_ceil(NR);
         let mut panels = vec![0.0; panel_count * k * NR];
@@ -148,7 +153,7 @@ impl PackedLinear {
     }
 
     /// A layer packed before, from its copies in prepared weights (each read when a product
-    /// first needs it) and its biases. `None` where the CPU lacks AVX-512 or a part is not as
+    /// first needs it) and its biases. `None` at the scalar level or where a part is not as
     /// long as [`PackedLinear::prepared`] wrote it.
     pub(crate) fn from_prepared(
         k: usize,
@@ -168,7 +173,7 @@ impl PackedLinear {
                 .all(|(d, len)| d.length == len)
             && bias.len() == columns;
         fits.then_some(Self {
-            simd: V4::try_new()?,
+            simd: HostSimd::detect()?,
             k,
             n,
             panels: OnceLock::new(),
@@ -201,6 +206,11 @@ impl PackedLinear {
         [panels, panels, Bf16Weights::packed_len(k, n), int8, columns]
     }
 
+    /// The SIMD level its products run at.
+    pub fn simd(&self) -> HostSimd {
+        self.simd
+    }
+
     /// Input width.
     pub fn inputs(&self) -> usize {
         self.k
@@ -227,14 +237,12 @@ impl PackedLinear {
         out.resize(x.len() / self.k * self.n, 0.0);
         let bias = &self.bias[..];
         match kernel {
-            Kernel::F16Weights if let Some(half) = self.half_panels() => {
-                let panels = half.as_chunks::<NR>().0;
-                self.in_parallel(x, out, |x, range, out, ldc| {
+            Kernel::F16Weights if let Some(panels) = self.half_panels_to_widen() => self
+                .in_parallel(x, out, |x, range, out, ldc| {
                     self.multiply(panels, x, range, out, ldc)
-                })
-            }
+                }),
             Kernel::F32 | Kernel::F16Weights => {
-                let panels = self.full_panels().as_chunks::<NR>().0;
+                let panels = Panels::F32(self.full_panels().as_chunks::<NR>().0);
                 self.in_parallel(x, out, |x, range, out, ldc| {
                     self.multiply(panels, x, range, out, ldc)
                 })
@@ -266,9 +274,20 @@ impl PackedLinear {
         self.half_panels
             .get_or_init(|| match &self.stored {
                 Some(stored) => Some(stored.f16.read().expect(STORED_READS)),
-                None => to_half(self.simd, self.full_panels()),
+                None => to_half(self.full_panels()),
             })
             .as_deref()
+    }
+
+    /// The `f16` panels where this level widens them as it loads (AVX-512); `None` where it
+    /// does not, or a weight does not fit `f16`, and the `f32` panels serve.
+    fn half_panels_to_widen(&self) -> Option<Panels<'_>> {
+        match self.simd {
+            #[cfg(target_arch = "x86_64")]
+            HostSimd::Avx512(simd) => Some(Panels::F16(simd, self.half_panels()?.as_chunks().0)),
+            #[allow(unreachable_patterns)]
+            _ => None,
+        }
     }
 
     /// The bfloat16 weights, made or read on the first call.
@@ -368,7 +387,7 @@ impl PackedLinear {
     pub fn forward_serial(&self, x: &[f32]) -> Vec<f32> {
         assert_eq!(x.len() % self.k, 0, "rows of k inputs");
         let mut out = vec![0.0; x.len() / self.k * self.n];
-        let panels = self.full_panels().as_chunks::<NR>().0;
+        let panels = Panels::F32(self.full_panels().as_chunks::<NR>().0);
         let all = 0..self.n.div_ceil(NR);
         out.chunks_mut(MC * self.n)
             .zip(x.chunks(MC * self.k))
@@ -379,9 +398,9 @@ impl PackedLinear {
     /// `x · W + b` on the calling thread for the columns of the panels `range`, row `r` at
     /// `out[r · ldc..]`: packs the rows in `MR`-row slivers, then runs each weight panel over
     /// every sliver.
-    fn multiply<T: PanelElement>(
+    fn multiply(
         &self,
-        panels: &[[T; NR]],
+        panels: Panels<'_>,
         x: &[f32],
         range: Range<usize>,
         out: &mut [f32],
@@ -403,24 +422,83 @@ impl PackedLinear {
                 }
             }
             let slivers = packed.as_chunks::<MR>().0;
-            for p in range.clone() {
-                let columns = NR.min(n - p * NR);
-                let panel = &panels[p * k..(p + 1) * k];
-                for (s, sliver) in slivers.chunks(k).enumerate() {
-                    let valid = MR.min(rows - s * MR);
-                    kernel_for_rows(
-                        self.simd,
-                        sliver,
-                        panel,
-                        &self.bias[p],
-                        &mut out[s * MR * ldc + (p - range.start) * NR..],
-                        ldc,
-                        valid,
-                        columns,
-                    );
+            let product = Product {
+                slivers,
+                rows,
+                k,
+                n,
+                bias: &self.bias,
+                range,
+                ldc,
+            };
+            match panels {
+                Panels::F32(panels) => {
+                    on_host_simd!(self.simd, simd => product.run(simd, panels, out))
                 }
+                #[cfg(target_arch = "x86_64")]
+                Panels::F16(simd, panels) => product.run(simd, panels, out),
             }
         });
+    }
+}
+
+/// The weight panels a product reads.
+#[derive(Clone, Copy)]
+enum Panels<'a> {
+    /// In `f32`.
+    F32(&'a [[f32; NR]]),
+    /// In `f16`, widened as they load by AVX-512's `vcvtph2ps`.
+    #[cfg(target_arch = "x86_64")]
+    F16(pulp::x86::V4, &'a [[u16; NR]]),
+}
+
+/// A product's input rows, packed, and where its output goes.
+struct Product<'a> {
+    /// The input rows in slivers of [`MR`] (`k` steps each), the last padded with zeros.
+    slivers: &'a [[f32; MR]],
+    /// Input rows.
+    rows: usize,
+    k: usize,
+    n: usize,
+    /// Every panel's biases.
+    bias: &'a [[f32; NR]],
+    /// The panels to multiply by.
+    range: Range<usize>,
+    /// The output's row stride.
+    ldc: usize,
+}
+
+impl Product<'_> {
+    /// Runs each weight panel of the range over every sliver, at the level `simd`, row `r`
+    /// of the product at `out[r · ldc..]`.
+    #[inline(always)]
+    fn run<S: Lanes, T: PanelElement<S>>(&self, simd: S, panels: &[[T; NR]], out: &mut [f32]) {
+        let Self { k, n, ldc, .. } = *self;
+        for p in self.range.clone() {
+            let columns = NR.min(n - p * NR);
+            let panel = &panels[p * k..(p + 1) * k];
+            for (s, sliver) in self.slivers.chunks(k).enumerate() {
+                let rows = MR.min(self.rows - s * MR);
+                let out = &mut out[s * MR * ldc + (p - self.range.start) * NR..];
+                // Blocks of the level's rows by two vectors of columns.
+                let width = 2 * S::F32_LANES;
+                for first_row in (0..rows).step_by(S::ROWS) {
+                    for first_column in (0..columns).step_by(width) {
+                        let block = Block {
+                            a: sliver,
+                            first_row,
+                            b: panel,
+                            first_column,
+                            bias: &self.bias[p],
+                            ldc,
+                            columns: width.min(columns - first_column),
+                        };
+                        let out = &mut out[first_row * ldc + first_column..];
+                        block.run(simd, out, S::ROWS.min(rows - first_row));
+                    }
+                }
+            }
+        }
     }
 }
 
@@ -428,127 +506,128 @@ impl PackedLinear {
 /// only a failing disk gets here.
 const STORED_READS: &str = "the prepared weights' file, open since the model loaded, reads";
 
-/// [`kernel`] with as many accumulator rows as `rows` needs: a query of 8 tokens then does 8
-/// rows of multiply-adds, not [`MR`]'s 14. Each output value is the same sequence of
-/// multiply-adds whichever instance computes it, so the result does not change.
-#[allow(clippy::too_many_arguments)]
-#[inline(always)]
-fn kernel_for_rows<T: PanelElement>(
-    simd: V4,
-    a: &[[f32; MR]],
-    b: &[[T; NR]],
-    bias: &[f32; NR],
-    out: &mut [f32],
+/// One micro-kernel call: the output block of a sliver's rows from `first_row` by two
+/// vectors of a panel's columns from `first_column` (`columns` of them count).
+struct Block<'a, T> {
+    /// A sliver: `k` steps of [`MR`] rows.
+    a: &'a [[f32; MR]],
+    first_row: usize,
+    /// A panel: `k` steps of [`NR`] columns.
+    b: &'a [[T; NR]],
+    first_column: usize,
+    /// The panel's biases.
+    bias: &'a [f32; NR],
+    /// The output's row stride.
     ldc: usize,
-    rows: usize,
+    /// Columns of the block that exist (the rest of the panel is padding).
     columns: usize,
-) {
-    macro_rules! by_rows {
-        ($($r:literal)*) => {
-            match rows {
-                $($r => kernel::<T, $r>(simd, a, b, bias, out, ldc, columns),)*
-                _ => unreachable!("1 to {MR} rows, not {rows}"),
-            }
-        };
-    }
-    by_rows!(1 2 3 4 5 6 7 8 9 10 11 12 13 14)
 }
 
-/// `out[r][c] = bias[c] + Σₖ a[k][r] · b[k][c]` for the `R × columns` block at the start of
-/// `out` (row stride `ldc`): `a` holds `k` steps of [`MR`] values, of which the first `R`
-/// count, `b` `k` steps of [`NR`].
-#[inline(always)]
-fn kernel<T: PanelElement, const R: usize>(
-    simd: V4,
-    a: &[[f32; MR]],
-    b: &[[T; NR]],
-    bias: &[f32; NR],
-    out: &mut [f32],
-    ldc: usize,
-    columns: usize,
-) {
-    simd.vectorize(
-        #[inline(always)]
-        || {
-            let zero = simd.splat_f32x16(0.0);
-            let mut acc = [[zero; 2]; R];
-            for (a_step, b_step) in a.iter().zip(b) {
-                let (b0, b1) = T::load(simd, b_step);
-                for (lanes, &value) in acc.iter_mut().zip(a_step) {
-                    let value = simd.splat_f32x16(value);
-                    lanes[0] = simd.mul_add_f32x16(value, b0, lanes[0]);
-                    lanes[1] = simd.mul_add_f32x16(value, b1, lanes[1]);
+impl<T> Block<'_, T> {
+    /// The block of `rows` rows at the start of `out`, by [`Block::kernel`] with as many
+    /// accumulator rows as it needs: a query of 8 tokens then does 8 rows of multiply-adds,
+    /// not [`MR`]'s 14. Each output value is the same sequence of multiply-adds whichever
+    /// instance computes it, so the result does not change.
+    #[inline(always)]
+    fn run<S: Lanes>(&self, simd: S, out: &mut [f32], rows: usize)
+    where
+        T: PanelElement<S>,
+    {
+        macro_rules! by_rows {
+            ($($r:literal)*) => {
+                match rows {
+                    $($r => self.kernel::<S, $r>(simd, out),)*
+                    _ => unreachable!("1 to {MR} rows, not {rows}"),
                 }
-            }
-            let (bias0, bias1) = f32::load(simd, bias);
-            for (r, lanes) in acc.iter().enumerate() {
-                let low: [f32; 16] = cast(simd.add_f32x16(lanes[0], bias0));
-                let high: [f32; 16] = cast(simd.add_f32x16(lanes[1], bias1));
-                let row = &mut out[r * ldc..r * ldc + columns];
-                let (row_low, row_high) = row.split_at_mut(columns.min(16));
-                row_low.copy_from_slice(&low[..row_low.len()]);
-                row_high.copy_from_slice(&high[..row_high.len()]);
-            }
-        },
-    )
-}
+            };
+        }
+        by_rows!(1 2 3 4 5 6 7 8 9 10 11 12 13 14)
+    }
 
-/// What a weight panel holds, as the micro-kernel reads it.
-trait PanelElement: Copy + Sync {
-    /// One step of a panel, [`NR`] weights, as two vectors of 16 `f32` lanes.
-    fn load(simd: V4, step: &[Self; NR]) -> (f32x16, f32x16);
-}
-
-impl PanelElement for f32 {
+    /// `out[r][c] = bias[c] + Σₖ a[k][r] · b[k][c]` for the `R × columns` block at the start
+    /// of `out` (row stride `ldc`), its accumulators in `2 R` registers.
     #[inline(always)]
-    fn load(_: V4, step: &[f32; NR]) -> (f32x16, f32x16) {
-        let (low, high) = step.as_chunks::<16>().0.split_at(1);
-        (cast(low[0]), cast(high[0]))
+    fn kernel<S: Lanes, const R: usize>(&self, simd: S, out: &mut [f32])
+    where
+        T: PanelElement<S>,
+    {
+        pulp::Simd::vectorize(
+            simd,
+            #[inline(always)]
+            || {
+                let rows = self.first_row..self.first_row + R;
+                assert!(rows.end <= MR && self.first_column + 2 * S::F32_LANES <= NR);
+                let zero = simd.splat_f32s(0.0);
+                let mut acc = [[zero; 2]; R];
+                for (a_step, b_step) in self.a.iter().zip(self.b) {
+                    let (b0, b1) = T::load(simd, b_step, self.first_column);
+                    for (lanes, &value) in acc.iter_mut().zip(&a_step[rows.clone()]) {
+                        let value = simd.splat_f32s(value);
+                        lanes[0] = simd.mul_add_f32s(value, b0, lanes[0]);
+                        lanes[1] = simd.mul_add_f32s(value, b1, lanes[1]);
+                    }
+                }
+                let (bias0, bias1) = f32::load(simd, self.bias, self.first_column);
+                for (r, lanes) in acc.iter().enumerate() {
+                    let row = &mut out[r * self.ldc..r * self.ldc + self.columns];
+                    let (low, high) = row.split_at_mut(self.columns.min(S::F32_LANES));
+                    simd.partial_store_f32s(low, simd.add_f32s(lanes[0], bias0));
+                    simd.partial_store_f32s(high, simd.add_f32s(lanes[1], bias1));
+                }
+            },
+        )
     }
 }
 
-/// The bits of an IEEE `f16`, widened to `f32` by the CPU as they load.
-impl PanelElement for u16 {
+/// What a weight panel holds, as the micro-kernel of the level `S` reads it.
+trait PanelElement<S: Lanes>: Copy + Sync {
+    /// Two vectors of `f32` lanes from one step of a panel, from `column` on.
+    fn load(simd: S, step: &[Self; NR], column: usize) -> (S::f32s, S::f32s);
+}
+
+impl<S: Lanes> PanelElement<S> for f32 {
     #[inline(always)]
-    fn load(simd: V4, step: &[u16; NR]) -> (f32x16, f32x16) {
-        let (low, high) = step.as_chunks::<16>().0.split_at(1);
-        let widen = |lanes: [u16; 16]| cast(simd.avx512f._mm512_cvtph_ps(cast(lanes)));
-        (widen(low[0]), widen(high[0]))
+    fn load(_: S, step: &[f32; NR], column: usize) -> (S::f32s, S::f32s) {
+        let vectors = S::as_simd_f32s(&step[column..column + 2 * S::F32_LANES]).0;
+        (vectors[0], vectors[1])
     }
 }
 
-/// `panels` rounded to the nearest `f16` (the bits of each), or `None` when a weight lies
-/// past `f16`'s largest finite value and would become infinite. In one pass, on rayon's
+/// The bits of an IEEE `f16`, widened to `f32` by the CPU as they load (AVX-512's
+/// `vcvtph2ps`).
+#[cfg(target_arch = "x86_64")]
+impl PanelElement<pulp::x86::V4> for u16 {
+    #[inline(always)]
+    fn load(simd: pulp::x86::V4, step: &[u16; NR], column: usize) -> (pulp::f32x16, pulp::f32x16) {
+        let sixteens = step[column..column + 32].as_chunks::<16>().0;
+        let widen = |lanes: [u16; 16]| pulp::cast(simd.avx512f._mm512_cvtph_ps(pulp::cast(lanes)));
+        (widen(sixteens[0]), widen(sixteens[1]))
+    }
+}
+
+/// `panels` rounded to the nearest `f16` (the bits of each; ties to even), or `None` when a
+/// weight lies past `f16`'s largest finite value and would become infinite. On rayon's
 /// threads: a load from safetensors pays this once, before it saves the prepared weights
 /// that later processes read the `f16` panels from.
-fn to_half(simd: V4, panels: &[f32]) -> Option<Vec<u16>> {
+fn to_half(panels: &[f32]) -> Option<Vec<u16>> {
     const F16_MAX: f32 = 65504.0;
-    // Panels are whole steps of NR lanes.
-    let sixteens = panels.as_chunks::<16>().0;
-    let mut half = vec![[0u16; 16]; sixteens.len()];
+    let mut half = vec![0u16; panels.len()];
     let in_range = half
-        .par_chunks_mut(4096)
-        .zip(sixteens.par_chunks(4096))
-        .all(|(half, sixteens)| {
-            simd.vectorize(
-                #[inline(always)]
-                || {
-                    let mut largest = simd.splat_f32x16(0.0);
-                    for (half, &lanes) in half.iter_mut().zip(sixteens) {
-                        let lanes: f32x16 = cast(lanes);
-                        largest = simd.max_f32x16(largest, simd.abs_f32x16(lanes));
-                        // Round to nearest, ties to even; no exceptions raised.
-                        *half = cast(simd.avx512f._mm512_cvtps_ph::<0x08>(cast(lanes)));
-                    }
-                    pulp::Simd::reduce_max_f32s(simd, largest) <= F16_MAX
-                },
-            )
+        .par_chunks_mut(1 << 16)
+        .zip(panels.par_chunks(1 << 16))
+        .all(|(half, panels)| {
+            let mut largest = 0.0f32;
+            for (half, &value) in half.iter_mut().zip(panels) {
+                largest = largest.max(value.abs());
+                *half = half::f16::from_f32(value).to_bits();
+            }
+            largest <= F16_MAX
         });
-    in_range.then(|| half.into_flattened())
+    in_range.then_some(half)
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     /// A deterministic matrix of values in [-1, 1).
@@ -564,18 +643,36 @@ mod tests {
             .collect()
     }
 
+    /// The host levels this machine runs (capped by `QUARRY_CPU`), each test's loop; a test
+    /// with none says so ([`quarry_kernels::skipped`]).
+    pub(crate) fn levels(test: &str) -> Vec<HostSimd> {
+        let levels = HostSimd::available();
+        if levels.is_empty() {
+            quarry_kernels::skipped(test, "a SIMD level with host kernels (AVX2, AVX-512, NEON)");
+        }
+        levels
+    }
+
+    #[test]
+    fn the_scalar_level_has_no_packed_layers() {
+        assert_eq!(
+            PackedLinear::new(&[0.0; 4], None, 2, 2).is_some(),
+            HostSimd::detect().is_some()
+        );
+    }
+
     #[test]
     fn matches_a_plain_product_on_ragged_shapes() {
-        if V4::try_new().is_none() {
-            assert!(PackedLinear::new(&[0.0; 4], None, 2, 2).is_none());
-            return;
-        }
         // Rows past a sliver and a task's block, columns past a panel, odd depths.
-        for (m, k, n) in [(1, 3, 5), (13, 17, 33), (100, 64, 96), (200, 384, 40)] {
+        let shapes = [(1, 3, 5), (13, 17, 33), (100, 64, 96), (200, 384, 40)];
+        for (simd, (m, k, n)) in levels("gemm::matches_a_plain_product_on_ragged_shapes")
+            .into_iter()
+            .flat_map(|simd| shapes.map(|shape| (simd, shape)))
+        {
             let x = matrix(m * k, 1);
             let w = matrix(k * n, 2);
             let bias = matrix(n, 3);
-            let packed = PackedLinear::new(&w, Some(&bias), k, n).unwrap();
+            let packed = PackedLinear::with_simd(simd, &w, Some(&bias), k, n);
             let out = packed.forward(&x);
             for i in 0..m {
                 for j in 0..n {
@@ -586,7 +683,7 @@ mod tests {
                     let found = f64::from(out[i * n + j]);
                     assert!(
                         (found - expected).abs() < 1e-4 * (k as f64).sqrt(),
-                        "{m}×{k}×{n} at ({i}, {j}): {found} against {expected}"
+                        "{simd:?}, {m}×{k}×{n} at ({i}, {j}): {found} against {expected}"
                     );
                 }
             }
@@ -595,53 +692,76 @@ mod tests {
 
     #[test]
     fn a_row_comes_out_the_same_whatever_rows_share_its_sliver() {
-        if V4::try_new().is_none() {
-            return;
-        }
         let (k, n) = (64, 40);
         let x = matrix(MR * k, 7);
-        let packed = PackedLinear::new(&matrix(k * n, 8), Some(&matrix(n, 9)), k, n).unwrap();
-        let full = packed.forward_serial(&x);
-        for m in 1..MR {
-            let part = packed.forward_serial(&x[..m * k]);
-            assert_eq!(part, full[..m * n], "{m} rows");
+        for simd in levels("gemm::a_row_comes_out_the_same_whatever_rows_share_its_sliver") {
+            let packed =
+                PackedLinear::with_simd(simd, &matrix(k * n, 8), Some(&matrix(n, 9)), k, n);
+            let full = packed.forward_serial(&x);
+            for m in 1..MR {
+                let part = packed.forward_serial(&x[..m * k]);
+                assert_eq!(part, full[..m * n], "{simd:?}, {m} rows");
+            }
         }
     }
 
     #[test]
     fn half_precision_weights_come_close_and_out_of_range_ones_fall_back() {
-        if V4::try_new().is_none() {
-            return;
-        }
         let (k, n) = (384, 100);
-        let mut w = matrix(k * n, 11);
         let bias = matrix(n, 12);
-        let product = |w: &[f32], x: &[f32], precision| {
-            let packed = PackedLinear::new(w, Some(&bias), k, n).unwrap();
-            let mut out = Vec::new();
-            packed.forward_into(x, &mut out, precision);
-            out
-        };
-        // A query's few rows, and rows past a sliver.
-        for m in [3, 20] {
-            let x = matrix(m * k, 10);
-            let (full, half) = (
+        for simd in
+            levels("gemm::half_precision_weights_come_close_and_out_of_range_ones_fall_back")
+        {
+            let mut w = matrix(k * n, 11);
+            let product = |w: &[f32], x: &[f32], precision| {
+                let packed = PackedLinear::with_simd(simd, w, Some(&bias), k, n);
+                let mut out = Vec::new();
+                packed.forward_into(x, &mut out, precision);
+                out
+            };
+            // Only AVX-512 widens f16 as it loads; the other levels read the f32 panels.
+            let widens = simd.level() == quarry_kernels::Level::Avx512;
+            // A query's few rows, and rows past a sliver.
+            for m in [3, 20] {
+                let x = matrix(m * k, 10);
+                let (full, half) = (
+                    product(&w, &x, Kernel::F32),
+                    product(&w, &x, Kernel::F16Weights),
+                );
+                assert_eq!(
+                    full == half,
+                    !widens,
+                    "{simd:?}, {m} rows: which panels were read"
+                );
+                for (a, b) in full.iter().zip(&half) {
+                    // f16 keeps 11 significant bits: each of 384 terms off by 2^-12 at most.
+                    assert!((a - b).abs() < 384.0 / 4096.0, "{m} rows: {a} against {b}");
+                }
+            }
+            w[5] = 1e6;
+            let x = matrix(3 * k, 10);
+            assert_eq!(
                 product(&w, &x, Kernel::F32),
                 product(&w, &x, Kernel::F16Weights),
+                "a weight past f16's range keeps the f32 panels"
             );
-            assert_ne!(full, half, "{m} rows: the f16 copy was not used");
-            for (a, b) in full.iter().zip(&half) {
-                // f16 keeps 11 significant bits: each of 384 terms off by 2^-12 at most.
-                assert!((a - b).abs() < 384.0 / 4096.0, "{m} rows: {a} against {b}");
-            }
         }
-        w[5] = 1e6;
-        let x = matrix(3 * k, 10);
-        assert_eq!(
-            product(&w, &x, Kernel::F32),
-            product(&w, &x, Kernel::F16Weights),
-            "a weight past f16's range keeps the f32 panels"
-        );
+    }
+
+    #[test]
+    fn half_precision_panels_round_to_nearest_even() {
+        // 1 + 2^-11 lies halfway between 1 and 1 + 2^-10: ties to the even 1.
+        let panels = [
+            1.0,
+            1.0 + 1.0 / 2048.0,
+            1.0 + 3.0 / 2048.0,
+            -2.5,
+            65504.0,
+            0.0,
+        ];
+        let half = to_half(&panels).unwrap();
+        assert_eq!(half, [0x3c00, 0x3c00, 0x3c02, 0xc100, 0x7bff, 0]);
+        assert_eq!(to_half(&[1e5]), None, "past f16's largest finite value");
     }
 
     #[test]
@@ -651,7 +771,10 @@ mod tests {
             .build()
             .unwrap();
         let (k, n) = (384, 100);
-        let packed = PackedLinear::new(&matrix(k * n, 11), Some(&matrix(n, 12)), k, n).unwrap();
+        let Some(packed) = PackedLinear::new(&matrix(k * n, 11), Some(&matrix(n, 12)), k, n) else {
+            quarry_kernels::skipped("gemm::reduced_precision_kernels", "a host SIMD level");
+            return;
+        };
         for (kernel, supported, bound) in [
             // bfloat16 keeps 8 significant bits of each factor: 384 terms off by 2^-8 at most.
             (
@@ -667,6 +790,8 @@ mod tests {
             ),
         ] {
             if !supported {
+                let needs = format!("{kernel:?}'s instructions");
+                quarry_kernels::skipped("gemm::reduced_precision_kernels", &needs);
                 continue;
             }
             for m in [3, 20, 300] {
@@ -689,18 +814,19 @@ mod tests {
 
     #[test]
     fn a_few_rows_split_by_columns_match_the_row_split_product_to_the_bit() {
-        if V4::try_new().is_none() {
-            return;
-        }
         let pool = rayon::ThreadPoolBuilder::new()
             .num_threads(3)
             .build()
             .unwrap();
-        for (m, k, n) in [(1, 3, 5), (5, 384, 1152), (14, 64, 200), (2, 17, 33)] {
-            let x = matrix(m * k, 4);
-            let packed = PackedLinear::new(&matrix(k * n, 5), Some(&matrix(n, 6)), k, n).unwrap();
-            let split = pool.install(|| packed.forward(&x));
-            assert_eq!(split, packed.forward_serial(&x), "{m}×{k}×{n}");
+        let test = "gemm::a_few_rows_split_by_columns_match_the_row_split_product_to_the_bit";
+        for simd in levels(test) {
+            for (m, k, n) in [(1, 3, 5), (5, 384, 1152), (14, 64, 200), (2, 17, 33)] {
+                let x = matrix(m * k, 4);
+                let packed =
+                    PackedLinear::with_simd(simd, &matrix(k * n, 5), Some(&matrix(n, 6)), k, n);
+                let split = pool.install(|| packed.forward(&x));
+                assert_eq!(split, packed.forward_serial(&x), "{simd:?}, {m}×{k}×{n}");
+            }
         }
     }
 }

@@ -1,4 +1,5 @@
-//! The encoder on the host: on `flex` with AVX-512, the embeddings and every layer run here,
+//! The encoder on the host: on `flex` at a SIMD level with host kernels (AVX-512, AVX2 or
+//! NEON; see [`crate::simd`]), the embeddings and every layer run here,
 //! on [`PackedLinear`] and the host kernels, rather than in Burn ([`crate::bert::BertModel`]
 //! keeps the Burn modules for other backends and CPUs).
 //!
@@ -14,6 +15,7 @@ use crate::config::BertConfig;
 use crate::gemm::{Kernel, PackedLinear, StoredCopies};
 use crate::kernels;
 use crate::prepared::{Array, Deferred, Slot, Values};
+use crate::simd::HostSimd;
 
 /// The embeddings and the layers on the host.
 #[derive(Debug)]
@@ -169,6 +171,11 @@ impl HostModel {
         states
     }
 
+    /// The SIMD level its products run at.
+    pub fn simd(&self) -> HostSimd {
+        self.layers[0].query_key_value.simd()
+    }
+
     /// How each array of [`HostModel::prepared_arrays`] is laid out for a model of
     /// `config`, and which stay in the file: the word-piece table (rows read as texts use
     /// them) and every copy of the linear layers' weights (each read when a product first
@@ -247,8 +254,8 @@ impl HostModel {
         Some(arrays)
     }
 
-    /// A model of `config` from the arrays [`HostModel::prepared_layout`] loaded; `None`
-    /// where the CPU lacks AVX-512 or the arrays are not of that layout.
+    /// A model of `config` from the arrays [`HostModel::prepared_layout`] loaded; `None` at
+    /// the scalar level or where the arrays are not of that layout.
     pub fn from_prepared(config: &BertConfig, arrays: Vec<Array>) -> Option<Self> {
         let (hidden, inner) = (config.hidden_size, config.intermediate_size);
         let epsilon = config.layer_norm_eps as f32;
@@ -345,14 +352,14 @@ impl HostLayer {
         } = buffers;
         self.query_key_value.forward_into(hidden, projected, kernel);
         let context = host_attention(
+            self.query_key_value.simd(),
             projected,
             lengths,
             seq,
             heads,
             width / heads,
             kernel.attention(),
-        )
-        .expect("packed layers imply AVX-512");
+        );
         self.attention_output
             .forward_into(&context, attended, kernel);
         self.attention_norm.apply(attended, hidden);

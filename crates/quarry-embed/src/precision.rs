@@ -36,13 +36,13 @@ impl Precision {
     }
 
     /// Whether this process can run it on the CPU: `f32` always; a reduced precision where the
-    /// encoder runs on the host (AVX-512) and the CPU has its instructions.
+    /// process runs at the AVX-512 level ([`quarry_kernels::level`]) and the CPU has its
+    /// instructions.
     pub fn supported(self) -> bool {
-        let host = pulp::x86::V4::try_new().is_some();
         match self {
             Precision::F32 => true,
-            Precision::Bf16 => host && quarry_kernels::bf16_supported(),
-            Precision::Int8 => host && quarry_kernels::int8_supported(),
+            Precision::Bf16 => quarry_kernels::bf16_supported(),
+            Precision::Int8 => quarry_kernels::int8_supported(),
         }
     }
 

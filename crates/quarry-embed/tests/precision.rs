@@ -35,7 +35,8 @@ fn every_precision_this_cpu_runs_stays_close_to_pytorch_and_to_f32() {
     let full: Vec<Vec<f32>> = full.into_iter().map(|e| e.vector).collect();
     for precision in Precision::ALL {
         if !precision.supported() {
-            eprintln!("{precision}: not on this CPU");
+            let test = format!("precision::every_precision_this_cpu_runs ({precision})");
+            quarry_kernels::skipped(&test, "the precision's instructions");
             continue;
         }
         let embedder = load(precision);
@@ -67,6 +68,8 @@ fn the_precision_is_part_of_the_fingerprint() {
     assert!(full.fingerprint().to_string().ends_with(" f32"));
     for precision in [Precision::Bf16, Precision::Int8] {
         if !precision.supported() {
+            let test = format!("precision::the_precision_is_part_of_the_fingerprint ({precision})");
+            quarry_kernels::skipped(&test, "the precision's instructions");
             continue;
         }
         let reduced = load(precision);

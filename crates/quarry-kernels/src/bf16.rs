@@ -334,6 +334,10 @@ mod tests {
     #[test]
     fn the_vector_rounding_is_the_scalar_one() {
         if !crate::bf16_supported() {
+            crate::skipped(
+                "quarry_kernels::bf16::tests::the_vector_rounding_is_the_scalar_one",
+                "AVX-512 BF16",
+            );
             return;
         }
         let mut values = matrix(1000, 9);
@@ -375,6 +379,10 @@ mod tests {
             matrix(n, seed + 2),
         );
         if !crate::bf16_supported() {
+            crate::skipped(
+                "quarry_kernels::bf16::tests::check (the property test and the model shapes)",
+                "AVX-512 BF16",
+            );
             return;
         }
         let weights = Bf16Weights::pack(&w, k, n);
@@ -407,6 +415,10 @@ mod tests {
     #[test]
     fn weights_packed_by_rows_or_by_columns_are_the_same() {
         if !crate::bf16_supported() {
+            crate::skipped(
+                "quarry_kernels::bf16::tests::weights_packed_by_rows_or_by_columns_are_the_same",
+                "AVX-512 BF16",
+            );
             return;
         }
         for (k, n) in [(32, 70), (33, 5), (1, 1)] {
@@ -426,6 +438,10 @@ mod tests {
         let (m, k, n) = (3, 10, 100);
         let (x, w) = (matrix(m * k, 1), matrix(k * n, 2));
         if !crate::bf16_supported() {
+            crate::skipped(
+                "quarry_kernels::bf16::tests::a_column_range_lands_at_the_start_of_its_output",
+                "AVX-512 BF16",
+            );
             return;
         }
         let weights = Bf16Weights::pack(&w, k, n);

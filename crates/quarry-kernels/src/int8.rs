@@ -1,5 +1,7 @@
 //! `x · W + b` with `W` quantised to int8 per output column, `x` to uint8 per row, exact `i32`
-//! sums (`vpdpbusd`), rescaled to `f32`.
+//! sums (`vpdpbusd`, of AVX-512 VNNI or of AVX-VNNI), rescaled to `f32`. Both instruction sets
+//! compute the same sums and rescale them by the same operations: their results are the same
+//! to the bit.
 
 use std::cell::RefCell;
 use std::ops::Range;
@@ -108,10 +110,24 @@ impl Int8Weights {
     ///
     /// # Panics
     ///
-    /// Where the CPU lacks AVX-512 VNNI ([`crate::int8_supported`]), `x` is not whole rows,
-    /// `panels` lies past the last panel, `bias` is not one per panel, or `out` is too short.
+    /// Where this process runs no int8 product ([`crate::int8_supported`]), `x` is not whole
+    /// rows, `panels` lies past the last panel, `bias` is not one per panel, or `out` is too
+    /// short.
     pub fn multiply(
         &self,
+        x: &[f32],
+        panels: Range<usize>,
+        bias: &[[f32; NR]],
+        out: &mut [f32],
+        ldc: usize,
+    ) {
+        self.multiply_with(Int8Isa::detect(), x, panels, bias, out, ldc);
+    }
+
+    /// [`Int8Weights::multiply`] with the instructions `isa`.
+    fn multiply_with(
+        &self,
+        isa: Int8Isa,
         x: &[f32],
         panels: Range<usize>,
         bias: &[[f32; NR]],
@@ -121,7 +137,6 @@ impl Int8Weights {
         let Some(rows) = check_product(self.k, self.n, x, &panels, bias, out, ldc) else {
             return;
         };
-        let isa = Int8Isa::detect();
         let steps = self.k.div_ceil(4);
         ROWS.with_borrow_mut(|quantized| {
             quantized.quantize(isa, x, self.k);
@@ -275,16 +290,21 @@ mod simd {
         _mm512_reduce_max_ps, _mm512_reduce_min_ps, _mm512_setzero_ps,
     };
 
-    use super::{Block, RowQuantization};
+    use super::{Block, RowQuantization, avx_vnni};
     use crate::{Int8Isa, MR, NR};
 
     /// `row` quantised into `bytes` (as long or longer; the rest is left as it is): its scale
     /// and zero point. The vector form of the scalar reference, to the bit.
-    pub(super) fn quantize_row(_isa: Int8Isa, row: &[f32], bytes: &mut [u8]) -> (f32, i32) {
+    pub(super) fn quantize_row(isa: Int8Isa, row: &[f32], bytes: &mut [u8]) -> (f32, i32) {
         assert!(bytes.len() >= row.len(), "a byte a value");
-        // SAFETY: an `Int8Isa` exists only where `int8_supported` found AVX-512 F and BW,
-        // which is all the target features of `quantize_row_avx512` ask for.
-        unsafe { quantize_row_avx512(row, bytes) }
+        match isa {
+            // SAFETY: `Int8Isa::Avx512Vnni` exists only where AVX-512 F, BW and VNNI were
+            // detected, which covers the target features of `quantize_row_avx512`.
+            Int8Isa::Avx512Vnni => unsafe { quantize_row_avx512(row, bytes) },
+            // SAFETY: `Int8Isa::AvxVnni` exists only where AVX2, FMA and AVX-VNNI were
+            // detected, which covers the target features of `avx_vnni::quantize_row`.
+            Int8Isa::AvxVnni => unsafe { avx_vnni::quantize_row(row, bytes) },
+        }
     }
 
     #[target_feature(enable = "avx512f,avx512bw")]
@@ -335,7 +355,7 @@ mod simd {
 
     /// One block of the output, the block's rows (1 to [`MR`], of `b.len()` lanes each) by
     /// its panel, for the columns of `out`'s last row (row stride `ldc`).
-    pub(super) fn block(_isa: Int8Isa, block: Block<'_>, out: &mut [f32], ldc: usize) {
+    pub(super) fn block(isa: Int8Isa, block: Block<'_>, out: &mut [f32], ldc: usize) {
         let rows = block.row_scales.len();
         let steps = block.b.len();
         assert!(
@@ -345,9 +365,14 @@ mod simd {
             "1 to {MR} rows of {steps} lanes, with their scales and zero points"
         );
         assert!(out.len() > (rows - 1) * ldc, "room for {rows} rows");
-        // SAFETY: an `Int8Isa` exists only where `int8_supported` found AVX-512 F, BW and
-        // VNNI, which is all the target features of `kernel_for_rows` ask for.
-        unsafe { kernel_for_rows(&block, out, ldc, rows) }
+        match isa {
+            // SAFETY: `Int8Isa::Avx512Vnni` exists only where AVX-512 F, BW and VNNI were
+            // detected, which is all the target features of `kernel_for_rows` ask for.
+            Int8Isa::Avx512Vnni => unsafe { kernel_for_rows(&block, out, ldc, rows) },
+            // SAFETY: `Int8Isa::AvxVnni` exists only where AVX2, FMA and AVX-VNNI were
+            // detected, which is all the target features of `avx_vnni::block` ask for.
+            Int8Isa::AvxVnni => unsafe { avx_vnni::block(&block, out, ldc) },
+        }
     }
 
     #[target_feature(enable = "avx512f,avx512bw,avx512vnni")]
@@ -423,10 +448,177 @@ mod simd {
     }
 }
 
+/// The AVX-VNNI forms of the row quantisation and the micro-kernel (x86-64-v3 with AVX-VNNI):
+/// 256-bit registers, 16 of them, so a block is at most [`avx_vnni::ROWS`] rows by half a
+/// panel.
+#[cfg(target_arch = "x86_64")]
+mod avx_vnni {
+    use std::arch::x86_64::{
+        __m256, __m256i, _mm256_add_ps, _mm256_cvtepi32_ps, _mm256_dpbusd_avx_epi32,
+        _mm256_loadu_ps, _mm256_loadu_si256, _mm256_mul_ps, _mm256_mullo_epi32, _mm256_set1_epi32,
+        _mm256_set1_ps, _mm256_setzero_si256, _mm256_storeu_ps, _mm256_sub_epi32,
+    };
+
+    use super::{Block, RowQuantization};
+    use crate::NR;
+
+    /// Rows of a block: 2 · 6 accumulators, two vectors of weights and a broadcast input fit
+    /// the 16 registers.
+    pub(super) const ROWS: usize = 6;
+
+    /// `row` quantised into `bytes`, as the scalar reference does it: the same functions,
+    /// over eight partial minima and maxima (order does not change a minimum), which the
+    /// compiler vectorises with these target features.
+    #[target_feature(enable = "avx2,fma")]
+    pub(super) fn quantize_row(row: &[f32], bytes: &mut [u8]) -> (f32, i32) {
+        let (chunks, tail) = row.as_chunks::<8>();
+        let (mut low, mut high, mut unordered) = ([0.0f32; 8], [0.0f32; 8], false);
+        for chunk in chunks {
+            for lane in 0..8 {
+                low[lane] = low[lane].min(chunk[lane]);
+                high[lane] = high[lane].max(chunk[lane]);
+            }
+            unordered |= chunk.iter().any(|v| v.is_nan());
+        }
+        let low = low
+            .into_iter()
+            .chain(tail.iter().copied())
+            .fold(0.0, f32::min);
+        let high = high
+            .into_iter()
+            .chain(tail.iter().copied())
+            .fold(0.0, f32::max);
+        let unordered = unordered || tail.iter().any(|v| v.is_nan());
+        let quantization = RowQuantization::new(low, high, unordered);
+        for (byte, &v) in bytes.iter_mut().zip(row) {
+            *byte = quantization.byte(v);
+        }
+        (quantization.scale, quantization.zero_point as i32)
+    }
+
+    /// The block (1 to `MR` rows by a panel) in sub-blocks of at most [`ROWS`] rows by half a
+    /// panel, each by [`kernel`] with as many accumulator rows as it needs.
+    #[target_feature(enable = "avx2,fma,avxvnni")]
+    pub(super) fn block(block: &Block<'_>, out: &mut [f32], ldc: usize) {
+        let rows = block.row_scales.len();
+        let steps = block.b.len();
+        let columns = (out.len() - (rows - 1) * ldc).min(NR);
+        for first in (0..rows).step_by(ROWS) {
+            let count = ROWS.min(rows - first);
+            let part = Block {
+                a: &block.a[first * steps..(first + count) * steps],
+                row_scales: &block.row_scales[first..first + count],
+                zero_points: &block.zero_points[first..first + count],
+                ..*block
+            };
+            for half in [0, 16] {
+                if half >= columns {
+                    break;
+                }
+                let width = (columns - half).min(16);
+                let out = &mut out[first * ldc + half..];
+                macro_rules! by_rows {
+                    ($($r:literal)*) => {
+                        match count {
+                            $($r => kernel::<$r>(&part, half, width, out, ldc),)*
+                            _ => unreachable!("1 to {ROWS} rows, not {count}"),
+                        }
+                    };
+                }
+                by_rows!(1 2 3 4 5 6)
+            }
+        }
+    }
+
+    /// 8 lanes from `values`, which holds at least 8.
+    #[target_feature(enable = "avx2")]
+    fn load(values: &[u32]) -> __m256i {
+        assert!(values.len() >= 8);
+        // SAFETY: `values` holds at least 8 lanes (32 bytes) to read; the read is unaligned.
+        unsafe { _mm256_loadu_si256(values.as_ptr().cast()) }
+    }
+
+    /// 8 values from `values`, which holds at least 8.
+    #[target_feature(enable = "avx2")]
+    fn load_floats(values: &[f32]) -> __m256 {
+        assert!(values.len() >= 8);
+        // SAFETY: `values` holds at least 8 values to read, unaligned.
+        unsafe { _mm256_loadu_ps(values.as_ptr()) }
+    }
+
+    /// The micro-kernel: `R` rows by the 16 columns of the panel from `first_column`, in
+    /// 2·R registers, four depths a step; then `row scale · column scale · (sum − zero point
+    /// · column sum) + bias` as the AVX-512 kernel computes it, for the first `width`
+    /// columns of each of `out`'s rows (stride `ldc`).
+    #[target_feature(enable = "avx2,fma,avxvnni")]
+    fn kernel<const R: usize>(
+        block: &Block<'_>,
+        first_column: usize,
+        width: usize,
+        out: &mut [f32],
+        ldc: usize,
+    ) {
+        let (a, b) = (block.a, block.b);
+        let steps = b.len();
+        assert_eq!(a.len(), R * steps);
+        let columns = first_column..first_column + 16;
+        let mut acc: [[__m256i; 2]; R] = [[_mm256_setzero_si256(); 2]; R];
+        for (s, b_step) in b.iter().enumerate() {
+            let b_half = &b_step[columns.clone()];
+            let (b0, b1) = (load(&b_half[..8]), load(&b_half[8..]));
+            for (r, lanes) in acc.iter_mut().enumerate() {
+                debug_assert!(r * steps + s < a.len());
+                // SAFETY: `a` holds R rows of `steps` lanes (asserted above), r < R and
+                // s < steps.
+                let quad = unsafe { *a.get_unchecked(r * steps + s) };
+                let quad = _mm256_set1_epi32(quad as i32);
+                lanes[0] = _mm256_dpbusd_avx_epi32(lanes[0], quad, b0);
+                lanes[1] = _mm256_dpbusd_avx_epi32(lanes[1], quad, b1);
+            }
+        }
+        let sums: &[u32] = bytemuck::cast_slice(&block.column_sums[columns.clone()]);
+        let sums = (load(&sums[..8]), load(&sums[8..]));
+        let scales = &block.column_scales[columns.clone()];
+        let scales = (load_floats(&scales[..8]), load_floats(&scales[8..]));
+        let bias = &block.bias[columns];
+        let bias = (load_floats(&bias[..8]), load_floats(&bias[8..]));
+        for (r, lanes) in acc.iter().enumerate() {
+            let zero_point = _mm256_set1_epi32(block.zero_points[r]);
+            let row_scale = _mm256_set1_ps(block.row_scales[r]);
+            let rescale = |sum: __m256i, column_sums: __m256i, scales, bias| {
+                let exact = _mm256_sub_epi32(sum, _mm256_mullo_epi32(zero_point, column_sums));
+                let scale = _mm256_mul_ps(row_scale, scales);
+                _mm256_add_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(exact), scale), bias)
+            };
+            let mut values = [0.0f32; 16];
+            let (low, high) = values.split_at_mut(8);
+            // SAFETY: each half holds 8 values to write, unaligned.
+            unsafe {
+                _mm256_storeu_ps(
+                    low.as_mut_ptr(),
+                    rescale(lanes[0], sums.0, scales.0, bias.0),
+                )
+            };
+            // SAFETY: as above.
+            unsafe {
+                _mm256_storeu_ps(
+                    high.as_mut_ptr(),
+                    rescale(lanes[1], sums.1, scales.1, bias.1),
+                )
+            };
+            out[r * ldc..r * ldc + width].copy_from_slice(&values[..width]);
+        }
+    }
+}
+
 #[cfg(not(target_arch = "x86_64"))]
 mod simd {
     pub(super) fn block(_isa: crate::Int8Isa, _: super::Block<'_>, _: &mut [f32], _: usize) {
-        unreachable!("no Int8Isa without AVX-512 VNNI")
+        unreachable!("no Int8Isa off x86-64")
+    }
+
+    pub(super) fn quantize_row(_isa: crate::Int8Isa, _: &[f32], _: &mut [u8]) -> (f32, i32) {
+        unreachable!("no Int8Isa off x86-64")
     }
 }
 
@@ -461,20 +653,30 @@ mod tests {
         out
     }
 
-    fn check(x: &[f32], w: &[f32], bias: &[f32], k: usize, n: usize) {
-        if !crate::int8_supported() {
-            return;
+    /// The instructions this machine runs int8 products with (up to the cap), each test's
+    /// loop; a test with none says so.
+    fn isas(test: &str) -> Vec<Int8Isa> {
+        let isas = Int8Isa::available();
+        if isas.is_empty() {
+            crate::skipped(test, "AVX-512 VNNI or AVX-VNNI");
         }
+        isas
+    }
+
+    fn check(x: &[f32], w: &[f32], bias: &[f32], k: usize, n: usize) {
         let weights = Int8Weights::pack(w, k, n);
         let m = x.len() / k;
-        let mut out = vec![f32::NAN; m * n];
-        weights.multiply(x, 0..weights.panel_count(), &padded_bias(bias), &mut out, n);
         let expected = reference(x, w, bias, k, n);
-        for (i, (found, expected)) in out.iter().zip(&expected).enumerate() {
-            assert!(
-                found.to_bits() == expected.to_bits(),
-                "{m}×{k}×{n} at {i}: {found} against {expected}"
-            );
+        for isa in isas("int8::tests::check (the model shapes and the property test)") {
+            let mut out = vec![f32::NAN; m * n];
+            let all = 0..weights.panel_count();
+            weights.multiply_with(isa, x, all, &padded_bias(bias), &mut out, n);
+            for (i, (found, expected)) in out.iter().zip(&expected).enumerate() {
+                assert!(
+                    found.to_bits() == expected.to_bits(),
+                    "{isa:?}, {m}×{k}×{n} at {i}: {found} against {expected}"
+                );
+            }
         }
     }
 
@@ -494,18 +696,24 @@ mod tests {
         x[..k].iter_mut().for_each(|v| *v = v.abs());
         x[k..2 * k].iter_mut().for_each(|v| *v = 0.0);
         let (w, bias) = (matrix(k * n, 2), matrix(n, 3));
-        if !crate::int8_supported() {
-            return;
-        }
         let weights = Int8Weights::pack(&w, k, n);
-        let mut out = vec![0.0; m * n];
-        weights.multiply(
-            &x,
-            0..weights.panel_count(),
-            &padded_bias(&bias),
-            &mut out,
-            n,
-        );
+        for isa in isas("int8::tests::comes_close_to_the_f32_product") {
+            let mut out = vec![0.0; m * n];
+            let all = 0..weights.panel_count();
+            weights.multiply_with(isa, &x, all, &padded_bias(&bias), &mut out, n);
+            close_to_the_f32_product(&x, &w, &bias, &out, k, n);
+        }
+    }
+
+    fn close_to_the_f32_product(
+        x: &[f32],
+        w: &[f32],
+        bias: &[f32],
+        out: &[f32],
+        k: usize,
+        n: usize,
+    ) {
+        let m = x.len() / k;
         for i in 0..m {
             for j in 0..n {
                 let exact: f64 = f64::from(bias[j])
@@ -522,7 +730,7 @@ mod tests {
                 );
             }
         }
-        assert_eq!(out[n..2 * n], bias, "a row of zeros gives the bias");
+        assert_eq!(out[n..2 * n], *bias, "a row of zeros gives the bias");
     }
 
     #[test]
@@ -530,6 +738,8 @@ mod tests {
         let (m, k, n) = (17, 9, 70);
         let (x, w) = (matrix(m * k, 1), matrix(k * n, 2));
         if !crate::int8_supported() {
+            let test = "int8::tests::a_column_range_lands_at_the_start_of_its_output";
+            crate::skipped(test, "AVX-512 VNNI or AVX-VNNI");
             return;
         }
         let weights = Int8Weights::pack(&w, k, n);
@@ -556,14 +766,13 @@ mod tests {
         let mut x = matrix(2 * k, 1);
         x[3] = f32::NAN;
         let w = matrix(k * n, 2);
-        if !crate::int8_supported() {
-            return;
-        }
         let weights = Int8Weights::pack(&w, k, n);
-        let mut out = vec![0.0; 2 * n];
-        weights.multiply(&x, 0..1, &padded_bias(&[0.0; 5]), &mut out, n);
-        assert!(out[..n].iter().all(|v| v.is_nan()));
-        assert!(out[n..].iter().all(|v| v.is_finite()));
+        for isa in isas("int8::tests::a_row_with_a_nan_comes_out_nan_and_leaves_the_others") {
+            let mut out = vec![0.0; 2 * n];
+            weights.multiply_with(isa, &x, 0..1, &padded_bias(&[0.0; 5]), &mut out, n);
+            assert!(out[..n].iter().all(|v| v.is_nan()), "{isa:?}");
+            assert!(out[n..].iter().all(|v| v.is_finite()), "{isa:?}");
+        }
     }
 
     proptest! {

@@ -1,7 +1,7 @@
 //! Reduced-precision matrix products for quarry's encoder: `x · W + b` with the weights `W`
 //! packed once in bf16 ([`Bf16Weights`], AVX-512 BF16's `vdpbf16ps`) or in int8
-//! ([`Int8Weights`], AVX-512 VNNI's `vpdpbusd`), accumulated in `f32` or `i32` and returned
-//! in `f32`.
+//! ([`Int8Weights`], the `vpdpbusd` of AVX-512 VNNI or of AVX-VNNI), accumulated in `f32` or
+//! `i32` and returned in `f32`; and which instruction-set [`Level`] the process runs at.
 //!
 //! ```
 //! use quarry_kernels::{Int8Weights, NR};
@@ -12,7 +12,7 @@
 //! let bias = [[0.0; NR]];
 //! let x = [1.0, 2.0, 3.0, -1.0, 0.0, 1.0];
 //! let weights = Int8Weights::pack(&weight, k, n);
-//! // The product needs AVX-512 VNNI; without it, a caller keeps its f32 product.
+//! // The product needs AVX-512 VNNI or AVX-VNNI; without, a caller keeps its f32 product.
 //! if quarry_kernels::int8_supported() {
 //!     let mut out = [0.0f32; 4];
 //!     weights.multiply(&x, 0..weights.panel_count(), &bias, &mut out, n);
@@ -59,10 +59,12 @@
 
 mod bf16;
 mod int8;
+mod level;
 mod packing;
 
 pub use bf16::Bf16Weights;
 pub use int8::Int8Weights;
+pub use level::{Level, level, skipped};
 
 /// Rows of the output block a micro-kernel call computes.
 pub const MR: usize = 14;
@@ -84,28 +86,63 @@ impl Bf16Isa {
     }
 }
 
-/// Proof that this CPU has AVX-512 F, BW and VNNI: made only where they were detected.
-#[derive(Debug, Clone, Copy)]
-struct Int8Isa(());
+/// Proof that this CPU has the instructions of an int8 product: made only where they were
+/// detected, at the [`level`] this process runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Int8Isa {
+    /// AVX-512 F, BW and VNNI: `vpdpbusd` on 512-bit registers.
+    Avx512Vnni,
+    /// AVX2, FMA and AVX-VNNI: `vpdpbusd` on 256-bit registers.
+    AvxVnni,
+}
 
 impl Int8Isa {
+    /// The instructions this process runs int8 products with, if any.
+    fn find() -> Option<Self> {
+        #[cfg(target_arch = "x86_64")]
+        match level() {
+            Level::Avx512 if std::arch::is_x86_feature_detected!("avx512vnni") => {
+                return Some(Int8Isa::Avx512Vnni);
+            }
+            Level::Avx2 if std::arch::is_x86_feature_detected!("avxvnni") => {
+                return Some(Int8Isa::AvxVnni);
+            }
+            _ => {}
+        }
+        None
+    }
+
+    /// Every int8 instruction set this CPU has at or under the [`level`]: what the tests run
+    /// each product on.
+    #[cfg(test)]
+    fn available() -> Vec<Self> {
+        let mut isas = Vec::new();
+        #[cfg(target_arch = "x86_64")]
+        {
+            let level = level();
+            if level == Level::Avx512 && std::arch::is_x86_feature_detected!("avx512vnni") {
+                isas.push(Int8Isa::Avx512Vnni);
+            }
+            let avx2 = matches!(level, Level::Avx2 | Level::Avx512);
+            if avx2 && std::arch::is_x86_feature_detected!("avxvnni") {
+                isas.push(Int8Isa::AvxVnni);
+            }
+        }
+        isas
+    }
+
     /// The proof, or a panic that says what [`Int8Weights::multiply`]'s callers must check.
     fn detect() -> Self {
-        assert!(
-            int8_supported(),
-            "int8 products need AVX-512 VNNI (see int8_supported)"
-        );
-        Int8Isa(())
+        Int8Isa::find().expect("int8 products need AVX-512 VNNI or AVX-VNNI (see int8_supported)")
     }
 }
 
-/// Whether this CPU runs [`Bf16Weights`]' products (AVX-512 F and BF16). Detected once, then
-/// cached by the standard library.
+/// Whether this process runs [`Bf16Weights`]' products: the [`level`] is AVX-512 and the CPU
+/// has its BF16 instructions. Detected once, then cached.
 pub fn bf16_supported() -> bool {
     #[cfg(target_arch = "x86_64")]
     {
-        std::arch::is_x86_feature_detected!("avx512f")
-            && std::arch::is_x86_feature_detected!("avx512bf16")
+        level() == Level::Avx512 && std::arch::is_x86_feature_detected!("avx512bf16")
     }
     #[cfg(not(target_arch = "x86_64"))]
     {
@@ -113,19 +150,12 @@ pub fn bf16_supported() -> bool {
     }
 }
 
-/// Whether this CPU runs [`Int8Weights`]' products (AVX-512 F, BW and VNNI). Detected once,
-/// then cached by the standard library.
+/// Whether this process runs [`Int8Weights`]' products: at the AVX-512 [`level`] with
+/// AVX-512 VNNI, or at the AVX2 level with AVX-VNNI (Intel since Alder Lake, AMD since Zen 5).
+/// Both sum the same products exactly, so their results are the same to the bit. Detected
+/// once, then cached.
 pub fn int8_supported() -> bool {
-    #[cfg(target_arch = "x86_64")]
-    {
-        std::arch::is_x86_feature_detected!("avx512f")
-            && std::arch::is_x86_feature_detected!("avx512bw")
-            && std::arch::is_x86_feature_detected!("avx512vnni")
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    {
-        false
-    }
+    Int8Isa::find().is_some()
 }
 
 /// Checks the arguments every product takes, and returns the input's rows, or `None` where

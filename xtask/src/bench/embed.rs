@@ -14,8 +14,8 @@ use anyhow::{Context, Result, ensure};
 use quarry_bench::stats::percentile;
 use quarry_chunk::Chunker;
 use quarry_embed::{
-    BackendChoice, DEFAULT_MODEL, EmbedError, Embedder, EmbedderOptions, Embedding, ModelDir,
-    Precision, PrecisionChoice,
+    BackendChoice, DEFAULT_MODEL, EmbedError, Embedder, EmbedderOptions, Embedding, Level,
+    ModelDir, Precision, PrecisionChoice,
 };
 use serde_json::{Value, json};
 
@@ -93,6 +93,8 @@ pub fn run(args: EmbedArgs) -> Result<()> {
         return measure_quarry(&model, options, precision);
     }
     let on_gpu = args.backend.unwrap_or(options.backend) == BackendChoice::Gpu;
+    // `QUARRY_CPU` caps quarry's children (they inherit it) and the references alike.
+    let level = Level::cap_from_env().map_err(anyhow::Error::msg)?;
     options.backend = BackendChoice::Cpu;
     // f32 on the CPU runs on every machine; this one only tokenizes.
     let probe = Embedder::load(
@@ -165,6 +167,14 @@ pub fn run(args: EmbedArgs) -> Result<()> {
             command
                 .arg(root.join("bench-suite/embed_reference.py"))
                 .env("HF_HUB_OFFLINE", "1");
+            // PyTorch capped to quarry's level (its own kernels, and the BLAS its linear
+            // layers call), so that a ratio compares like with like.
+            if let Some((aten, blas)) = level.and_then(torch_caps) {
+                command
+                    .env("ATEN_CPU_CAPABILITY", aten)
+                    .env("MKL_ENABLE_INSTRUCTIONS", blas)
+                    .env("ONEDNN_MAX_CPU_ISA", blas);
+            }
             let mut job = job.clone();
             job["runtime"] = json!(runtime);
             match measure(name.to_owned(), command, &job)? {
@@ -176,6 +186,7 @@ pub fn run(args: EmbedArgs) -> Result<()> {
 
     let report = Report {
         model: model_name,
+        cpu: cpu_description(quarry_level()),
         texts: texts.len(),
         default: if on_gpu {
             QUARRY_GPU.into()
@@ -188,7 +199,10 @@ pub fn run(args: EmbedArgs) -> Result<()> {
     };
     let markdown = report.markdown();
     print!("{markdown}");
-    let name = format!("embed-{}", git_commit(root));
+    let name = match level {
+        Some(level) => format!("embed-{}-{level}", git_commit(root)),
+        None => format!("embed-{}", git_commit(root)),
+    };
     write_report(root, &name, &markdown, &report.json())?;
     for runtime in &report.measured {
         if let Some(cosine) = report.lowest_cosine(runtime) {
@@ -414,9 +428,50 @@ fn peak_rss_mb() -> Result<f64> {
     Ok(kib / 1024.0)
 }
 
+/// The names PyTorch's caps give `level`: `ATEN_CPU_CAPABILITY`'s, and MKL's and oneDNN's
+/// (`MKL_ENABLE_INSTRUCTIONS`, `ONEDNN_MAX_CPU_ISA`); `None` where they have none.
+fn torch_caps(level: Level) -> Option<(&'static str, &'static str)> {
+    match level {
+        Level::Avx2 => Some(("avx2", "AVX2")),
+        Level::Avx512 => Some(("avx512", "AVX512")),
+        Level::Scalar | Level::Neon => None,
+    }
+}
+
+/// The level quarry's kernels run at in this process (and its children): the CPU's, capped.
+fn quarry_level() -> Level {
+    quarry_embed::simd::HostSimd::detect().map_or(Level::Scalar, |simd| simd.level())
+}
+
+/// The CPU's name, its SIMD flags, and the level quarry ran at.
+fn cpu_description(level: Level) -> String {
+    let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+    let field = |name: &str| {
+        cpuinfo
+            .lines()
+            .find(|line| line.starts_with(name))
+            .and_then(|line| line.split_once(':'))
+            .map_or("", |(_, value)| value.trim())
+    };
+    let mut flags: Vec<&str> = field("flags")
+        .split_whitespace()
+        .filter(|flag| {
+            ["avx2", "fma", "f16c", "avx_vnni"].contains(flag) || flag.starts_with("avx512")
+        })
+        .collect();
+    flags.sort_unstable();
+    format!(
+        "{} ({}); quarry at the {level} level",
+        field("model name"),
+        flags.join(" ")
+    )
+}
+
 struct Report {
     /// The model, without the precision a fingerprint ends with.
     model: String,
+    /// The CPU, its SIMD flags and the level quarry ran at.
+    cpu: String,
     texts: usize,
     /// The name of the runtime quarry runs by default on the backend measured: its default
     /// precision's on the CPU, or its GPU runtime.
@@ -478,6 +533,7 @@ impl Report {
         let mut out = String::new();
         let _ = writeln!(out, "# Embedding benchmark\n");
         let _ = writeln!(out, "- model: {}", self.model);
+        let _ = writeln!(out, "- CPU: {}", self.cpu);
         // One line per description: quarry's precisions share theirs.
         let mut described: Vec<(&str, Vec<String>)> = Vec::new();
         for runtime in &self.measured {
@@ -631,6 +687,7 @@ impl Report {
             .collect();
         json!({
             "model": self.model,
+            "cpu": self.cpu,
             "texts": self.texts,
             "default": self.default,
             "baseline": self.baseline().map(|b| &b.name),
