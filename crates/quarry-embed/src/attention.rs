@@ -16,7 +16,7 @@ use quarry_kernels::{Bf16Weights, NR};
 use rayon::prelude::*;
 
 use crate::gemm::PackedLinear;
-use crate::simd::{HostSimd, on_host_simd};
+use quarry_kernels::{HostSimd, on_host_simd};
 
 thread_local! {
     /// Each thread's attention scores, kept from task to task: a fresh buffer of a long

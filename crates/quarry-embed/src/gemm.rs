@@ -16,7 +16,7 @@ use quarry_kernels::{Bf16Weights, Int8Weights};
 use rayon::prelude::*;
 
 use crate::prepared::Deferred;
-use crate::simd::{HostSimd, Lanes, on_host_simd};
+use quarry_kernels::{HostSimd, on_host_simd};
 
 /// Which copy of a layer's weights a product reads, and so which kernel multiplies.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -505,6 +505,28 @@ impl Product<'_> {
 /// What a failed read of the prepared weights says: the file is open from the load on, so
 /// only a failing disk gets here.
 const STORED_READS: &str = "the prepared weights' file, open since the model loaded, reads";
+
+/// What the micro-kernel needs to know of a level beyond pulp's `Simd`.
+trait Lanes: pulp::Simd {
+    /// Rows of the output block: `ROWS × 2` accumulators, two vectors of weights and a
+    /// broadcast input fit the level's registers.
+    const ROWS: usize;
+}
+
+#[cfg(target_arch = "x86_64")]
+impl Lanes for pulp::x86::V4 {
+    const ROWS: usize = 14;
+}
+
+#[cfg(target_arch = "x86_64")]
+impl Lanes for pulp::x86::V3 {
+    const ROWS: usize = 6;
+}
+
+#[cfg(target_arch = "aarch64")]
+impl Lanes for pulp::aarch64::Neon {
+    const ROWS: usize = 14;
+}
 
 /// One micro-kernel call: the output block of a sliver's rows from `first_row` by two
 /// vectors of a panel's columns from `first_column` (`columns` of them count).

@@ -1,5 +1,5 @@
 //! The encoder on the host: on `flex` at a SIMD level with host kernels (AVX-512, AVX2 or
-//! NEON; see [`crate::simd`]), the embeddings and every layer run here,
+//! NEON; see [`quarry_kernels::HostSimd`]), the embeddings and every layer run here,
 //! on [`PackedLinear`] and the host kernels, rather than in Burn ([`crate::bert::BertModel`]
 //! keeps the Burn modules for other backends and CPUs).
 //!
@@ -15,7 +15,7 @@ use crate::config::BertConfig;
 use crate::gemm::{Kernel, PackedLinear, StoredCopies};
 use crate::kernels;
 use crate::prepared::{Array, Deferred, Slot, Values};
-use crate::simd::HostSimd;
+use quarry_kernels::HostSimd;
 
 /// The embeddings and the layers on the host.
 #[derive(Debug)]

@@ -166,7 +166,6 @@ mod loading;
 mod precision;
 mod prepared;
 pub mod provision;
-pub mod simd;
 pub mod tokenize;
 
 pub use backend::{BackendChoice, BackendInfo};
@@ -180,4 +179,4 @@ pub use precision::{Precision, PrecisionChoice};
 pub use provision::{
     DEFAULT_MODEL, KnownModel, MS_MARCO_MINILM_L6, ModelDir, ModelRole, ModelSource, Provisioner,
 };
-pub use quarry_kernels::Level;
+pub use quarry_kernels::{HostSimd, Level};

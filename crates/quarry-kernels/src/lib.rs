@@ -61,10 +61,14 @@ mod bf16;
 mod int8;
 mod level;
 mod packing;
+mod simd;
 
 pub use bf16::Bf16Weights;
 pub use int8::Int8Weights;
 pub use level::{Level, level, skipped};
+/// pulp, whose types [`HostSimd`] holds, for [`on_host_simd!`]'s callers.
+pub use pulp;
+pub use simd::HostSimd;
 
 /// Rows of the output block a micro-kernel call computes.
 pub const MR: usize = 14;

@@ -1,11 +1,17 @@
 //! The dot product of two vectors: a scan's inner loop, hnsw_rs's distance and drift's
 //! comparison.
 
-/// The dot product, in the widest SIMD the CPU has (detected once): a scan's inner loop, and
-/// hnsw_rs's distance.
+use pulp::WithSimd;
+use quarry_kernels::HostSimd;
+
+/// The dot product, at the SIMD level the process runs ([`quarry_kernels::level`]: AVX-512,
+/// AVX2 or NEON, detected once): a scan's inner loop, and hnsw_rs's distance.
 pub(crate) fn dot(a: &[f32], b: &[f32]) -> f32 {
-    static ARCH: std::sync::LazyLock<pulp::Arch> = std::sync::LazyLock::new(pulp::Arch::new);
-    ARCH.dispatch(Dot(a, b))
+    static SIMD: std::sync::LazyLock<Option<HostSimd>> = std::sync::LazyLock::new(HostSimd::detect);
+    match *SIMD {
+        Some(simd) => quarry_kernels::on_host_simd!(simd, simd => Dot(a, b).with_simd(simd)),
+        None => Dot(a, b).with_simd(pulp::Scalar::new()),
+    }
 }
 
 struct Dot<'a>(&'a [f32], &'a [f32]);

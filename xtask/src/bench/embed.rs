@@ -440,7 +440,7 @@ fn torch_caps(level: Level) -> Option<(&'static str, &'static str)> {
 
 /// The level quarry's kernels run at in this process (and its children): the CPU's, capped.
 fn quarry_level() -> Level {
-    quarry_embed::simd::HostSimd::detect().map_or(Level::Scalar, |simd| simd.level())
+    quarry_embed::HostSimd::detect().map_or(Level::Scalar, |simd| simd.level())
 }
 
 /// The CPU's name, its SIMD flags, and the level quarry ran at.

@@ -1,13 +1,9 @@
-//! The SIMD level the host encoder runs at: AVX-512, AVX2 or NEON, as
-//! [`quarry_kernels::level`] picks it (the highest the CPU has, capped by `QUARRY_CPU`).
-//!
-//! The host kernels ([`crate::gemm`], [`crate::attention`]) are written once, generic over
-//! pulp's [`Simd`]; [`on_host_simd!`] turns a [`HostSimd`] into that generic call, with the
-//! level's instructions enabled. At the scalar level there is no host encoder: the model
-//! runs on Burn's generic CPU path.
+//! The [`Level`] as pulp's safe SIMD types: code written once, generic over pulp's `Simd`,
+//! runs at the level [`crate::level`] picks through [`on_host_simd!`](crate::on_host_simd)
+//! (quarry-embed's `f32` kernels, quarry-store's dot product). At the scalar level there is
+//! no [`HostSimd`]: callers keep their plain code.
 
-use pulp::Simd;
-use quarry_kernels::Level;
+use crate::Level;
 
 /// A SIMD level the host kernels run at, with the proof that the CPU has it.
 #[derive(Debug, Clone, Copy)]
@@ -24,9 +20,9 @@ pub enum HostSimd {
 }
 
 impl HostSimd {
-    /// The level this process runs at ([`quarry_kernels::level`]), or `None` at scalar.
+    /// The level this process runs at ([`crate::level`]), or `None` at scalar.
     pub fn detect() -> Option<Self> {
-        Self::at(quarry_kernels::level())
+        Self::at(crate::level())
     }
 
     /// `level`, where this CPU has it and the host has kernels for it.
@@ -42,8 +38,8 @@ impl HostSimd {
         }
     }
 
-    /// Every level this process may run with host kernels (up to the cap), lowest first:
-    /// what the tests run each kernel on.
+    /// Every level this process may run with pulp's types (up to the cap), lowest first: what
+    /// the tests run each kernel on.
     pub fn available() -> Vec<Self> {
         Level::available()
             .into_iter()
@@ -64,47 +60,26 @@ impl HostSimd {
     }
 }
 
-/// What the host GEMM needs to know of a level beyond pulp's [`Simd`].
-pub trait Lanes: Simd {
-    /// Rows of the GEMM's output block: `ROWS × 2` accumulators, two vectors of weights and
-    /// a broadcast input fit the level's registers.
-    const ROWS: usize;
-}
-
-#[cfg(target_arch = "x86_64")]
-impl Lanes for pulp::x86::V4 {
-    const ROWS: usize = 14;
-}
-
-#[cfg(target_arch = "x86_64")]
-impl Lanes for pulp::x86::V3 {
-    const ROWS: usize = 6;
-}
-
-#[cfg(target_arch = "aarch64")]
-impl Lanes for pulp::aarch64::Neon {
-    const ROWS: usize = 14;
-}
-
-/// `$body` with `$simd` bound to `$host`'s level (a type implementing [`Lanes`]), compiled
-/// once a level with its instructions enabled: a generic closure over the levels.
+/// `$body` with `$simd` bound to the pulp type of `$host`'s level (a [`HostSimd`]), compiled
+/// once a level with its instructions enabled: a closure generic over the levels.
+#[macro_export]
 macro_rules! on_host_simd {
     ($host:expr, $simd:ident => $body:expr) => {
         match $host {
             #[cfg(target_arch = "x86_64")]
-            $crate::simd::HostSimd::Avx512($simd) => pulp::Simd::vectorize(
+            $crate::HostSimd::Avx512($simd) => $crate::pulp::Simd::vectorize(
                 $simd,
                 #[inline(always)]
                 || $body,
             ),
             #[cfg(target_arch = "x86_64")]
-            $crate::simd::HostSimd::Avx2($simd) => pulp::Simd::vectorize(
+            $crate::HostSimd::Avx2($simd) => $crate::pulp::Simd::vectorize(
                 $simd,
                 #[inline(always)]
                 || $body,
             ),
             #[cfg(target_arch = "aarch64")]
-            $crate::simd::HostSimd::Neon($simd) => pulp::Simd::vectorize(
+            $crate::HostSimd::Neon($simd) => $crate::pulp::Simd::vectorize(
                 $simd,
                 #[inline(always)]
                 || $body,
@@ -112,4 +87,3 @@ macro_rules! on_host_simd {
         }
     };
 }
-pub(crate) use on_host_simd;
