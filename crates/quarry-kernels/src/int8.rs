@@ -454,9 +454,13 @@ mod simd {
 #[cfg(target_arch = "x86_64")]
 mod avx_vnni {
     use std::arch::x86_64::{
-        __m256, __m256i, _mm256_add_ps, _mm256_cvtepi32_ps, _mm256_dpbusd_avx_epi32,
-        _mm256_loadu_ps, _mm256_loadu_si256, _mm256_mul_ps, _mm256_mullo_epi32, _mm256_set1_epi32,
-        _mm256_set1_ps, _mm256_setzero_si256, _mm256_storeu_ps, _mm256_sub_epi32,
+        __m256, __m256i, _CMP_UNORD_Q, _mm_max_ps, _mm_min_ps, _mm_packus_epi16, _mm_packus_epi32,
+        _mm_storel_epi64, _mm256_add_ps, _mm256_castps256_ps128, _mm256_castsi256_si128,
+        _mm256_cmp_ps, _mm256_cvtepi32_ps, _mm256_cvtps_epi32, _mm256_dpbusd_avx_epi32,
+        _mm256_extractf128_ps, _mm256_extracti128_si256, _mm256_loadu_ps, _mm256_loadu_si256,
+        _mm256_max_epi32, _mm256_max_ps, _mm256_min_epi32, _mm256_min_ps, _mm256_movemask_ps,
+        _mm256_mul_ps, _mm256_mullo_epi32, _mm256_set1_epi32, _mm256_set1_ps, _mm256_setzero_ps,
+        _mm256_setzero_si256, _mm256_storeu_ps, _mm256_sub_epi32,
     };
 
     use super::{Block, RowQuantization};
@@ -466,32 +470,62 @@ mod avx_vnni {
     /// the 16 registers.
     pub(super) const ROWS: usize = 6;
 
-    /// `row` quantised into `bytes`, as the scalar reference does it: the same functions,
-    /// over eight partial minima and maxima (order does not change a minimum), which the
-    /// compiler vectorises with these target features.
+    /// `row` quantised into `bytes` (as long or longer; the rest is left as it is): its scale
+    /// and zero point. The AVX-512 form on eight lanes: the scalar reference, to the bit.
     #[target_feature(enable = "avx2,fma")]
     pub(super) fn quantize_row(row: &[f32], bytes: &mut [u8]) -> (f32, i32) {
         let (chunks, tail) = row.as_chunks::<8>();
-        let (mut low, mut high, mut unordered) = ([0.0f32; 8], [0.0f32; 8], false);
+        let load = |chunk: &[f32; 8]| {
+            // SAFETY: a chunk holds 8 values to read, unaligned.
+            unsafe { _mm256_loadu_ps(chunk.as_ptr()) }
+        };
+        let (mut low, mut high) = (_mm256_setzero_ps(), _mm256_setzero_ps());
+        let mut unordered = 0;
         for chunk in chunks {
-            for lane in 0..8 {
-                low[lane] = low[lane].min(chunk[lane]);
-                high[lane] = high[lane].max(chunk[lane]);
-            }
-            unordered |= chunk.iter().any(|v| v.is_nan());
+            let values = load(chunk);
+            low = _mm256_min_ps(low, values);
+            high = _mm256_max_ps(high, values);
+            unordered |= _mm256_movemask_ps(_mm256_cmp_ps::<_CMP_UNORD_Q>(values, values));
         }
-        let low = low
+        // The eight lanes' extremes, then the tail's (the order does not change them).
+        let halves = |v: __m256| (_mm256_castps256_ps128(v), _mm256_extractf128_ps::<1>(v));
+        let ((low_a, low_b), (high_a, high_b)) = (halves(low), halves(high));
+        let low_lanes: [f32; 4] = bytemuck::cast(_mm_min_ps(low_a, low_b));
+        let high_lanes: [f32; 4] = bytemuck::cast(_mm_max_ps(high_a, high_b));
+        let low = low_lanes
             .into_iter()
             .chain(tail.iter().copied())
             .fold(0.0, f32::min);
-        let high = high
+        let high = high_lanes
             .into_iter()
             .chain(tail.iter().copied())
             .fold(0.0, f32::max);
-        let unordered = unordered || tail.iter().any(|v| v.is_nan());
+        let unordered = unordered != 0 || tail.iter().any(|v| v.is_nan());
         let quantization = RowQuantization::new(low, high, unordered);
-        for (byte, &v) in bytes.iter_mut().zip(row) {
-            *byte = quantization.byte(v);
+        let (inverse, zero_point) = (
+            _mm256_set1_ps(quantization.inverse),
+            _mm256_set1_ps(quantization.zero_point),
+        );
+        let (floor, ceiling) = (_mm256_set1_epi32(0), _mm256_set1_epi32(255));
+        let (byte_chunks, byte_tail) = bytes[..row.len()].as_chunks_mut::<8>();
+        for (chunk, out) in chunks.iter().zip(byte_chunks) {
+            let scaled = _mm256_add_ps(_mm256_mul_ps(load(chunk), inverse), zero_point);
+            // Rounds to nearest even; a NaN becomes i32::MIN, clamped to 0 as the
+            // reference's cast makes it.
+            let rounded = _mm256_cvtps_epi32(scaled);
+            let clamped = _mm256_min_epi32(_mm256_max_epi32(rounded, floor), ceiling);
+            let (low, high) = (
+                _mm256_castsi256_si128(clamped),
+                _mm256_extracti128_si256::<1>(clamped),
+            );
+            // 0 to 255 each: the packs narrow without saturating.
+            let words = _mm_packus_epi32(low, high);
+            let narrowed = _mm_packus_epi16(words, words);
+            // SAFETY: `out` holds 8 bytes to write, unaligned; the store writes the low 8.
+            unsafe { _mm_storel_epi64(out.as_mut_ptr().cast(), narrowed) };
+        }
+        for (out, &v) in byte_tail.iter_mut().zip(tail) {
+            *out = quantization.byte(v);
         }
         (quantization.scale, quantization.zero_point as i32)
     }
@@ -590,23 +624,25 @@ mod avx_vnni {
                 let scale = _mm256_mul_ps(row_scale, scales);
                 _mm256_add_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(exact), scale), bias)
             };
-            let mut values = [0.0f32; 16];
-            let (low, high) = values.split_at_mut(8);
-            // SAFETY: each half holds 8 values to write, unaligned.
-            unsafe {
-                _mm256_storeu_ps(
-                    low.as_mut_ptr(),
-                    rescale(lanes[0], sums.0, scales.0, bias.0),
-                )
-            };
-            // SAFETY: as above.
-            unsafe {
-                _mm256_storeu_ps(
-                    high.as_mut_ptr(),
-                    rescale(lanes[1], sums.1, scales.1, bias.1),
-                )
-            };
-            out[r * ldc..r * ldc + width].copy_from_slice(&values[..width]);
+            let low = rescale(lanes[0], sums.0, scales.0, bias.0);
+            let high = rescale(lanes[1], sums.1, scales.1, bias.1);
+            let row = &mut out[r * ldc..r * ldc + width];
+            if let Ok(row) = <&mut [f32; 16]>::try_from(&mut *row) {
+                let (row_low, row_high) = row.split_at_mut(8);
+                // SAFETY: the row holds 16 values to write, unaligned: 8 here...
+                unsafe { _mm256_storeu_ps(row_low.as_mut_ptr(), low) };
+                // SAFETY: ...and 8 here.
+                unsafe { _mm256_storeu_ps(row_high.as_mut_ptr(), high) };
+            } else {
+                // The last columns of a layer: fewer than 16.
+                let mut values = [0.0f32; 16];
+                let (values_low, values_high) = values.split_at_mut(8);
+                // SAFETY: each half holds 8 values to write, unaligned.
+                unsafe { _mm256_storeu_ps(values_low.as_mut_ptr(), low) };
+                // SAFETY: as above.
+                unsafe { _mm256_storeu_ps(values_high.as_mut_ptr(), high) };
+                row.copy_from_slice(&values[..width]);
+            }
         }
     }
 }
