@@ -80,10 +80,16 @@ pub fn attention(
                         values.extend_from_slice(column(2, token));
                     }
                     let keys = PackedLinear::with_simd(simd, &keys, None, head_width, length);
-                    let mut scores = keys.forward_serial(&queries);
-                    softmax(&mut scores);
                     let values = PackedLinear::with_simd(simd, &values, None, length, head_width);
-                    values.forward_serial(&scores)
+                    let mut attended = vec![0.0; length * head_width];
+                    SCORES.with_borrow_mut(|scores| {
+                        // Every score is written before it is read.
+                        scores.resize(length * length, 0.0);
+                        keys.forward_serial_into(&queries, scores);
+                        softmax(scores);
+                        values.forward_serial_into(scores, &mut attended);
+                    });
+                    attended
                 }
                 Products::Bf16 => {
                     // Kᵀ's columns are the keys; the values' rows are the values.

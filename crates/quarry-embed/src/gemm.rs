@@ -385,14 +385,26 @@ impl PackedLinear {
 
     /// [`PackedLinear::forward`] on the calling thread: for callers that are parallel already.
     pub fn forward_serial(&self, x: &[f32]) -> Vec<f32> {
-        assert_eq!(x.len() % self.k, 0, "rows of k inputs");
         let mut out = vec![0.0; x.len() / self.k * self.n];
+        self.forward_serial_into(x, &mut out);
+        out
+    }
+
+    /// [`PackedLinear::forward_serial`] into `out`, exactly as long as the product (a buffer
+    /// the caller reuses: attention's scores, a quarter of a megabyte at 256 tokens, would
+    /// otherwise be mapped and faulted in for every text and head).
+    pub fn forward_serial_into(&self, x: &[f32], out: &mut [f32]) {
+        assert_eq!(x.len() % self.k, 0, "rows of k inputs");
+        assert_eq!(
+            out.len(),
+            x.len() / self.k * self.n,
+            "an output for every row"
+        );
         let panels = Panels::F32(self.full_panels().as_chunks::<NR>().0);
         let all = 0..self.n.div_ceil(NR);
         out.chunks_mut(MC * self.n)
             .zip(x.chunks(MC * self.k))
             .for_each(|(out, x)| self.multiply(panels, x, all.clone(), out, self.n));
-        out
     }
 
     /// `x · W + b` on the calling thread for the columns of the panels `range`, row `r` at

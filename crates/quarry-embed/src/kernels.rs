@@ -6,14 +6,29 @@
 //! that the compiler vectorises, spread over rayon's threads: `erf` to within 4e-7 (a few ulp),
 //! so GELU to within `4e-7 · (|x| + |gelu(x)|)` (see the tests), many times faster.
 
+use quarry_kernels::{HostSimd, on_host_simd};
 use rayon::prelude::*;
+
+/// Runs `body` compiled for the process's SIMD level (AVX2's or AVX-512's vectors, FMA)
+/// where it has one: the compiler vectorises these loops for the widest vectors it is
+/// allowed, and without a level that is SSE2's.
+#[inline(always)]
+fn at_host_level<R>(simd: Option<HostSimd>, body: impl FnOnce() -> R) -> R {
+    match simd {
+        Some(simd) => on_host_simd!(simd, _simd => body()),
+        None => body(),
+    }
+}
 
 /// Exact (erf) GELU of every value, in place: `x * (1 + erf(x / sqrt 2)) / 2`.
 pub fn gelu_in_place(values: &mut [f32]) {
+    let simd = HostSimd::detect();
     values.par_chunks_mut(1 << 14).for_each(|chunk| {
-        for x in chunk {
-            *x = 0.5 * *x * (1.0 + erf(*x * std::f32::consts::FRAC_1_SQRT_2));
-        }
+        at_host_level(simd, || {
+            for x in chunk {
+                *x = 0.5 * *x * (1.0 + erf(*x * std::f32::consts::FRAC_1_SQRT_2));
+            }
+        })
     });
 }
 
@@ -28,24 +43,28 @@ pub fn residual_layer_norm(
     epsilon: f32,
 ) {
     let width = gamma.len();
+    let simd = HostSimd::detect();
     values
         .par_chunks_mut(width * 64)
         .zip(residual.par_chunks(width * 64))
         .for_each(|(values, residual)| {
-            for (row, residual) in values.chunks_mut(width).zip(residual.chunks(width)) {
-                row.iter_mut().zip(residual).for_each(|(v, r)| *v += r);
-                let mean = sum(row) / width as f32;
-                row.iter_mut().for_each(|v| *v -= mean);
-                let variance = sum_of_squares(row) / width as f32;
-                let scale = 1.0 / (variance + epsilon).sqrt();
-                for ((v, g), b) in row.iter_mut().zip(gamma).zip(beta) {
-                    *v = *v * scale * g + b;
+            at_host_level(simd, || {
+                for (row, residual) in values.chunks_mut(width).zip(residual.chunks(width)) {
+                    row.iter_mut().zip(residual).for_each(|(v, r)| *v += r);
+                    let mean = sum(row) / width as f32;
+                    row.iter_mut().for_each(|v| *v -= mean);
+                    let variance = sum_of_squares(row) / width as f32;
+                    let scale = 1.0 / (variance + epsilon).sqrt();
+                    for ((v, g), b) in row.iter_mut().zip(gamma).zip(beta) {
+                        *v = *v * scale * g + b;
+                    }
                 }
-            }
+            })
         });
 }
 
 /// The sum of `values`, over 16 partial sums.
+#[inline(always)]
 fn sum(values: &[f32]) -> f32 {
     let (lanes, tail) = values.as_chunks::<16>();
     let mut partial = [0.0f32; 16];
@@ -56,6 +75,7 @@ fn sum(values: &[f32]) -> f32 {
 }
 
 /// The sum of the squares of `values`, over 16 partial sums.
+#[inline(always)]
 fn sum_of_squares(values: &[f32]) -> f32 {
     let (lanes, tail) = values.as_chunks::<16>();
     let mut partial = [0.0f32; 16];
