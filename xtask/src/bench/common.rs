@@ -35,6 +35,8 @@ pub(crate) fn write_report(root: &Path, name: &str, markdown: &str, json: &Value
     Ok(())
 }
 
+/// The commit a report is of: `HEAD`'s short hash, `-dirty` with uncommitted changes, and
+/// the level `QUARRY_CPU` caps the run at.
 pub(crate) fn git_commit(root: &Path) -> String {
     let git = |args: &[&str]| {
         Command::new("git")
@@ -46,10 +48,16 @@ pub(crate) fn git_commit(root: &Path) -> String {
             .unwrap_or_default()
     };
     let commit = git(&["rev-parse", "--short", "HEAD"]);
-    if git(&["status", "--porcelain", "--untracked-files=no"]).is_empty() {
+    let commit = if git(&["status", "--porcelain", "--untracked-files=no"]).is_empty() {
         commit
     } else {
         format!("{commit}-dirty")
+    };
+    // A run capped below the CPU's level (`QUARRY_CPU`) measures another machine: its
+    // reports say which.
+    match quarry_embed::Level::cap_from_env() {
+        Ok(Some(level)) => format!("{commit}-{level}"),
+        _ => commit,
     }
 }
 

@@ -199,10 +199,7 @@ pub fn run(args: EmbedArgs) -> Result<()> {
     };
     let markdown = report.markdown();
     print!("{markdown}");
-    let name = match level {
-        Some(level) => format!("embed-{}-{level}", git_commit(root)),
-        None => format!("embed-{}", git_commit(root)),
-    };
+    let name = format!("embed-{}", git_commit(root));
     write_report(root, &name, &markdown, &report.json())?;
     for runtime in &report.measured {
         if let Some(cosine) = report.lowest_cosine(runtime) {
