@@ -252,7 +252,7 @@ const ROUND: f32 = 12_582_912.0;
 
 /// The scalar reference of the kernel's row quantisation: `row` into `bytes` (as long or
 /// longer; the rest is left as it is), and its scale and zero point.
-#[cfg(test)]
+#[cfg(any(test, target_arch = "aarch64"))]
 fn quantize_row(row: &[f32], bytes: &mut [u8]) -> (f32, i32) {
     let (low, high) = row.iter().fold((0.0f32, 0.0f32), |(low, high), &v| {
         (low.min(v), high.max(v))
@@ -647,184 +647,50 @@ mod avx_vnni {
     }
 }
 
-#[cfg(not(target_arch = "x86_64"))]
+#[cfg(target_arch = "aarch64")]
+mod neon;
+
+#[cfg(target_arch = "aarch64")]
 mod simd {
-    pub(super) fn block(_isa: crate::Int8Isa, _: super::Block<'_>, _: &mut [f32], _: usize) {
-        unreachable!("no Int8Isa off x86-64")
+    use super::Block;
+    use crate::{Int8Isa, MR};
+
+    /// `row` quantised into `bytes`: the scalar reference itself, which the compiler
+    /// vectorises as it can.
+    pub(super) fn quantize_row(_isa: Int8Isa, row: &[f32], bytes: &mut [u8]) -> (f32, i32) {
+        super::quantize_row(row, bytes)
     }
 
-    pub(super) fn quantize_row(_isa: crate::Int8Isa, _: &[f32], _: &mut [u8]) -> (f32, i32) {
-        unreachable!("no Int8Isa off x86-64")
+    /// One block of the output, the block's rows (1 to [`MR`], of `b.len()` lanes each) by
+    /// its panel, for the columns of `out`'s last row (row stride `ldc`).
+    pub(super) fn block(isa: Int8Isa, block: Block<'_>, out: &mut [f32], ldc: usize) {
+        let rows = block.row_scales.len();
+        let steps = block.b.len();
+        assert!(
+            (1..=MR).contains(&rows)
+                && block.a.len() == rows * steps
+                && block.zero_points.len() == rows,
+            "1 to {MR} rows of {steps} lanes, with their scales and zero points"
+        );
+        assert!(out.len() > (rows - 1) * ldc, "room for {rows} rows");
+        match isa {
+            // SAFETY: `Int8Isa::NeonDot` exists only where NEON and the dot-product
+            // instructions were detected, which is all `neon::block` asks for.
+            Int8Isa::NeonDot => unsafe { super::neon::block(&block, out, ldc) },
+        }
+    }
+}
+
+#[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
+mod simd {
+    pub(super) fn block(isa: crate::Int8Isa, _: super::Block<'_>, _: &mut [f32], _: usize) {
+        match isa {}
+    }
+
+    pub(super) fn quantize_row(isa: crate::Int8Isa, _: &[f32], _: &mut [u8]) -> (f32, i32) {
+        match isa {}
     }
 }
 
 #[cfg(test)]
-mod tests {
-    use proptest::prelude::*;
-
-    use super::*;
-    use crate::tests::{matrix, padded_bias};
-
-    /// The scalar reference: the same quantisation, the integer sums in `i64`, the rescale
-    /// in `f32` in the kernel's order, so it comes out the same to the bit.
-    fn reference(x: &[f32], w: &[f32], bias: &[f32], k: usize, n: usize) -> Vec<f32> {
-        let scales: Vec<f32> = (0..n)
-            .map(|c| quantize_column((0..k).map(|r| w[r * n + c])))
-            .collect();
-        let m = x.len() / k;
-        let mut out = vec![0.0; m * n];
-        for i in 0..m {
-            let mut bytes = vec![0u8; k];
-            let (row_scale, zero_point) = quantize_row(&x[i * k..(i + 1) * k], &mut bytes);
-            for j in 0..n {
-                let sum: i64 = (0..k)
-                    .map(|t| {
-                        let weight = i64::from(quantize(w[t * n + j], scales[j]));
-                        (i64::from(bytes[t]) - i64::from(zero_point)) * weight
-                    })
-                    .sum();
-                out[i * n + j] = (sum as i32 as f32) * (row_scale * scales[j]) + bias[j];
-            }
-        }
-        out
-    }
-
-    /// The instructions this machine runs int8 products with (up to the cap), each test's
-    /// loop; a test with none says so.
-    fn isas(test: &str) -> Vec<Int8Isa> {
-        let isas = Int8Isa::available();
-        if isas.is_empty() {
-            crate::skipped(test, "AVX-512 VNNI or AVX-VNNI");
-        }
-        isas
-    }
-
-    fn check(x: &[f32], w: &[f32], bias: &[f32], k: usize, n: usize) {
-        let weights = Int8Weights::pack(w, k, n);
-        let m = x.len() / k;
-        let expected = reference(x, w, bias, k, n);
-        for isa in isas("int8::tests::check (the model shapes and the property test)") {
-            let mut out = vec![f32::NAN; m * n];
-            let all = 0..weights.panel_count();
-            weights.multiply_with(isa, x, all, &padded_bias(bias), &mut out, n);
-            for (i, (found, expected)) in out.iter().zip(&expected).enumerate() {
-                assert!(
-                    found.to_bits() == expected.to_bits(),
-                    "{isa:?}, {m}×{k}×{n} at {i}: {found} against {expected}"
-                );
-            }
-        }
-    }
-
-    #[test]
-    fn matches_the_reference_on_the_model_shapes() {
-        for (m, k, n) in [(1, 384, 1152), (37, 384, 1536), (20, 1536, 384)] {
-            let (x, w, bias) = (matrix(m * k, 5), matrix(k * n, 6), matrix(n, 7));
-            check(&x, &w, &bias, k, n);
-        }
-    }
-
-    #[test]
-    fn comes_close_to_the_f32_product() {
-        let (m, k, n) = (20, 384, 100);
-        // Rows of one sign, of both, and a row of zeros.
-        let mut x = matrix(m * k, 1);
-        x[..k].iter_mut().for_each(|v| *v = v.abs());
-        x[k..2 * k].iter_mut().for_each(|v| *v = 0.0);
-        let (w, bias) = (matrix(k * n, 2), matrix(n, 3));
-        let weights = Int8Weights::pack(&w, k, n);
-        for isa in isas("int8::tests::comes_close_to_the_f32_product") {
-            let mut out = vec![0.0; m * n];
-            let all = 0..weights.panel_count();
-            weights.multiply_with(isa, &x, all, &padded_bias(&bias), &mut out, n);
-            close_to_the_f32_product(&x, &w, &bias, &out, k, n);
-        }
-    }
-
-    fn close_to_the_f32_product(
-        x: &[f32],
-        w: &[f32],
-        bias: &[f32],
-        out: &[f32],
-        k: usize,
-        n: usize,
-    ) {
-        let m = x.len() / k;
-        for i in 0..m {
-            for j in 0..n {
-                let exact: f64 = f64::from(bias[j])
-                    + (0..k)
-                        .map(|t| f64::from(x[i * k + t]) * f64::from(w[t * n + j]))
-                        .sum::<f64>();
-                // Each term off by half a step of each factor (1/255 of a range of 2, 1/127
-                // of 1): independent errors, so their sum grows as √k, well within this.
-                let bound = (k as f64).sqrt() * (1.0 / 255.0 + 0.5 / 127.0);
-                let found = f64::from(out[i * n + j]);
-                assert!(
-                    (found - exact).abs() < bound,
-                    "({i}, {j}): {found} against {exact}"
-                );
-            }
-        }
-        assert_eq!(out[n..2 * n], *bias, "a row of zeros gives the bias");
-    }
-
-    #[test]
-    fn a_column_range_lands_at_the_start_of_its_output() {
-        let (m, k, n) = (17, 9, 70);
-        let (x, w) = (matrix(m * k, 1), matrix(k * n, 2));
-        if !crate::int8_supported() {
-            let test = "int8::tests::a_column_range_lands_at_the_start_of_its_output";
-            crate::skipped(test, "AVX-512 VNNI or AVX-VNNI");
-            return;
-        }
-        let weights = Int8Weights::pack(&w, k, n);
-        let bias = padded_bias(&matrix(n, 3));
-        let mut whole = vec![0.0; m * n];
-        weights.multiply(&x, 0..3, &bias, &mut whole, n);
-        let mut part = vec![0.0; m * 6];
-        weights.multiply(&x, 2..3, &bias, &mut part, 6);
-        for r in 0..m {
-            assert_eq!(part[r * 6..(r + 1) * 6], whole[r * n + 64..(r + 1) * n]);
-        }
-        let (panels, scales, sums) = weights.packed();
-        let again = Int8Weights::from_packed(k, n, panels.to_vec(), scales.to_vec(), sums.to_vec())
-            .unwrap();
-        let mut twice = vec![0.0; m * n];
-        again.multiply(&x, 0..3, &bias, &mut twice, n);
-        assert_eq!(twice, whole);
-        assert!(Int8Weights::from_packed(k + 4, n, panels.to_vec(), vec![], vec![]).is_none());
-    }
-
-    #[test]
-    fn a_row_with_a_nan_comes_out_nan_and_leaves_the_others() {
-        let (k, n) = (8, 5);
-        let mut x = matrix(2 * k, 1);
-        x[3] = f32::NAN;
-        let w = matrix(k * n, 2);
-        let weights = Int8Weights::pack(&w, k, n);
-        for isa in isas("int8::tests::a_row_with_a_nan_comes_out_nan_and_leaves_the_others") {
-            let mut out = vec![0.0; 2 * n];
-            weights.multiply_with(isa, &x, 0..1, &padded_bias(&[0.0; 5]), &mut out, n);
-            assert!(out[..n].iter().all(|v| v.is_nan()), "{isa:?}");
-            assert!(out[n..].iter().all(|v| v.is_finite()), "{isa:?}");
-        }
-    }
-
-    proptest! {
-        #![proptest_config(ProptestConfig::with_cases(64))]
-
-        /// Rows, depths and columns that are not multiples of the tiles, with values of any
-        /// sign and scale.
-        #[test]
-        fn matches_the_reference_on_odd_shapes(
-            m in 1usize..40, k in 1usize..70, n in 1usize..80, seed in 0u64..1000,
-            scale in prop_oneof![Just(1.0f32), Just(1e-3), Just(40.0)],
-            positive in any::<bool>(),
-        ) {
-            let mut x = matrix(m * k, seed);
-            x.iter_mut().for_each(|v| *v = if positive { v.abs() } else { *v } * scale);
-            check(&x, &matrix(k * n, seed + 1), &matrix(n, seed + 2), k, n);
-        }
-    }
-}
+mod tests;

@@ -80,11 +80,12 @@ impl Level {
     /// The levels this process may run: those the CPU has, up to the cap, lowest first.
     /// Tests run each; [`level`] is the last.
     pub fn available() -> Vec<Level> {
-        let cap = Level::cap_from_env().ok().flatten();
         let ladder = Level::ladder();
-        let top = cap
-            .and_then(|cap| ladder.iter().position(|&level| level == cap))
-            .unwrap_or(ladder.len() - 1);
+        // No cap: the whole ladder; another architecture's level: scalar alone.
+        let top = match Level::cap_from_env().ok().flatten() {
+            Some(cap) => ladder.iter().position(|&level| level == cap).unwrap_or(0),
+            None => ladder.len() - 1,
+        };
         ladder[..=top]
             .iter()
             .copied()
@@ -100,13 +101,9 @@ impl Level {
 pub fn level() -> Level {
     static LEVEL: OnceLock<Level> = OnceLock::new();
     *LEVEL.get_or_init(|| {
-        let cap = Level::cap_from_env().ok().flatten();
-        match cap {
-            Some(cap) if !Level::ladder().contains(&cap) => Level::Scalar,
-            _ => *Level::available()
-                .last()
-                .expect("scalar is always available"),
-        }
+        *Level::available()
+            .last()
+            .expect("scalar is always available")
     })
 }
 

@@ -95,9 +95,14 @@ impl Bf16Isa {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Int8Isa {
     /// AVX-512 F, BW and VNNI: `vpdpbusd` on 512-bit registers.
+    #[cfg(target_arch = "x86_64")]
     Avx512Vnni,
     /// AVX2, FMA and AVX-VNNI: `vpdpbusd` on 256-bit registers.
+    #[cfg(target_arch = "x86_64")]
     AvxVnni,
+    /// NEON with the dot-product instructions: `sdot`.
+    #[cfg(target_arch = "aarch64")]
+    NeonDot,
 }
 
 impl Int8Isa {
@@ -112,6 +117,10 @@ impl Int8Isa {
                 return Some(Int8Isa::AvxVnni);
             }
             _ => {}
+        }
+        #[cfg(target_arch = "aarch64")]
+        if level() == Level::Neon && std::arch::is_aarch64_feature_detected!("dotprod") {
+            return Some(Int8Isa::NeonDot);
         }
         None
     }
@@ -132,12 +141,15 @@ impl Int8Isa {
                 isas.push(Int8Isa::AvxVnni);
             }
         }
+        isas.extend(Int8Isa::find().filter(|&isa| !isas.contains(&isa)));
         isas
     }
 
     /// The proof, or a panic that says what [`Int8Weights::multiply`]'s callers must check.
     fn detect() -> Self {
-        Int8Isa::find().expect("int8 products need AVX-512 VNNI or AVX-VNNI (see int8_supported)")
+        Int8Isa::find().expect(
+            "int8 products need AVX-512 VNNI, AVX-VNNI or NEON's dot product (see int8_supported)",
+        )
     }
 }
 
@@ -155,9 +167,10 @@ pub fn bf16_supported() -> bool {
 }
 
 /// Whether this process runs [`Int8Weights`]' products: at the AVX-512 [`level`] with
-/// AVX-512 VNNI, or at the AVX2 level with AVX-VNNI (Intel since Alder Lake, AMD since Zen 5).
-/// Both sum the same products exactly, so their results are the same to the bit. Detected
-/// once, then cached.
+/// AVX-512 VNNI, at the AVX2 level with AVX-VNNI (Intel since Alder Lake, AMD since Zen 5),
+/// or at the NEON level with the dot-product instructions (every Apple M-series, Graviton 2
+/// and later). All sum the same products exactly, so their results are the same to the bit.
+/// Detected once, then cached.
 pub fn int8_supported() -> bool {
     Int8Isa::find().is_some()
 }
