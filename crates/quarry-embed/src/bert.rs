@@ -67,7 +67,7 @@ pub struct BertModel {
     #[module(skip)]
     on_flex: bool,
     /// The embeddings and every layer on the host, once loaded ([`BertModel::pack_for_host`]
-    /// or [`BertModel::from_prepared`]): on `flex` with AVX-512, where the host kernels are
+    /// or [`BertModel::from_prepared`]): on `flex` at a SIMD level, where the host kernels are
     /// several times faster than Burn's.
     #[module(skip)]
     host: Option<Arc<HostModel>>,
@@ -212,7 +212,7 @@ impl BertModel {
     }
 
     /// Moves the model onto the host (its tables copied, every layer's linear weights packed
-    /// for the host GEMM) when it runs on `flex` and the CPU has AVX-512; otherwise changes
+    /// for the host GEMM) when it runs on `flex` at a SIMD level (AVX2, AVX-512, NEON); otherwise changes
     /// nothing. Call it once the weights are loaded.
     pub fn pack_for_host(&mut self) {
         if !self.on_flex {
@@ -270,7 +270,7 @@ impl BertModel {
 
     /// A model of `config` on `device` from the arrays of [`BertModel::prepared_layout`],
     /// run on the host: the word-piece table and the `f32` panels stay in the file, read as
-    /// they are needed. `None` unless `device` is `flex` on a CPU with AVX-512 and the
+    /// they are needed. `None` unless `device` is `flex` at a SIMD level and the
     /// arrays are of that layout. Its Burn modules are left uninitialised (Burn initialises
     /// a parameter when first used): with the host model present, [`BertModel::forward`]
     /// never uses them.
@@ -315,7 +315,7 @@ impl BertModel {
     /// `None` when every token is of type 0 (single texts). `padding` is `[batch, seq, seq]`,
     /// true where a query position must not attend to a key position because the key is
     /// padding; `None` when no row of the batch is padded. `kernel` picks the weights the
-    /// host's linear layers read; Burn's layers (a GPU, or a CPU without AVX-512) always
+    /// host's linear layers read; Burn's layers (a GPU, or the scalar level) always
     /// read `f32`.
     pub fn forward(
         &self,

@@ -309,7 +309,7 @@ impl Embedder {
     }
 
     /// Embeds a search query, in the documents' precision. In [`Precision::F32`] where the
-    /// host runs the model (a CPU with AVX-512), the layers read half-precision copies of
+    /// host runs the model at the AVX-512 level, the layers read half-precision copies of
     /// their weights ([`Kernel::F16Weights`]): a query's few tokens wait on streaming the
     /// weights more than on arithmetic, so this halves the bytes. The vector comes within
     /// 2e-4 of [`Embedder::embed_one`]'s in every coordinate (a test holds it to that);

@@ -65,11 +65,12 @@
 //! # Precision
 //!
 //! The linear layers (query, key and value; the attention output; both feed-forward
-//! products) compute in a [`Precision`]: `f32`, bf16 or int8, the last two on a CPU with
-//! AVX-512 BF16 or VNNI through the `quarry-kernels` crate (int8: weights scaled per output
-//! column once at load, each input row quantised over its own range as a product reads it,
-//! exact integer sums). Under either reduced precision attention's two products run in bf16;
-//! layer norms, softmax, GELU and pooling stay `f32`. [`EmbedderOptions::precision`] is a
+//! products) compute in a [`Precision`]: `f32`, bf16 or int8 through the `quarry-kernels`
+//! crate: bf16 with AVX-512 BF16, int8 with AVX-512 VNNI or, at the AVX2 level, AVX-VNNI
+//! (weights scaled per output column once at load, each input row quantised over its own
+//! range as a product reads it, exact integer sums: the same on both). Attention's two
+//! products run in bf16 where the CPU has AVX-512 BF16 and a reduced precision is in use, in
+//! `f32` otherwise; layer norms, softmax, GELU and pooling stay `f32`. [`EmbedderOptions::precision`] is a
 //! [`PrecisionChoice`]: `auto` (the default) takes the fastest this machine runs, int8 then
 //! bf16 then `f32` (on a GPU, `f32`); `QUARRY_PRECISION` sets it. The precision is part of the
 //! [`ModelFingerprint`], so vectors of two precisions never share an index.
@@ -107,8 +108,9 @@
 //!
 //! The CPU backend is Burn's `flex` (with SIMD, rayon threads and the `x86-v4` AVX-512 GEMM
 //! kernels, which the `gemm` crate picks at run time), plus host kernels where `flex` is slow:
-//! a vectorised GELU (its own is scalar), and, on a CPU with AVX-512, the whole encoder on
-//! the host ([`bert::BertModel::pack_for_host`]): the token embeddings, the linear layers on
+//! a vectorised GELU (its own is scalar), and, at a SIMD level ([`HostSimd`]: AVX-512, AVX2
+//! or NEON, capped by `QUARRY_CPU`), the whole encoder on the host
+//! ([`bert::BertModel::pack_for_host`], kernels written once over pulp's `Simd`): the token embeddings, the linear layers on
 //! [`gemm::PackedLinear`] (weights packed once at load; query, key and value as one product),
 //! attention per text and head over the text's own tokens (a vectorised `exp` in the
 //! softmax), the residuals and layer norms. Burn runs the pooling, and everything on any

@@ -18,7 +18,7 @@ pub enum Precision {
     /// Weights and inputs in bfloat16, sums in `f32` (AVX-512 BF16).
     Bf16,
     /// Weights in int8 (a scale a column), inputs in uint8 (a scale and zero point a row),
-    /// exact integer sums (AVX-512 VNNI).
+    /// exact integer sums (AVX-512 VNNI, or AVX-VNNI at the AVX2 level).
     Int8,
 }
 
@@ -35,9 +35,9 @@ impl Precision {
         }
     }
 
-    /// Whether this process can run it on the CPU: `f32` always; a reduced precision where the
-    /// process runs at the AVX-512 level ([`quarry_kernels::level`]) and the CPU has its
-    /// instructions.
+    /// Whether this process can run it on the CPU: `f32` always; bf16 at the AVX-512 level
+    /// ([`quarry_kernels::level`]) with AVX-512 BF16; int8 with AVX-512 VNNI there, or at the
+    /// AVX2 level with AVX-VNNI.
     pub fn supported(self) -> bool {
         match self {
             Precision::F32 => true,
@@ -50,8 +50,10 @@ impl Precision {
     fn missing(self) -> &'static str {
         match self {
             Precision::F32 => "nothing",
-            Precision::Bf16 => "AVX-512 with its BF16 instructions",
-            Precision::Int8 => "AVX-512 with its VNNI instructions",
+            Precision::Bf16 => "AVX-512 with its BF16 instructions (or QUARRY_CPU caps it lower)",
+            Precision::Int8 => {
+                "AVX-512 VNNI or AVX-VNNI (or QUARRY_CPU caps it below the level that has them)"
+            }
         }
     }
 }
@@ -68,7 +70,7 @@ impl fmt::Display for Precision {
 #[serde(try_from = "String", into = "String")]
 pub enum PrecisionChoice {
     /// The fastest precision that keeps search quality ([`PrecisionChoice::AUTO_ORDER`]'s
-    /// first that this machine runs): int8 where the CPU has AVX-512 VNNI, then bf16, then
+    /// first that this machine runs): int8 where the CPU has AVX-512 VNNI or AVX-VNNI, then bf16, then
     /// `f32` (always on a GPU).
     #[default]
     Auto,
