@@ -276,6 +276,53 @@ struct Block<'a> {
     bias: &'a [f32; NR],
 }
 
+/// Walks `block` (1 to `MR` rows by a panel) in sub-blocks of at most six rows by half a
+/// panel, for the forms with half AVX-512's registers (AVX-VNNI, NEON): `kernel(part,
+/// first column, width, out)` gets the sub-block's rows, the panel's column it starts at, how
+/// many of its 16 columns exist, and `out` from its first value (row stride `ldc`).
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+#[inline(always)]
+fn for_each_half_block(
+    block: &Block<'_>,
+    out: &mut [f32],
+    ldc: usize,
+    mut kernel: impl FnMut(&Block<'_>, usize, usize, &mut [f32]),
+) {
+    const ROWS: usize = 6;
+    let rows = block.row_scales.len();
+    let steps = block.b.len();
+    let columns = (out.len() - (rows - 1) * ldc).min(NR);
+    for first in (0..rows).step_by(ROWS) {
+        let count = ROWS.min(rows - first);
+        let part = Block {
+            a: &block.a[first * steps..(first + count) * steps],
+            row_scales: &block.row_scales[first..first + count],
+            zero_points: &block.zero_points[first..first + count],
+            ..*block
+        };
+        for half in (0..columns).step_by(NR / 2) {
+            let width = (columns - half).min(NR / 2);
+            kernel(&part, half, width, &mut out[first * ldc + half..]);
+        }
+    }
+}
+
+/// `kernel::<R>(block, args..)` for the `R` of `block`'s 1 to 6 rows.
+#[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
+macro_rules! by_rows {
+    ($kernel:ident, $block:expr, $($arg:expr),*) => {
+        match $block.row_scales.len() {
+            1 => $kernel::<1>($block, $($arg),*),
+            2 => $kernel::<2>($block, $($arg),*),
+            3 => $kernel::<3>($block, $($arg),*),
+            4 => $kernel::<4>($block, $($arg),*),
+            5 => $kernel::<5>($block, $($arg),*),
+            6 => $kernel::<6>($block, $($arg),*),
+            rows => unreachable!("1 to 6 rows, not {rows}"),
+        }
+    };
+}
+
 #[cfg(target_arch = "x86_64")]
 mod simd {
     use std::arch::x86_64::{
@@ -463,12 +510,7 @@ mod avx_vnni {
         _mm256_setzero_si256, _mm256_storeu_ps, _mm256_sub_epi32,
     };
 
-    use super::{Block, RowQuantization};
-    use crate::NR;
-
-    /// Rows of a block: 2 · 6 accumulators, two vectors of weights and a broadcast input fit
-    /// the 16 registers.
-    pub(super) const ROWS: usize = 6;
+    use super::{Block, RowQuantization, for_each_half_block};
 
     /// `row` quantised into `bytes` (as long or longer; the rest is left as it is): its scale
     /// and zero point. The AVX-512 form on eight lanes: the scalar reference, to the bit.
@@ -530,38 +572,13 @@ mod avx_vnni {
         (quantization.scale, quantization.zero_point as i32)
     }
 
-    /// The block (1 to `MR` rows by a panel) in sub-blocks of at most [`ROWS`] rows by half a
-    /// panel, each by [`kernel`] with as many accumulator rows as it needs.
+    /// The block (1 to `MR` rows by a panel) in sub-blocks of at most six rows by half a panel,
+    /// each by [`kernel`] with as many accumulator rows as it needs.
     #[target_feature(enable = "avx2,fma,avxvnni")]
     pub(super) fn block(block: &Block<'_>, out: &mut [f32], ldc: usize) {
-        let rows = block.row_scales.len();
-        let steps = block.b.len();
-        let columns = (out.len() - (rows - 1) * ldc).min(NR);
-        for first in (0..rows).step_by(ROWS) {
-            let count = ROWS.min(rows - first);
-            let part = Block {
-                a: &block.a[first * steps..(first + count) * steps],
-                row_scales: &block.row_scales[first..first + count],
-                zero_points: &block.zero_points[first..first + count],
-                ..*block
-            };
-            for half in [0, 16] {
-                if half >= columns {
-                    break;
-                }
-                let width = (columns - half).min(16);
-                let out = &mut out[first * ldc + half..];
-                macro_rules! by_rows {
-                    ($($r:literal)*) => {
-                        match count {
-                            $($r => kernel::<$r>(&part, half, width, out, ldc),)*
-                            _ => unreachable!("1 to {ROWS} rows, not {count}"),
-                        }
-                    };
-                }
-                by_rows!(1 2 3 4 5 6)
-            }
-        }
+        for_each_half_block(block, out, ldc, |part, first_column, width, out| {
+            by_rows!(kernel, part, first_column, width, out, ldc)
+        });
     }
 
     /// 8 lanes from `values`, which holds at least 8.
@@ -581,7 +598,8 @@ mod avx_vnni {
     }
 
     /// The micro-kernel: `R` rows by the 16 columns of the panel from `first_column`, in
-    /// 2·R registers, four depths a step; then `row scale · column scale · (sum − zero point
+    /// 2·R registers (six rows, two vectors of weights and a broadcast fit the 16), four
+    /// depths a step; then `row scale · column scale · (sum − zero point
     /// · column sum) + bias` as the AVX-512 kernel computes it, for the first `width`
     /// columns of each of `out`'s rows (stride `ldc`).
     #[target_feature(enable = "avx2,fma,avxvnni")]

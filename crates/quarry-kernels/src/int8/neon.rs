@@ -14,48 +14,20 @@ use std::arch::aarch64::{
     vst1q_f32,
 };
 
-use super::Block;
-use crate::NR;
+use super::{Block, for_each_half_block};
 
-/// Rows of a block: 6 rows by 16 columns are 24 accumulators; with four vectors of weights
-/// and a broadcast row they fit the 32 registers.
-const ROWS: usize = 6;
-
-/// Columns of a block: half a panel, four vectors of four lanes.
+/// Columns of a block: half a panel, four vectors of four lanes; six rows of them
+/// ([`for_each_half_block`]'s) are 24 accumulators, which with four vectors of weights and a
+/// broadcast row fit the 32 registers.
 const COLUMNS: usize = 16;
 
-/// The block (1 to `MR` rows by a panel) in sub-blocks of at most [`ROWS`] rows by half a
-/// panel, each by [`kernel`] with as many accumulator rows as it needs.
+/// The block (1 to `MR` rows by a panel) in sub-blocks of at most six rows by half a panel,
+/// each by [`kernel`] with as many accumulator rows as it needs.
 #[target_feature(enable = "neon,dotprod")]
 pub(super) fn block(block: &Block<'_>, out: &mut [f32], ldc: usize) {
-    let rows = block.row_scales.len();
-    let steps = block.b.len();
-    let columns = (out.len() - (rows - 1) * ldc).min(NR);
-    for first in (0..rows).step_by(ROWS) {
-        let count = ROWS.min(rows - first);
-        let part = Block {
-            a: &block.a[first * steps..(first + count) * steps],
-            row_scales: &block.row_scales[first..first + count],
-            zero_points: &block.zero_points[first..first + count],
-            ..*block
-        };
-        for half in [0, COLUMNS] {
-            if half >= columns {
-                break;
-            }
-            let width = (columns - half).min(COLUMNS);
-            let out = &mut out[first * ldc + half..];
-            macro_rules! by_rows {
-                ($($r:literal)*) => {
-                    match count {
-                        $($r => kernel::<$r>(&part, half, width, out, ldc),)*
-                        _ => unreachable!("1 to {ROWS} rows, not {count}"),
-                    }
-                };
-            }
-            by_rows!(1 2 3 4 5 6)
-        }
-    }
+    for_each_half_block(block, out, ldc, |part, first_column, width, out| {
+        by_rows!(kernel, part, first_column, width, out, ldc)
+    });
 }
 
 /// `acc + Σ a · b` over each lane's four signed bytes.
