@@ -81,33 +81,33 @@ pub fn attention(
                     }
                     let keys = PackedLinear::with_simd(simd, &keys, None, head_width, length);
                     let values = PackedLinear::with_simd(simd, &values, None, length, head_width);
-                    let mut attended = vec![0.0; length * head_width];
-                    SCORES.with_borrow_mut(|scores| {
-                        // Every score is written before it is read.
-                        scores.resize(length * length, 0.0);
-                        keys.forward_serial_into(&queries, scores);
-                        softmax(scores);
-                        values.forward_serial_into(scores, &mut attended);
-                    });
-                    attended
+                    through_scores(
+                        &queries,
+                        length,
+                        |queries, scores| keys.forward_serial_into(queries, scores),
+                        softmax,
+                        |weights, attended| values.forward_serial_into(weights, attended),
+                    )
                 }
                 Products::Bf16 => {
                     // Kᵀ's columns are the keys; the values' rows are the values.
                     let keys = Bf16Weights::from_columns(head_width, length, |t| column(1, t));
                     let values = Bf16Weights::from_rows(length, head_width, |t| column(2, t));
                     let zeros = vec![[0.0; NR]; length.div_ceil(NR)];
-                    let mut attended = vec![0.0; length * head_width];
-                    SCORES.with_borrow_mut(|scores| {
-                        // Every score is written before it is read.
-                        scores.resize(length * length, 0.0);
-                        let all = 0..keys.panel_count();
-                        keys.multiply(&queries, all, &zeros, scores, length);
-                        softmax(scores);
-                        let all = 0..values.panel_count();
-                        let bias = &zeros[..all.len()];
-                        values.multiply(scores, all, bias, &mut attended, head_width);
-                    });
-                    attended
+                    through_scores(
+                        &queries,
+                        length,
+                        |queries, scores| {
+                            let all = 0..keys.panel_count();
+                            keys.multiply(queries, all, &zeros, scores, length);
+                        },
+                        softmax,
+                        |weights, attended| {
+                            let all = 0..values.panel_count();
+                            let bias = &zeros[..all.len()];
+                            values.multiply(weights, all, bias, attended, head_width);
+                        },
+                    )
                 }
             }
         })
@@ -120,6 +120,27 @@ pub fn attention(
         }
     }
     out
+}
+
+/// `softmax(Q Kᵀ) V` for one text and head, its scores in the thread's [`SCORES`]:
+/// `scores_of(queries, scores)` the first product (`length` scores a query), `softmax` over
+/// them, `attend(weights, out)` the second, into a vector as long as `queries`.
+fn through_scores(
+    queries: &[f32],
+    length: usize,
+    scores_of: impl Fn(&[f32], &mut [f32]),
+    softmax: impl Fn(&mut [f32]),
+    attend: impl Fn(&[f32], &mut [f32]),
+) -> Vec<f32> {
+    let mut attended = vec![0.0; queries.len()];
+    SCORES.with_borrow_mut(|scores| {
+        // Every score is written before it is read.
+        scores.resize(length * length, 0.0);
+        scores_of(queries, scores);
+        softmax(scores);
+        attend(scores, &mut attended);
+    });
+    attended
 }
 
 /// `exp(x - max) / Σ exp(x - max)` over `row`, in place, at the level `simd`.

@@ -383,16 +383,10 @@ impl PackedLinear {
             .for_each(|(out, x)| multiply(x, 0..panel_count, out, n));
     }
 
-    /// [`PackedLinear::forward`] on the calling thread: for callers that are parallel already.
-    pub fn forward_serial(&self, x: &[f32]) -> Vec<f32> {
-        let mut out = vec![0.0; x.len() / self.k * self.n];
-        self.forward_serial_into(x, &mut out);
-        out
-    }
-
-    /// [`PackedLinear::forward_serial`] into `out`, exactly as long as the product (a buffer
-    /// the caller reuses: attention's scores, a quarter of a megabyte at 256 tokens, would
-    /// otherwise be mapped and faulted in for every text and head).
+    /// [`PackedLinear::forward`] on the calling thread, for callers that are parallel
+    /// already, into `out`, exactly as long as the product (a buffer the caller reuses:
+    /// attention's scores, a quarter of a megabyte at 256 tokens, would otherwise be mapped
+    /// and faulted in for every text and head).
     pub fn forward_serial_into(&self, x: &[f32], out: &mut [f32]) {
         assert_eq!(x.len() % self.k, 0, "rows of k inputs");
         assert_eq!(

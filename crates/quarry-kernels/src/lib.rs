@@ -108,41 +108,34 @@ enum Int8Isa {
 impl Int8Isa {
     /// The instructions this process runs int8 products with, if any.
     fn find() -> Option<Self> {
-        #[cfg(target_arch = "x86_64")]
-        match level() {
-            Level::Avx512 if std::arch::is_x86_feature_detected!("avx512vnni") => {
-                return Some(Int8Isa::Avx512Vnni);
-            }
-            Level::Avx2 if std::arch::is_x86_feature_detected!("avxvnni") => {
-                return Some(Int8Isa::AvxVnni);
-            }
-            _ => {}
-        }
-        #[cfg(target_arch = "aarch64")]
-        if level() == Level::Neon && std::arch::is_aarch64_feature_detected!("dotprod") {
-            return Some(Int8Isa::NeonDot);
-        }
-        None
+        Int8Isa::at(level())
     }
 
-    /// Every int8 instruction set this CPU has at or under the [`level`]: what the tests run
-    /// each product on.
+    /// The instructions int8 products run with at `level`, where this CPU has them.
+    fn at(level: Level) -> Option<Self> {
+        match level {
+            #[cfg(target_arch = "x86_64")]
+            Level::Avx512 if std::arch::is_x86_feature_detected!("avx512vnni") => {
+                Some(Int8Isa::Avx512Vnni)
+            }
+            #[cfg(target_arch = "x86_64")]
+            Level::Avx2 if std::arch::is_x86_feature_detected!("avxvnni") => Some(Int8Isa::AvxVnni),
+            #[cfg(target_arch = "aarch64")]
+            Level::Neon if std::arch::is_aarch64_feature_detected!("dotprod") => {
+                Some(Int8Isa::NeonDot)
+            }
+            _ => None,
+        }
+    }
+
+    /// The int8 instructions of every level this process may run (up to the cap), lowest
+    /// first: what the tests run each product on.
     #[cfg(test)]
     fn available() -> Vec<Self> {
-        let mut isas = Vec::new();
-        #[cfg(target_arch = "x86_64")]
-        {
-            let level = level();
-            if level == Level::Avx512 && std::arch::is_x86_feature_detected!("avx512vnni") {
-                isas.push(Int8Isa::Avx512Vnni);
-            }
-            let avx2 = matches!(level, Level::Avx2 | Level::Avx512);
-            if avx2 && std::arch::is_x86_feature_detected!("avxvnni") {
-                isas.push(Int8Isa::AvxVnni);
-            }
-        }
-        isas.extend(Int8Isa::find().filter(|&isa| !isas.contains(&isa)));
-        isas
+        Level::available()
+            .into_iter()
+            .filter_map(Int8Isa::at)
+            .collect()
     }
 
     /// The proof, or a panic that says what [`Int8Weights::multiply`]'s callers must check.

@@ -186,7 +186,7 @@ pub fn run(args: EmbedArgs) -> Result<()> {
 
     let report = Report {
         model: model_name,
-        cpu: cpu_description(quarry_level()),
+        cpu: cpu_description(quarry_kernels::level()),
         texts: texts.len(),
         default: if on_gpu {
             QUARRY_GPU.into()
@@ -433,11 +433,6 @@ fn torch_caps(level: Level) -> Option<(&'static str, &'static str)> {
         Level::Avx512 => Some(("avx512", "AVX512")),
         Level::Scalar | Level::Neon => None,
     }
-}
-
-/// The level quarry's kernels run at in this process (and its children): the CPU's, capped.
-fn quarry_level() -> Level {
-    quarry_embed::HostSimd::detect().map_or(Level::Scalar, |simd| simd.level())
 }
 
 /// The CPU's name, its SIMD flags, and the level quarry ran at.
