@@ -125,8 +125,7 @@ fn append_probe(path: &Path, token: &str) -> Result<()> {
 
 /// What the follow bench saw.
 pub struct Followed {
-    lexical_ms: Vec<f64>,
-    vector_ms: Vec<f64>,
+    edits: Edits,
     idle: Idle,
     soak: Option<Soak>,
     files: usize,
@@ -167,7 +166,7 @@ pub fn run(quarry: &Path, root: &Path, args: &FollowArgs) -> Result<Followed> {
     runtime.block_on(async {
         let served = Served::start(quarry, copy.path(), &[]).await?;
         served.settled().await?;
-        let (lexical_ms, vector_ms) = edits(&served, copy.path(), &files, args).await?;
+        let edited = edits(&served, copy.path(), &files, args).await?;
         let idle = idle(quarry, &served, unwatched.path(), args.idle_seconds).await?;
         let soak = match args.soak_minutes > 0.0 {
             true => Some(soak(&served, &files, args).await?),
@@ -175,8 +174,7 @@ pub fn run(quarry: &Path, root: &Path, args: &FollowArgs) -> Result<Followed> {
         };
         served.client.cancel().await?;
         Ok(Followed {
-            lexical_ms,
-            vector_ms,
+            edits: edited,
             idle,
             soak,
             files: files.len(),
@@ -185,16 +183,18 @@ pub fn run(quarry: &Path, root: &Path, args: &FollowArgs) -> Result<Followed> {
 }
 
 /// Each edit's time from the write to the first search that returns the new line, and to
-/// every chunk having its vector.
+/// every chunk having its vector; and what the server spent on it.
 async fn edits(
     served: &Served,
     root: &Path,
     files: &[PathBuf],
     args: &FollowArgs,
-) -> Result<(Vec<f64>, Vec<f64>)> {
+) -> Result<Edits> {
     let peer = served.client.peer();
-    let (mut lexical, mut vector) = (Vec::new(), Vec::new());
+    let pid = served.pid()?;
+    let mut edits = Edits::default();
     for i in 0..args.follow_edits {
+        let (cpu, io) = (cpu_seconds(pid)?, Io::of(pid)?);
         let token = probe_word(i);
         let file = &files[i % files.len()];
         let relative = file
@@ -222,11 +222,70 @@ async fn edits(
                 bail!("edit {i} of {relative} never became visible: {found}\nstatus: {status}");
             }
         }
-        lexical.push(written.elapsed().as_secs_f64() * 1000.0);
-        served.settled().await?;
-        vector.push(written.elapsed().as_secs_f64() * 1000.0);
+        edits
+            .lexical_ms
+            .push(written.elapsed().as_secs_f64() * 1000.0);
+        let status = served.settled().await?;
+        edits
+            .vector_ms
+            .push(written.elapsed().as_secs_f64() * 1000.0);
+        edits.cpu_ms.push((cpu_seconds(pid)? - cpu) * 1000.0);
+        let spent = Io::of(pid)?.since(io);
+        edits.read_kib.push(spent.read as f64 / 1024.0);
+        edits.written_kib.push(spent.written as f64 / 1024.0);
+        if let Some(seconds) = status["indexing"]["report"]["seconds"].as_f64() {
+            edits.run_ms.push(seconds * 1000.0);
+        }
     }
-    Ok((lexical, vector))
+    Ok(edits)
+}
+
+/// Per edit: latencies, and the server's cost of the index run (with the searches that
+/// waited for it).
+#[derive(Default)]
+struct Edits {
+    lexical_ms: Vec<f64>,
+    vector_ms: Vec<f64>,
+    /// The server's CPU time, user and system, from the write until settled.
+    cpu_ms: Vec<f64>,
+    /// Bytes the server read and wrote through system calls meanwhile (`rchar`, `wchar`:
+    /// page cache included, so the vector index's load and save count whole).
+    read_kib: Vec<f64>,
+    written_kib: Vec<f64>,
+    /// The index run's own time, as its report gives it.
+    run_ms: Vec<f64>,
+}
+
+/// A process's I/O through system calls so far, from `/proc/PID/io`.
+#[derive(Clone, Copy)]
+struct Io {
+    read: u64,
+    written: u64,
+}
+
+impl Io {
+    fn of(pid: u32) -> Result<Self> {
+        let io = std::fs::read_to_string(format!("/proc/{pid}/io"))?;
+        let field = |name: &str| -> Result<u64> {
+            io.lines()
+                .find_map(|line| line.strip_prefix(name))
+                .with_context(|| format!("{name} in /proc/{pid}/io"))?
+                .trim()
+                .parse()
+                .map_err(Into::into)
+        };
+        Ok(Io {
+            read: field("rchar:")?,
+            written: field("wchar:")?,
+        })
+    }
+
+    fn since(self, earlier: Io) -> Io {
+        Io {
+            read: self.read - earlier.read,
+            written: self.written - earlier.written,
+        }
+    }
 }
 
 /// CPU seconds (user and system) a process has spent, from `/proc`.
@@ -379,13 +438,24 @@ async fn soak(served: &Served, files: &[PathBuf], args: &FollowArgs) -> Result<S
 
 impl Followed {
     pub fn json(&self) -> Value {
-        let (l50, l95) = super::mcp::summary(&self.lexical_ms);
-        let (v50, v95) = super::mcp::summary(&self.vector_ms);
+        let edits = &self.edits;
+        let (l50, l95) = super::mcp::summary(&edits.lexical_ms);
+        let (v50, v95) = super::mcp::summary(&edits.vector_ms);
+        let quantiles = |values: &[f64]| {
+            let (p50, p95) = super::mcp::summary(values);
+            json!({"p50": p50, "p95": p95})
+        };
         let mut value = json!({
-            "edits": self.lexical_ms.len(),
+            "edits": edits.lexical_ms.len(),
             "files_edited": self.files,
-            "edit_to_visible_ms": {"p50": l50, "p95": l95, "all": self.lexical_ms},
-            "edit_to_vector_ms": {"p50": v50, "p95": v95, "all": self.vector_ms},
+            "edit_to_visible_ms": {"p50": l50, "p95": l95, "all": edits.lexical_ms},
+            "edit_to_vector_ms": {"p50": v50, "p95": v95, "all": edits.vector_ms},
+            "per_edit": {
+                "server_cpu_ms": quantiles(&edits.cpu_ms),
+                "read_kib": quantiles(&edits.read_kib),
+                "written_kib": quantiles(&edits.written_kib),
+                "index_run_ms": quantiles(&edits.run_ms),
+            },
             "idle": {
                 "seconds": self.idle.seconds,
                 "watching_cpu_s": self.idle.watching_cpu_s,
@@ -413,8 +483,13 @@ impl Followed {
     }
 
     pub fn markdown(&self) -> String {
-        let (l50, l95) = super::mcp::summary(&self.lexical_ms);
-        let (v50, v95) = super::mcp::summary(&self.vector_ms);
+        let edits = &self.edits;
+        let (l50, l95) = super::mcp::summary(&edits.lexical_ms);
+        let (v50, v95) = super::mcp::summary(&edits.vector_ms);
+        let (c50, c95) = super::mcp::summary(&edits.cpu_ms);
+        let (r50, r95) = super::mcp::summary(&edits.read_kib);
+        let (w50, w95) = super::mcp::summary(&edits.written_kib);
+        let (x50, x95) = super::mcp::summary(&edits.run_ms);
         let idle = &self.idle;
         let mut text = format!(
             "## Following the working tree\n\n{} edits, each a comment line with a new word \
@@ -425,9 +500,16 @@ impl Followed {
              | | p50 ms | p95 ms |\n|---|---:|---:|\n\
              | edit to visible (lexical) | {l50:.1} | {l95:.1} |\n\
              | edit to vector in | {v50:.1} | {v95:.1} |\n\n\
+             What each edit cost the server, from the write until settled (the searches that \
+             waited for it included):\n\n\
+             | per edit | p50 | p95 |\n|---|---:|---:|\n\
+             | index run (its report) | {x50:.1} ms | {x95:.1} ms |\n\
+             | server CPU | {c50:.1} ms | {c95:.1} ms |\n\
+             | read (`rchar`) | {r50:.0} KiB | {r95:.0} KiB |\n\
+             | written (`wchar`) | {w50:.0} KiB | {w95:.0} KiB |\n\n\
              Idle for {} s, in the same minute: the watching server spent {:.3} s of CPU, a \
              `--no-watch` server {:.3} s.\n",
-            self.lexical_ms.len(),
+            edits.lexical_ms.len(),
             self.files,
             idle.seconds,
             idle.watching_cpu_s,
