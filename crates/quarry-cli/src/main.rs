@@ -21,7 +21,7 @@ use quarry_engine::model::{
 use quarry_engine::view::{IndexReportView, RelatedView, SearchView, StatusView, json};
 use quarry_engine::{
     ChunkIdPrefix, Config, Engine, EngineError, EngineOptions, Libraries, RelatedOptions,
-    SearchMode, SearchOptions,
+    SearchMode, SearchOptions, VectorSaves,
 };
 use quarry_engine::{INDEX_DIR, quoted};
 use quarry_mcp::{ServerOptions, WatchMode};
@@ -336,7 +336,11 @@ fn run_model(command: ModelCommand) -> Result<()> {
 fn run_mcp(args: McpArgs) -> Result<()> {
     let (root, config) = root_and_config(args.root.root)?;
     let model = provision(&DEFAULT_MODEL)?;
-    let engine_options = engine_options(&config)?;
+    let engine_options = EngineOptions {
+        // The server keeps the vector index in memory: written after many changes, not each.
+        vector_saves: VectorSaves::AfterChanges(quarry_mcp::UNSAVED_VECTORS),
+        ..engine_options(&config)?
+    };
     let engine = Engine::open(&root, &model, engine_options)?;
     let options = ServerOptions {
         max_tokens: args.max_tokens,

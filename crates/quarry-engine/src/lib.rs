@@ -73,7 +73,7 @@ pub use symbols::{DEFINITIONS_DATA, SYMBOL_LEG_DEPTH, SymbolHit, SymbolMatch};
 // What front ends name from the crates below the engine, so that they depend on it alone.
 pub use quarry_chunk::{ChunkId, ChunkIdPrefix, ChunkKind, Language};
 pub use quarry_rank::{IncludeTests, MAX_LIMIT, MAX_PER_FILE, MAX_POOL, RankingConfig};
-pub use quarry_store::INDEX_DIR;
+pub use quarry_store::{INDEX_DIR, VectorSaves};
 pub use quarry_text::quoted;
 
 /// The embedding models, as a front end finds, fetches and describes them.
@@ -141,6 +141,9 @@ pub struct EngineOptions {
     /// Embed each chunk behind its header (path, symbol, signature): on by default; off
     /// only to measure what the header is worth. An index remembers it, like the model.
     pub embed_header: bool,
+    /// When an index run writes the vector index to disk: after every change by default;
+    /// a long-lived process (`quarry mcp`), which keeps it in memory, after many.
+    pub vector_saves: VectorSaves,
 }
 
 /// [`EngineOptions::max_file_bytes`]'s default, 2 MiB: larger than nearly every
@@ -154,6 +157,7 @@ impl Default for EngineOptions {
             chunks_per_commit: 64,
             max_file_bytes: MAX_FILE_BYTES,
             embed_header: true,
+            vector_saves: VectorSaves::EveryChange,
         }
     }
 }
@@ -319,8 +323,9 @@ impl Engine {
     }
 
     /// Runs `work` with the index opened for writing: other writers (in this process or
-    /// another) are refused until it returns. What the writer brought up to date is then
-    /// handed to the engine's own handle ([`Store::hand_over`]). A rebuild's engine writes
+    /// another) are refused until it returns. The writer brings the engine's own vector
+    /// index up to date ([`Store::share_vectors`]), and hands its notes over to the engine's
+    /// handle ([`Store::hand_over`]). A rebuild's engine writes
     /// through the staged writer it holds.
     pub(crate) fn writing<T>(
         &self,
@@ -330,7 +335,11 @@ impl Engine {
             return work(staged);
         }
         let reader = self.current_store()?;
-        let writer = Store::open(&self.root, reader.settings().clone())?;
+        let mut writer = Store::open(&self.root, reader.settings().clone())?;
+        writer.set_vector_saves(self.options.vector_saves);
+        // Under the writer lock no rebuild swaps another database in: the reader's vector
+        // index, caught up by its searches, is the one to bring up to date.
+        writer.share_vectors(&reader);
         let outcome = work(&writer);
         writer.hand_over(&reader);
         outcome

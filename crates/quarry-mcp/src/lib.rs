@@ -49,6 +49,12 @@ pub use args::{
 };
 pub use server::{Server, ServerOptions, WatchMode, serve_stdio};
 
+/// How many vectors a server's index runs insert or remove before the vector index, which
+/// the server keeps in memory, is written to disk again
+/// ([`quarry_engine::VectorSaves::AfterChanges`]): an edit changes a few, so most runs write
+/// none of it, and a process that loads the copy on disk catches up by at most this many.
+pub const UNSAVED_VECTORS: usize = 256;
+
 /// Why the server could not run.
 #[derive(Debug, thiserror::Error)]
 pub enum McpError {

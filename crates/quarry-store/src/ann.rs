@@ -370,6 +370,11 @@ impl AnnIndex {
         }
     }
 
+    /// Whether the index holds the chunk `id` (not tombstoned).
+    pub fn contains(&self, id: u128) -> bool {
+        self.live.contains_key(&id)
+    }
+
     /// The chunks the index holds.
     pub fn ids(&self) -> impl Iterator<Item = u128> + '_ {
         self.live.keys().copied()

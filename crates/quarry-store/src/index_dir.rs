@@ -55,12 +55,20 @@ fn refuse_links_below(dir: &Path, depth: usize) -> Result<(), StoreError> {
     };
     for entry in fs::read_dir(dir).map_err(io_error)? {
         let entry = entry.map_err(io_error)?;
-        let kind = entry.file_type().map_err(io_error)?;
+        let kind = match entry.file_type() {
+            // Removed since it was listed: a rebuild publishing, or retiring the old index.
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => continue,
+            kind => kind.map_err(io_error)?,
+        };
         if kind.is_symlink() {
             return Err(StoreError::Link { path: entry.path() });
         }
         if kind.is_dir() && depth > 1 {
-            refuse_links_below(&entry.path(), depth - 1)?;
+            match refuse_links_below(&entry.path(), depth - 1) {
+                Err(StoreError::Io { source, .. })
+                    if source.kind() == std::io::ErrorKind::NotFound => {}
+                checked => checked?,
+            }
         }
     }
     Ok(())

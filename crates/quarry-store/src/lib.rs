@@ -84,4 +84,4 @@ pub use filter::{Filter, PROJECT_SCOPE, scope_of};
 pub use index_dir::{INDEX_DIR, index_dir};
 pub use lexical::{CodeTokenizer, LexicalWeights};
 pub use records::{Drift, FileState, IndexSettings, SCHEMA_VERSION, StoredChunk};
-pub use store::{Batch, Counts, Hit, Snapshot, Store};
+pub use store::{Batch, Counts, Hit, Snapshot, Store, VectorSaves};

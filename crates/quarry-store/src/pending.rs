@@ -54,6 +54,7 @@ impl Batch<'_> {
             vectors
                 .insert(id.0, &encode_vector(vector)[..])
                 .map_err(|e| error(e.into()))?;
+            self.vectors_changed.push(id.0);
             let chunk = chunks.get(id.0).map_err(|e| error(e.into()))?;
             let chunk = chunk.map(|c| decode::<StoredChunk>(c.value())).transpose();
             match chunk.map_err(|message| self.store.corrupt(message))? {

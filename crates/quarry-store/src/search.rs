@@ -7,7 +7,7 @@ use crate::ann::{AnnIndex, NewVector, VectorIndexInfo};
 use crate::best::sort_hits;
 use crate::filter::Filter;
 use crate::lexical::{LexicalFilter, LexicalIndex, LexicalWeights};
-use crate::store::{Hit, Snapshot, Store, Vectors};
+use crate::store::{Hit, Snapshot, Store, VectorChanges, VectorSaves, Vectors};
 use crate::{StoreError, StoredChunk};
 
 impl Store {
@@ -199,32 +199,66 @@ impl Store {
         }
         let snapshot = self.snapshot()?;
         let mut vectors = self.vectors();
-        if snapshot.counts()?.embedded < self.exact_scan_below {
+        let (dir, rows) = if snapshot.counts()?.embedded < self.exact_scan_below {
             let rows = current_rows(self, &mut vectors, &snapshot)?;
             // A shrunk index's graph stays as it is saved; rows are saved as rows.
-            let (scan_only, generation) = (!rows.has_graph(), rows.generation);
-            if scan_only && vectors.saved != Some(generation) {
-                let dir = self.rows_dir();
-                let rows = vectors.ann.as_ref().expect("current_rows keeps the rows");
-                rows.save_rows(&dir)
-                    .map_err(|message| StoreError::Ann { path: dir, message })?;
-                vectors.saved = Some(generation);
+            if rows.has_graph() {
+                return Ok(());
             }
+            (self.rows_dir(), true)
+        } else {
+            current_ann(self, &mut vectors, &snapshot, Build::IfNeeded)?;
+            (self.ann_dir(), false)
+        };
+        let generation = snapshot.generation()?;
+        let due = match self.vector_saves {
+            VectorSaves::EveryChange => vectors.saved != Some(generation),
+            VectorSaves::AfterChanges(limit) => vectors.saved.is_none() || vectors.unsaved >= limit,
+        };
+        if !due {
             return Ok(());
         }
-        let generation = current_ann(self, &mut vectors, &snapshot, Build::IfNeeded)?
-            .expect("built if missing")
-            .generation;
-        if vectors.saved == Some(generation) {
-            return Ok(());
-        }
-        let dir = self.ann_dir();
-        if let Some(ann) = vectors.ann.as_ref() {
-            ann.save(&dir)
-                .map_err(|message| StoreError::Ann { path: dir, message })?;
-        }
+        let ann = vectors.ann.as_ref().expect("brought up to date above");
+        let saved = match rows {
+            true => ann.save_rows(&dir),
+            false => ann.save(&dir),
+        };
+        saved.map_err(|message| StoreError::Ann { path: dir, message })?;
         vectors.saved = Some(generation);
+        vectors.unsaved = 0;
         Ok(())
+    }
+
+    /// Brings the vector index in memory from commit `previous` to `generation` by what that
+    /// commit changed, rather than by comparing every stored vector's key with it (as a
+    /// search does after another process's commits): a long-lived writer's per-edit cost
+    /// then grows with the edit, not with the index. Nothing is done where the index in
+    /// memory reflects another commit (a search that came between catches it up).
+    pub(crate) fn follow_commit(&self, changes: VectorChanges, previous: u64, generation: u64) {
+        let mut vectors = self.vectors();
+        let Some(ann) = vectors
+            .ann
+            .as_mut()
+            .filter(|ann| ann.generation == previous)
+        else {
+            return;
+        };
+        let mut changed = 0;
+        for id in changes.absent {
+            if ann.contains(id) {
+                ann.remove(id);
+                changed += 1;
+            }
+        }
+        let mut added: Vec<(StoredChunk, Vec<f32>)> = changes
+            .present
+            .into_iter()
+            .filter(|(chunk, _)| !ann.contains(chunk.id))
+            .collect();
+        changed += added.len();
+        ann.insert(new_vectors(&mut added));
+        ann.generation = generation;
+        vectors.unsaved += changed;
     }
 
     /// Rebuilds the lexical index from the database if it does not reflect the last commit
@@ -306,6 +340,7 @@ fn current_ann<'d>(
         match AnnIndex::load(&dir, snapshot.dimensions()) {
             Ok(Some(ann)) => {
                 vectors.saved = Some(ann.generation);
+                vectors.unsaved = 0;
                 vectors.ann = Some(ann);
             }
             Ok(None) => {}
@@ -321,7 +356,7 @@ fn current_ann<'d>(
     }
     let mut ann = vectors.ann.take();
     if let Some(ann) = ann.as_mut().filter(|ann| ann.generation != generation) {
-        catch_up(ann, snapshot)?;
+        vectors.unsaved += catch_up(ann, snapshot)?;
     }
     if build_graph == Build::IfNeeded
         && ann
@@ -330,6 +365,8 @@ fn current_ann<'d>(
     {
         ann = Some(build(snapshot)?);
         vectors.unreadable = false;
+        // No copy on disk is of this graph.
+        vectors.saved = None;
     }
     let Some(ann) = ann else {
         return Ok(None);
@@ -356,6 +393,7 @@ fn current_rows<'d>(
             match AnnIndex::load_rows(&dir, snapshot.dimensions()) {
                 Ok(rows) => {
                     vectors.saved = rows.as_ref().map(|rows| rows.generation);
+                    vectors.unsaved = 0;
                     rows
                 }
                 Err(message) => {
@@ -372,11 +410,12 @@ fn current_rows<'d>(
     let ann = match saved {
         Some(mut ann) => {
             if ann.generation != generation {
-                catch_up(&mut ann, snapshot)?;
+                vectors.unsaved += catch_up(&mut ann, snapshot)?;
             }
             ann
         }
         None => {
+            vectors.saved = None;
             let mut entries = embedded(snapshot)?;
             AnnIndex::scan_only(snapshot.dimensions(), new_vectors(&mut entries), generation)
         }
@@ -415,10 +454,12 @@ fn embedded(snapshot: &Snapshot<'_>) -> Result<Vec<(StoredChunk, Vec<f32>)>, Sto
     Ok(entries)
 }
 
-/// Tombstones what the database no longer holds and inserts what it gained.
-fn catch_up(ann: &mut AnnIndex, snapshot: &Snapshot<'_>) -> Result<(), StoreError> {
+/// Tombstones what the database no longer holds and inserts what it gained; returns how
+/// many vectors it removed and inserted.
+fn catch_up(ann: &mut AnnIndex, snapshot: &Snapshot<'_>) -> Result<usize, StoreError> {
     let stored = snapshot.embedded_ids()?;
     let gone: Vec<u128> = ann.ids().filter(|id| !stored.contains(id)).collect();
+    let mut changed = gone.len();
     for id in gone {
         ann.remove(id);
     }
@@ -433,6 +474,7 @@ fn catch_up(ann: &mut AnnIndex, snapshot: &Snapshot<'_>) -> Result<(), StoreErro
         added.push((chunk, vector));
     }
     added.sort_by_key(|(chunk, _)| chunk.id);
+    changed += added.len();
     ann.insert(new_vectors(&mut added));
-    Ok(())
+    Ok(changed)
 }

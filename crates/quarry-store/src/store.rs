@@ -2,7 +2,7 @@
 
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use quarry_chunk::ChunkId;
@@ -25,6 +25,7 @@ mod snapshot;
 use rebuild::remove_staged;
 
 pub use batch::Batch;
+pub(crate) use batch::VectorChanges;
 pub use snapshot::Snapshot;
 
 pub(crate) const DATABASE_FILE: &str = "index.redb";
@@ -69,8 +70,11 @@ pub struct Store {
     /// How searches use the vector index.
     pub(crate) dense_strategy: DenseStrategy,
     /// The vector index, behind its own lock: a search that brings it up to date (or a
-    /// checkpoint that builds it) never holds up a lexical search.
-    pub(crate) vectors: Mutex<Vectors>,
+    /// checkpoint that builds it) never holds up a lexical search. A writer may share its
+    /// reader's ([`Store::share_vectors`]).
+    pub(crate) vectors: Arc<Mutex<Vectors>>,
+    /// When a checkpoint writes the vector index to disk.
+    pub(crate) vector_saves: VectorSaves,
     /// The lexical index; absent for a reader when no writer has created it yet.
     pub(crate) lexical: Mutex<Option<LexicalIndex>>,
     /// What the store repaired on its own, for the user to see.
@@ -97,6 +101,24 @@ pub(crate) struct Vectors {
     /// The vector index on disk could not be read (and was reported); searches scan until a
     /// checkpoint rebuilds it.
     pub unreadable: bool,
+    /// Vectors inserted or removed since the copy on disk (`saved`) was written.
+    pub unsaved: usize,
+}
+
+/// When a checkpoint writes the vector index to disk. The database holds every vector, and
+/// a process that loads an older copy brings it up to date (by the changes since), so the
+/// copy may lag: a long-lived process that keeps the index in memory need not write it after
+/// each small change.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum VectorSaves {
+    /// At every checkpoint after a change: a process that ends after its run, whose next
+    /// reader loads the copy.
+    #[default]
+    EveryChange,
+    /// Once this many vectors were inserted or removed since the copy on disk was written,
+    /// or when the graph was built again: the next process to load it catches up by at
+    /// most that many.
+    AfterChanges(usize),
 }
 
 impl std::fmt::Debug for Vectors {
@@ -104,6 +126,7 @@ impl std::fmt::Debug for Vectors {
         f.debug_struct("Vectors")
             .field("ann", &self.ann.as_ref().map(|a| a.generation))
             .field("saved", &self.saved)
+            .field("unsaved", &self.unsaved)
             .finish()
     }
 }
@@ -243,7 +266,8 @@ impl Store {
             settings,
             exact_scan_below: EXACT_SCAN_BELOW,
             dense_strategy: DenseStrategy::default(),
-            vectors: Mutex::default(),
+            vectors: Arc::default(),
+            vector_saves: VectorSaves::default(),
             lexical: Mutex::new(lexical),
             notes: Mutex::default(),
             _writer_lock: writer_lock,
@@ -292,6 +316,28 @@ impl Store {
         self.dense_strategy = strategy;
     }
 
+    /// Sets when this writer's checkpoints write the vector index to disk
+    /// ([`VectorSaves::EveryChange`] by default).
+    pub fn set_vector_saves(&mut self, saves: VectorSaves) {
+        self.vector_saves = saves;
+    }
+
+    /// Makes this writer use `reader`'s vector index, a read-only handle of the same
+    /// database in this process, rather than one of its own: a checkpoint then brings the
+    /// reader's index up to date (the vectors a long-lived reader holds are never loaded
+    /// from disk again) and the reader's searches see it at once. Refused (`false`) for a
+    /// reader of a replaced database or of another index.
+    pub fn share_vectors(&mut self, reader: &Store) -> bool {
+        let same = self.is_writer()
+            && !reader.is_writer()
+            && self.path == reader.path
+            && !reader.is_replaced();
+        if same {
+            self.vectors = Arc::clone(&reader.vectors);
+        }
+        same
+    }
+
     /// Whether this reader's database is no longer the index's: a forced rebuild (in any
     /// process) swapped another in, or the index was removed. Such a reader goes on reading
     /// the file it opened, so its owner opens the index again. One `stat`, cheap enough to
@@ -313,18 +359,21 @@ impl Store {
     }
 
     /// Closes this writer and hands what it brought up to date to `reader`, a read-only
-    /// handle of the same index in this process: the vector index it built or caught up
-    /// replaces the reader's, so that the reader's next search neither loads nor catches up
-    /// one, and its notes join the reader's. The swap holds the reader's vector lock for a
+    /// handle of the same index in this process: its notes join the reader's, and a vector
+    /// index it built or caught up (where it did not share the reader's,
+    /// [`Store::share_vectors`]) replaces the reader's, so that the reader's next search
+    /// neither loads nor catches up one. The swap holds the reader's vector lock for a
     /// moment only: its searches never wait for a build.
     pub fn hand_over(self, reader: &Store) {
         debug_assert_eq!(
             self.path, reader.path,
             "a writer hands over to its own index"
         );
-        let built = std::mem::take(&mut *self.vectors());
-        if built.ann.is_some() {
-            *reader.vectors() = built;
+        if !Arc::ptr_eq(&self.vectors, &reader.vectors) {
+            let built = std::mem::take(&mut *self.vectors());
+            if built.ann.is_some() {
+                *reader.vectors() = built;
+            }
         }
         let notes = std::mem::take(&mut *unpoisoned(&self.notes));
         unpoisoned(&reader.notes).extend(notes);
@@ -409,6 +458,7 @@ impl Store {
             txn,
             removed: Vec::new(),
             added: Vec::new(),
+            vectors_changed: Vec::new(),
         })
     }
 

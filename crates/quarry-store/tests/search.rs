@@ -8,6 +8,7 @@ use std::path::Path;
 use quarry_chunk::ChunkId;
 use quarry_store::{
     DenseStrategy, FileState, Filter, Hit, IndexSettings, PROJECT_SCOPE, Store, StoredChunk,
+    VectorSaves,
 };
 
 const DIMENSIONS: usize = 16;
@@ -572,4 +573,86 @@ fn a_rebuild_given_up_leaves_nothing_staged() {
     let store = Store::open_read_only(repo.path(), settings()).unwrap();
     assert!(store.chunk(ChunkId(1)).unwrap().is_some());
     assert_eq!(store.chunk(ChunkId(2)).unwrap(), None);
+}
+
+/// Stores files `files` as [`large_index`] does, in one commit.
+fn add_files(store: &Store, files: std::ops::Range<usize>) {
+    let mut batch = store.write().unwrap();
+    for file in files {
+        let path = path_of(file);
+        let ids: Vec<u128> = (0..CHUNKS_PER_FILE)
+            .map(|c| (file * CHUNKS_PER_FILE + c) as u128)
+            .collect();
+        let vectors: Vec<Vec<f32>> = ids.iter().map(|&id| unit(id as u64)).collect();
+        let new: Vec<(StoredChunk, &[f32])> = ids
+            .iter()
+            .zip(&vectors)
+            .map(|(&id, v)| (chunk(id, &path, &format!("chunk {id}")), &v[..]))
+            .collect();
+        batch.put_file(&state(&path, &ids), &new).unwrap();
+    }
+    batch.commit().unwrap();
+}
+
+/// The chunk the vector index in memory finds nearest to chunk `id`'s own vector.
+fn nearest(store: &Store, id: u128) -> u128 {
+    ids(&store
+        .search_dense(&unit(id as u64), 1, &Filter::default())
+        .unwrap())[0]
+}
+
+#[test]
+fn a_writer_sharing_its_readers_vector_index_keeps_it_current_and_saves_it_after_many_changes() {
+    let repo = tempfile::tempdir().unwrap();
+    drop(graph_index(repo.path()));
+    let scanning = |mut store: Store| {
+        store.set_exact_scan_below(GRAPH_FROM);
+        store.set_dense_strategy(DenseStrategy::Scan);
+        store
+    };
+    // A long-lived reader, whose first search loads the saved graph.
+    let reader = scanning(Store::open_read_only(repo.path(), settings()).unwrap());
+    assert_eq!(nearest(&reader, 42), 42);
+    let saved = repo.path().join(".quarry/vectors/meta.bin");
+    let saved_before = std::fs::read(&saved).unwrap();
+
+    let mut writer = open(repo.path());
+    writer.set_vector_saves(VectorSaves::AfterChanges(25));
+    assert!(writer.share_vectors(&reader));
+    // Two files added, one removed: 30 vectors in, 10 out, over two commits.
+    add_files(&writer, 1_000..1_002);
+    let mut batch = writer.write().unwrap();
+    batch.remove_file(&path_of(5)).unwrap();
+    batch.commit().unwrap();
+    writer.checkpoint().unwrap();
+    assert_ne!(
+        std::fs::read(&saved).unwrap(),
+        saved_before,
+        "30 changes, past the limit of 25: the copy on disk is written"
+    );
+    let saved_after = std::fs::read(&saved).unwrap();
+    add_files(&writer, 1_002..1_003);
+    writer.checkpoint().unwrap();
+    assert_eq!(
+        std::fs::read(&saved).unwrap(),
+        saved_after,
+        "10 changes since: the copy on disk waits"
+    );
+
+    // The reader sees every commit through the index they share; a process that loads the
+    // older copy on disk catches up to the same answers.
+    let fresh = scanning(Store::open_read_only(repo.path(), settings()).unwrap());
+    for store in [&reader, &fresh] {
+        for id in [10_000u128, 10_019, 10_025] {
+            assert_eq!(nearest(store, id), id);
+        }
+        assert_ne!(nearest(store, 55), 55, "file 5's chunks are gone");
+        assert_eq!(nearest(store, 42), 42);
+    }
+
+    // Never the vector index of another index.
+    let other = tempfile::tempdir().unwrap();
+    drop(large_index(other.path(), 1));
+    let stranger = Store::open_read_only(other.path(), settings()).unwrap();
+    assert!(!writer.share_vectors(&stranger));
 }

@@ -191,10 +191,8 @@ async fn edits(
     args: &FollowArgs,
 ) -> Result<Edits> {
     let peer = served.client.peer();
-    let pid = served.pid()?;
     let mut edits = Edits::default();
     for i in 0..args.follow_edits {
-        let (cpu, io) = (cpu_seconds(pid)?, Io::of(pid)?);
         let token = probe_word(i);
         let file = &files[i % files.len()];
         let relative = file
@@ -229,31 +227,66 @@ async fn edits(
         edits
             .vector_ms
             .push(written.elapsed().as_secs_f64() * 1000.0);
-        edits.cpu_ms.push((cpu_seconds(pid)? - cpu) * 1000.0);
-        let spent = Io::of(pid)?.since(io);
-        edits.read_kib.push(spent.read as f64 / 1024.0);
-        edits.written_kib.push(spent.written as f64 / 1024.0);
         if let Some(seconds) = status["indexing"]["report"]["seconds"].as_f64() {
             edits.run_ms.push(seconds * 1000.0);
         }
     }
+    edits.cost = writer_cost(served, files, args.follow_edits.min(COST_EDITS)).await?;
     Ok(edits)
 }
 
-/// Per edit: latencies, and the server's cost of the index run (with the searches that
-/// waited for it).
+/// Edits whose cost is measured, at most.
+const COST_EDITS: usize = 30;
+
+/// The server's cost of `count` edits, one a second with nothing else asked of it (the
+/// latency loop's searches and status polls cost far more than the runs they wait for):
+/// CPU and bytes through system calls from the first write to a second after the last.
+async fn writer_cost(served: &Served, files: &[PathBuf], count: usize) -> Result<WriterCost> {
+    let pid = served.pid()?;
+    let (cpu, io) = (cpu_seconds(pid)?, Io::of(pid)?);
+    for i in 0..count {
+        append_probe(&files[i % files.len()], &format!("costprobe{i}"))?;
+        tokio::time::sleep(Duration::from_secs(1)).await;
+    }
+    let spent = Io::of(pid)?.since(io);
+    let cost = WriterCost {
+        edits: count,
+        cpu_ms: (cpu_seconds(pid)? - cpu) * 1000.0,
+        read_kib: spent.read as f64 / 1024.0,
+        written_kib: spent.written as f64 / 1024.0,
+    };
+    served.settled().await?;
+    Ok(cost)
+}
+
+/// Per edit: latencies and the server's cost.
 #[derive(Default)]
 struct Edits {
     lexical_ms: Vec<f64>,
     vector_ms: Vec<f64>,
-    /// The server's CPU time, user and system, from the write until settled.
-    cpu_ms: Vec<f64>,
-    /// Bytes the server read and wrote through system calls meanwhile (`rchar`, `wchar`:
-    /// page cache included, so the vector index's load and save count whole).
-    read_kib: Vec<f64>,
-    written_kib: Vec<f64>,
-    /// The index run's own time, as its report gives it.
+    /// Each index run's own time, as its report gives it.
     run_ms: Vec<f64>,
+    cost: WriterCost,
+}
+
+/// What a run of edits cost the server in all.
+#[derive(Default)]
+struct WriterCost {
+    edits: usize,
+    /// CPU time, user and system.
+    cpu_ms: f64,
+    /// Bytes read and written through system calls (`rchar`, `wchar`: page cache included,
+    /// so that loading and saving the vector index count whole).
+    read_kib: f64,
+    written_kib: f64,
+}
+
+impl WriterCost {
+    /// CPU ms, KiB read and KiB written per edit.
+    fn per_edit(&self) -> (f64, f64, f64) {
+        let n = self.edits.max(1) as f64;
+        (self.cpu_ms / n, self.read_kib / n, self.written_kib / n)
+    }
 }
 
 /// A process's I/O through system calls so far, from `/proc/PID/io`.
@@ -441,6 +474,7 @@ impl Followed {
         let edits = &self.edits;
         let (l50, l95) = super::mcp::summary(&edits.lexical_ms);
         let (v50, v95) = super::mcp::summary(&edits.vector_ms);
+        let (cpu, read, written) = edits.cost.per_edit();
         let quantiles = |values: &[f64]| {
             let (p50, p95) = super::mcp::summary(values);
             json!({"p50": p50, "p95": p95})
@@ -450,11 +484,12 @@ impl Followed {
             "files_edited": self.files,
             "edit_to_visible_ms": {"p50": l50, "p95": l95, "all": edits.lexical_ms},
             "edit_to_vector_ms": {"p50": v50, "p95": v95, "all": edits.vector_ms},
-            "per_edit": {
-                "server_cpu_ms": quantiles(&edits.cpu_ms),
-                "read_kib": quantiles(&edits.read_kib),
-                "written_kib": quantiles(&edits.written_kib),
-                "index_run_ms": quantiles(&edits.run_ms),
+            "index_run_ms": quantiles(&edits.run_ms),
+            "per_edit_unpolled": {
+                "edits": edits.cost.edits,
+                "server_cpu_ms": cpu,
+                "read_kib": read,
+                "written_kib": written,
             },
             "idle": {
                 "seconds": self.idle.seconds,
@@ -486,10 +521,8 @@ impl Followed {
         let edits = &self.edits;
         let (l50, l95) = super::mcp::summary(&edits.lexical_ms);
         let (v50, v95) = super::mcp::summary(&edits.vector_ms);
-        let (c50, c95) = super::mcp::summary(&edits.cpu_ms);
-        let (r50, r95) = super::mcp::summary(&edits.read_kib);
-        let (w50, w95) = super::mcp::summary(&edits.written_kib);
         let (x50, x95) = super::mcp::summary(&edits.run_ms);
+        let (cpu, read, written) = edits.cost.per_edit();
         let idle = &self.idle;
         let mut text = format!(
             "## Following the working tree\n\n{} edits, each a comment line with a new word \
@@ -500,17 +533,15 @@ impl Followed {
              | | p50 ms | p95 ms |\n|---|---:|---:|\n\
              | edit to visible (lexical) | {l50:.1} | {l95:.1} |\n\
              | edit to vector in | {v50:.1} | {v95:.1} |\n\n\
-             What each edit cost the server, from the write until settled (the searches that \
-             waited for it included):\n\n\
-             | per edit | p50 | p95 |\n|---|---:|---:|\n\
-             | index run (its report) | {x50:.1} ms | {x95:.1} ms |\n\
-             | server CPU | {c50:.1} ms | {c95:.1} ms |\n\
-             | read (`rchar`) | {r50:.0} KiB | {r95:.0} KiB |\n\
-             | written (`wchar`) | {w50:.0} KiB | {w95:.0} KiB |\n\n\
+             An edit's index run took {x50:.1} ms (p50; p95 {x95:.1} ms) by its report. \
+             Then {} more edits, one a second with nothing else asked of the server, cost it \
+             per edit {cpu:.1} ms of CPU, {read:.0} KiB read and {written:.0} KiB written \
+             (`rchar`, `wchar` of `/proc/PID/io`).\n\n\
              Idle for {} s, in the same minute: the watching server spent {:.3} s of CPU, a \
              `--no-watch` server {:.3} s.\n",
             edits.lexical_ms.len(),
             self.files,
+            edits.cost.edits,
             idle.seconds,
             idle.watching_cpu_s,
             idle.unwatched_cpu_s,

@@ -9,7 +9,7 @@ use crate::StoreError;
 use crate::pending::{Content, DriftTables, read_chunks};
 use crate::records::{
     CHUNKS, DRIFT, DRIFT_BASE, FILE_DATA, FILES, FileState, META, PENDING, StoredChunk, VECTORS,
-    encode, encode_vector, meta_keys,
+    decode_vector, encode, encode_vector, meta_keys,
 };
 
 /// A set of changes to the index, all visible at once when committed, none if dropped.
@@ -20,6 +20,17 @@ pub struct Batch<'a> {
     pub(super) removed: Vec<u128>,
     /// Chunks stored, for the lexical index.
     pub(super) added: Vec<StoredChunk>,
+    /// Chunks whose vector was stored or dropped, for the vector index.
+    pub(crate) vectors_changed: Vec<u128>,
+}
+
+/// What a commit did to the chunks with vectors, for a vector index in memory to follow it
+/// without reading every vector's key ([`Store::follow_commit`]).
+pub(crate) struct VectorChanges {
+    /// Chunks with a vector after the commit, among those it touched.
+    pub present: Vec<(StoredChunk, Vec<f32>)>,
+    /// Chunks without one after it, among those it touched.
+    pub absent: Vec<u128>,
 }
 
 impl Batch<'_> {
@@ -111,6 +122,7 @@ impl Batch<'_> {
             if replaced {
                 self.removed.push(chunk.id);
             }
+            self.vectors_changed.push(chunk.id);
             match content {
                 Content::Vector(vector) => {
                     vectors
@@ -223,7 +235,12 @@ impl Batch<'_> {
                 .map_err(|e| error(e.into()))?;
             generation
         };
+        let previous = generation.wrapping_sub(1);
+        let followed = self.vector_changes(previous)?;
         self.txn.commit().map_err(|e| error(e.into()))?;
+        if let Some(changes) = followed {
+            self.store.follow_commit(changes, previous, generation);
+        }
         let mut lexical = self.store.lexical();
         if let Some(index) = lexical.as_mut() {
             let added: Vec<&StoredChunk> = self.added.iter().collect();
@@ -236,5 +253,48 @@ impl Batch<'_> {
             }
         }
         Ok(())
+    }
+
+    /// The touched chunks' vectors as this batch leaves them, where this store's vector
+    /// index in memory reflects the `previous` commit (else it catches up when next used).
+    fn vector_changes(&self, previous: u64) -> Result<Option<VectorChanges>, StoreError> {
+        let follows = self
+            .store
+            .vectors()
+            .ann
+            .as_ref()
+            .is_some_and(|ann| ann.generation == previous);
+        if !follows {
+            return Ok(None);
+        }
+        let path = &self.store.path;
+        let error = |e: redb::Error| database_error(path, e);
+        let mut touched: Vec<u128> = self
+            .removed
+            .iter()
+            .chain(&self.vectors_changed)
+            .copied()
+            .collect();
+        touched.sort_unstable();
+        touched.dedup();
+        let chunks = self.txn.open_table(CHUNKS).map_err(|e| error(e.into()))?;
+        let vectors = self.txn.open_table(VECTORS).map_err(|e| error(e.into()))?;
+        let mut changes = VectorChanges {
+            present: Vec::new(),
+            absent: Vec::new(),
+        };
+        for id in touched {
+            let vector = vectors.get(id).map_err(|e| error(e.into()))?;
+            let chunk = chunks.get(id).map_err(|e| error(e.into()))?;
+            match (vector, chunk) {
+                (Some(vector), Some(chunk)) => {
+                    let chunk = decode::<StoredChunk>(chunk.value())
+                        .map_err(|message| self.store.corrupt(message))?;
+                    changes.present.push((chunk, decode_vector(vector.value())));
+                }
+                _ => changes.absent.push(id),
+            }
+        }
+        Ok(Some(changes))
     }
 }
