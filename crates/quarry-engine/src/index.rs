@@ -139,15 +139,16 @@ struct FirstPhase {
     /// The files as the index has them.
     indexed: Vec<FileState>,
     plan: Plan,
-    /// Whether the import graph is to be ranked again (files changed, or no scores yet).
-    rank: bool,
+    /// Whether the import graph has been ranked: it is ranked again only when files come or
+    /// go or a file's imports change, or when it never was.
+    ranked: bool,
     /// The commit checked out, where the index records another.
     new_head: Option<String>,
 }
 
 impl FirstPhase {
     fn writes_nothing(&self) -> bool {
-        self.plan.is_empty() && !self.rank && self.new_head.is_none()
+        self.plan.is_empty() && self.ranked && self.new_head.is_none()
     }
 }
 
@@ -222,14 +223,13 @@ impl Engine {
         let indexed = store.files()?;
         let mut plan = self.plan(store, &indexed)?;
         self.plan_definitions(store, &indexed, &mut plan)?;
-        let has_scores = match indexed.iter().find(|f| !f.chunk_ids.is_empty()) {
+        let ranked = match indexed.iter().find(|f| !f.chunk_ids.is_empty()) {
             Some(file) => store
                 .snapshot()?
                 .file_data(&file.path, PAGERANK_DATA)?
                 .is_some(),
             None => false,
         };
-        let rank = !plan.is_empty() || !has_scores;
         let new_head = match quarry_changes::head_commit(&self.root) {
             Some(head) if store.indexed_commit()?.as_deref() != Some(head.as_str()) => Some(head),
             _ => None,
@@ -237,7 +237,7 @@ impl Engine {
         Ok(FirstPhase {
             indexed,
             plan,
-            rank,
+            ranked,
             new_head,
         })
     }
@@ -311,7 +311,7 @@ impl Engine {
         let FirstPhase {
             indexed,
             plan,
-            rank,
+            ranked,
             new_head,
         } = phase;
         let mut report = IndexReport {
@@ -350,9 +350,12 @@ impl Engine {
             report.files_removed = plan.removed.len();
         }
 
-        self.chunk_and_store(store, &to_read, &mut report, progress)?;
+        let imports_changed = self.chunk_and_store(store, &to_read, &mut report, progress)?;
 
-        if rank {
+        // An edit inside a function leaves the graph as it was: ranking it again (every
+        // project file's imports read, every file's score written) is for files that came,
+        // went, or import otherwise now.
+        if !ranked || !plan.removed.is_empty() || imports_changed {
             progress(IndexEvent::Graph);
             report.graph = Some(self.rank_files(store)?);
         }
@@ -523,14 +526,17 @@ impl Engine {
     /// Reads and chunks `files` in parallel and stores them, their new chunks waiting for
     /// vectors, one commit per slice of files. A file that cannot be read is a warning (it
     /// is not recorded, so the next run tries again); one the chunker skips is recorded with
-    /// no chunks, so it is not read again until it changes.
+    /// no chunks, so it is not read again until it changes. Returns whether the import graph
+    /// changed: a file of it imports otherwise, or joined or left it (gained or lost its
+    /// chunks).
     fn chunk_and_store(
         &self,
         store: &Store,
         files: &[&(PathBuf, TreeFile)],
         report: &mut IndexReport,
         progress: &mut dyn FnMut(IndexEvent),
-    ) -> Result<(), EngineError> {
+    ) -> Result<bool, EngineError> {
+        let mut graph_changed = false;
         let total = files.len();
         // Parallel within a slice, committed and reported between slices.
         for slice in files.chunks(FILES_PER_COMMIT) {
@@ -558,9 +564,20 @@ impl Engine {
                         None => new.push((StoredChunk::from(chunk), chunk.embed_text.as_str())),
                     }
                 }
+                let path = file.state.path.as_str();
+                let before = snapshot.file(path)?;
+                let in_graph = |chunk_ids: &[u128]| !chunk_ids.is_empty();
+                if before.as_ref().map(|b| in_graph(&b.chunk_ids))
+                    != Some(in_graph(&file.state.chunk_ids))
+                {
+                    graph_changed |= self.graph_key(path).is_some();
+                }
                 batch.put_file_pending(&file.state, &new)?;
                 if let Some(imports) = &file.imports {
-                    set_file_data(&mut batch, &file.state.path, IMPORTS_DATA, imports)?;
+                    let bytes = serde_json::to_vec(imports).expect("imports serialise to JSON");
+                    graph_changed |=
+                        snapshot.file_data(path, IMPORTS_DATA)?.as_deref() != Some(&bytes[..]);
+                    batch.set_file_data(path, IMPORTS_DATA, &bytes)?;
                 }
                 let definitions = FileDefinitions {
                     version: DEFINITIONS_VERSION,
@@ -575,7 +592,7 @@ impl Engine {
                 total,
             });
         }
-        Ok(())
+        Ok(graph_changed)
     }
 
     /// Reads and chunks one file, and takes a project file's imports from the same parse;

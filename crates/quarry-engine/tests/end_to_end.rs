@@ -196,11 +196,24 @@ fn the_import_graph_is_rebuilt_from_stored_imports_without_reading_unchanged_fil
         .set_modified(before.modified().unwrap())
         .unwrap();
     assert_eq!(fs::metadata(root.join("a.js")).unwrap().len(), before.len());
-    write("b.js", "module.exports = function b() { return 10; };\n");
+    write(
+        "b.js",
+        "const c = require('./c.js');\nmodule.exports = function b() { return c(); };\n",
+    );
     let report = engine.index_files(&mut |_| {}).unwrap();
     assert_eq!(report.files_read, 1);
-    assert!(report.graph.is_some(), "an edit rebuilds the graph");
+    assert!(report.graph.is_some(), "a new import ranks the graph again");
     assert_eq!(links(&engine, "a.js"), ["b.js"]);
+    assert_eq!(links(&engine, "b.js"), ["a.js", "c.js"]);
+
+    // An edit that keeps every import leaves the graph as it stands.
+    write(
+        "b.js",
+        "const c = require('./c.js');\nmodule.exports = function b() { return c() + 1; };\n",
+    );
+    let report = engine.index_files(&mut |_| {}).unwrap();
+    assert_eq!((report.files_read, report.graph), (1, None), "{report:?}");
+    assert_eq!(links(&engine, "b.js"), ["a.js", "c.js"]);
 }
 
 #[test]
