@@ -106,6 +106,9 @@ pub enum GitUse {
     },
     /// Git could not be used; the message says why (git missing, the commit gone, ...).
     Failed(String),
+    /// Only the paths a file-system watcher reported were looked at ([`detect_changes_in`]),
+    /// every indexed file among them hashed: git was not asked.
+    NotAsked,
 }
 
 impl fmt::Display for GitUse {
@@ -119,6 +122,7 @@ impl fmt::Display for GitUse {
                 write!(f, "git diff against {since}: {reported} files differ")
             }
             GitUse::Failed(why) => write!(f, "git not used ({why}); mtime and size decided"),
+            GitUse::NotAsked => f.write_str("only the paths reported as changed were looked at"),
         }
     }
 }
@@ -166,10 +170,19 @@ impl ChangeSet {
 ///
 /// An entry that cannot be read is a warning, not an error; only an unreadable `root` is.
 pub fn walk(root: &Path) -> Result<Walk, ChangesError> {
+    walk_in(root, None)
+}
+
+/// [`walk`] where `scope` is `Some`: only the files at or under those root-relative paths
+/// (each a file or a directory, present or not), with the same rules; the directories above
+/// them are entered for their ignore files, and nothing else is listed.
+fn walk_in(root: &Path, scope: Option<&[String]>) -> Result<Walk, ChangesError> {
     fs::read_dir(root).map_err(|source| ChangesError::Io {
         path: root.to_path_buf(),
         source,
     })?;
+    let scope: Option<Vec<String>> = scope.map(<[String]>::to_vec);
+    let root_for_filter = root.to_path_buf();
     let threads = thread::available_parallelism().map_or(1, |n| n.get().min(8));
     let mut builder = WalkBuilder::new(root);
     builder
@@ -177,8 +190,24 @@ pub fn walk(root: &Path) -> Result<Walk, ChangesError> {
         .hidden(true)
         .require_git(false)
         .threads(threads)
-        .filter_entry(|entry| {
-            entry.depth() == 0 || (entry.file_name() != ".git" && entry.file_name() != INDEX_DIR)
+        .filter_entry(move |entry| {
+            if entry.depth() == 0 {
+                return true;
+            }
+            if entry.file_name() == ".git" || entry.file_name() == INDEX_DIR {
+                return false;
+            }
+            let Some(scope) = &scope else {
+                return true;
+            };
+            // A path that is not UTF-8 is left to the visit, which warns about it.
+            let Ok(path) = relative(&root_for_filter, entry.path()) else {
+                return true;
+            };
+            scope.iter().any(|changed| {
+                under_any(&path, std::slice::from_ref(changed))
+                    || under_any(changed, std::slice::from_ref(&path))
+            })
         });
 
     let (sender, receiver) = mpsc::channel();
@@ -321,7 +350,7 @@ pub fn detect_changes(
     indexed: &[FileState],
     indexed_commit: Option<&str>,
 ) -> Result<ChangeSet, ChangesError> {
-    let (walked, (git, git_changed)) = thread::scope(|scope| {
+    let (walked, git) = thread::scope(|scope| {
         let git = scope.spawn(|| git_changes(root, indexed_commit));
         let walked = walk(root);
         let git = git
@@ -329,11 +358,43 @@ pub fn detect_changes(
             .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
         (walked, git)
     });
+    Ok(compare(root, indexed, walked?, git, None))
+}
+
+/// [`detect_changes`] over the root-relative `paths` a file-system watcher reported (files
+/// or directories, present or gone) rather than the whole tree: only they are walked, and
+/// the indexed files elsewhere are taken as unchanged. Git is not asked; every indexed file
+/// under `paths` whose size is the same is hashed, so an edit that kept the mtime is seen
+/// too. Its cost grows with `paths`, not with the tree.
+pub fn detect_changes_in(
+    root: &Path,
+    indexed: &[FileState],
+    paths: &[String],
+) -> Result<ChangeSet, ChangesError> {
+    let walked = walk_in(root, Some(paths))?;
+    Ok(compare(
+        root,
+        indexed,
+        walked,
+        (GitUse::NotAsked, None),
+        Some(paths),
+    ))
+}
+
+/// The change set between `indexed` and the `walked` tree; with `scope`, the walk covered
+/// only those paths, and indexed files outside them are unchanged.
+fn compare(
+    root: &Path,
+    indexed: &[FileState],
+    walked: Walk,
+    (git, git_changed): (GitUse, Option<HashSet<String>>),
+    scope: Option<&[String]>,
+) -> ChangeSet {
     let Walk {
         files,
         mut warnings,
         unreadable,
-    } = walked?;
+    } = walked;
 
     let by_path: HashMap<&str, &FileState> = indexed.iter().map(|s| (s.path.as_str(), s)).collect();
     let in_tree: HashSet<&str> = files.iter().map(|f| f.path.as_str()).collect();
@@ -344,7 +405,9 @@ pub fn detect_changes(
         if in_tree.contains(state.path.as_str()) {
             continue;
         }
-        if under_any(&state.path, &unreadable) {
+        if scope.is_some_and(|scope| !under_any(&state.path, scope))
+            || under_any(&state.path, &unreadable)
+        {
             unchanged += 1;
         } else {
             deleted.push(state);
@@ -364,7 +427,8 @@ pub fn detect_changes(
             None => added.push(file),
             Some(state) if state.size != file.size => modified.push(file.clone()),
             Some(state)
-                if state.mtime_ns != file.mtime_ns
+                if scope.is_some()
+                    || state.mtime_ns != file.mtime_ns
                     || git_changed.as_ref().is_some_and(|c| c.contains(&file.path)) =>
             {
                 to_check.push((file, state));
@@ -433,7 +497,7 @@ pub fn detect_changes(
 
     added.sort_unstable_by(|a, b| a.path.cmp(&b.path));
     modified.sort_unstable_by(|a, b| a.path.cmp(&b.path));
-    Ok(ChangeSet {
+    ChangeSet {
         added: added.into_iter().cloned().collect(),
         modified,
         deleted: deleted
@@ -447,7 +511,7 @@ pub fn detect_changes(
         hashed,
         git,
         warnings,
-    })
+    }
 }
 
 /// Whether `path` is one of `prefixes` or under one of them (`""` is the root).

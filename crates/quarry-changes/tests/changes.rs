@@ -443,3 +443,52 @@ fn odd_entries_do_not_abort() {
         assert_eq!(changes.unchanged, 2);
     }
 }
+
+#[test]
+fn a_scoped_detection_looks_only_at_the_reported_paths_with_the_trees_rules() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    write(root, ".gitignore", "build/\n");
+    write(root, "src/a.rs", "fn a() { 1 }");
+    write(root, "src/b.rs", "fn b() {}\n");
+    write(root, "src/deep/c.rs", "fn c() {}\n");
+    write(root, "docs/d.md", "# d\n");
+    let indexed = index(root);
+
+    // Changed everywhere, reported in src/ only.
+    same_size_edit(root, "src/a.rs");
+    fs::remove_file(root.join("src/b.rs")).unwrap();
+    write(root, "src/deep/new.rs", "fn new() {}\n");
+    write(root, "src/build/out.rs", "fn ignored() {}\n");
+    write(root, "build/gen.rs", "fn ignored() {}\n");
+    write(root, "docs/d.md", "# d, edited elsewhere\n");
+    write(root, "docs/e.md", "# e\n");
+    let reported = [
+        "src/a.rs".to_owned(),
+        "src/b.rs".to_owned(),
+        "src/deep".to_owned(),
+        "build/gen.rs".to_owned(),
+    ];
+    let changes = quarry_changes::detect_changes_in(root, &indexed, &reported).unwrap();
+    assert_eq!(
+        paths(&changes.modified),
+        ["src/a.rs"],
+        "a same-size edit keeping the mtime, hashed"
+    );
+    assert_eq!(changes.deleted, ["src/b.rs"]);
+    assert_eq!(
+        paths(&changes.added),
+        ["src/deep/new.rs"],
+        "ignored files stay out"
+    );
+    assert_eq!(
+        changes.unchanged, 2,
+        "src/deep/c.rs, and docs/d.md unlooked at"
+    );
+    assert_eq!(changes.git, GitUse::NotAsked);
+
+    // The whole tree sees the rest (and, outside git, not the edit that kept the mtime).
+    let everything = detect(root, &indexed, None);
+    assert_eq!(paths(&everything.added), ["docs/e.md", "src/deep/new.rs"]);
+    assert_eq!(paths(&everything.modified), ["docs/d.md"]);
+}

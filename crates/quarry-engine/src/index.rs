@@ -5,7 +5,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use quarry_changes::{GitUse, TreeFile, content_hash, detect_changes};
+use quarry_changes::{GitUse, TreeFile, content_hash, detect_changes, detect_changes_in};
 use quarry_chunk::{Chunk, ChunkId, DEFINITIONS_VERSION};
 use quarry_graph::{FileImports, FileKey, GraphBuilder, PageRankConfig};
 use quarry_store::{
@@ -179,7 +179,7 @@ impl Engine {
     pub fn index(&self, progress: &mut dyn FnMut(IndexEvent)) -> Result<IndexReport, EngineError> {
         let started = Instant::now();
         self.writing(|writer| {
-            let phase = self.first_phase(writer)?;
+            let phase = self.first_phase(writer, None)?;
             let mut report = self.index_files_in(writer, phase, started, progress)?;
             report.chunks_embedded = self
                 .embed_pending_in(writer, progress, &mut || true)?
@@ -203,9 +203,30 @@ impl Engine {
         &self,
         progress: &mut dyn FnMut(IndexEvent),
     ) -> Result<IndexReport, EngineError> {
+        self.index_files_of(None, progress)
+    }
+
+    /// [`Engine::index_files`] over only `paths` (absolute: files or directories of the
+    /// project or a library, present or gone), as a file-system watcher reported them: only
+    /// they are walked and compared with the index, whatever the size of the tree (see
+    /// [`quarry_changes::detect_changes_in`]). A path that is a source's root, or above one,
+    /// has that source walked whole.
+    pub fn index_paths(
+        &self,
+        paths: &[PathBuf],
+        progress: &mut dyn FnMut(IndexEvent),
+    ) -> Result<IndexReport, EngineError> {
+        self.index_files_of(Some(paths), progress)
+    }
+
+    fn index_files_of(
+        &self,
+        scope: Option<&[PathBuf]>,
+        progress: &mut dyn FnMut(IndexEvent),
+    ) -> Result<IndexReport, EngineError> {
         let started = Instant::now();
         let store = self.current_store()?;
-        let phase = self.first_phase(&store)?;
+        let phase = self.first_phase(&store, scope)?;
         // A damaged lexical index is repaired (rebuilt from the database) by the writer's
         // open, so it needs the writer even where nothing else is to be written.
         if phase.writes_nothing() && !lexical_needs_repair(&store)? {
@@ -213,15 +234,19 @@ impl Engine {
         }
         // Planned again under the lock: another writer may have moved the index on.
         self.writing(|writer| {
-            let phase = self.first_phase(writer)?;
+            let phase = self.first_phase(writer, scope)?;
             self.index_files_in(writer, phase, started, progress)
         })
     }
 
-    /// What the first phase has to do to `store`'s index.
-    fn first_phase(&self, store: &Store) -> Result<FirstPhase, EngineError> {
+    /// What the first phase has to do to `store`'s index, over `scope` (else every file).
+    fn first_phase(
+        &self,
+        store: &Store,
+        scope: Option<&[PathBuf]>,
+    ) -> Result<FirstPhase, EngineError> {
         let indexed = store.files()?;
-        let mut plan = self.plan(store, &indexed)?;
+        let mut plan = self.plan(store, &indexed, scope)?;
         self.plan_definitions(store, &indexed, &mut plan)?;
         let ranked = match indexed.iter().find(|f| !f.chunk_ids.is_empty()) {
             Some(file) => store
@@ -445,8 +470,14 @@ impl Engine {
     }
 
     /// What differs between `indexed` and the project's and libraries' trees (see
-    /// [`detect_changes`]). A library whose directory is gone is a warning; its files stay.
-    pub(crate) fn plan(&self, store: &Store, indexed: &[FileState]) -> Result<Plan, EngineError> {
+    /// [`detect_changes`]), or only at the paths of `scope` ([`Engine::index_paths`]). A
+    /// library whose directory is gone is a warning; its files stay.
+    pub(crate) fn plan(
+        &self,
+        store: &Store,
+        indexed: &[FileState],
+        scope: Option<&[PathBuf]>,
+    ) -> Result<Plan, EngineError> {
         let sources = self.sources()?;
         let mut plan = Plan::default();
         let mut by_scope: HashMap<&str, Vec<FileState>> = HashMap::new();
@@ -481,7 +512,10 @@ impl Engine {
                 true => store.indexed_commit()?,
                 false => None,
             };
-            let changes = detect_changes(&source.root, &files, commit.as_deref())?;
+            let changes = match scope.and_then(|paths| paths_in(&source.root, paths)) {
+                Some(paths) => detect_changes_in(&source.root, &files, &paths)?,
+                None => detect_changes(&source.root, &files, commit.as_deref())?,
+            };
             let located = |file: &TreeFile| {
                 let path = source.root.join(&file.path);
                 let stored = TreeFile {
@@ -708,6 +742,23 @@ impl Engine {
         batch.commit()?;
         Ok((graph.file_count(), graph.edge_count()))
     }
+}
+
+/// The root-relative forms of the `paths` under `root` (`/`-separated), or `None` where the
+/// whole tree is to be walked: a path is `root` itself or above it, or not UTF-8.
+fn paths_in(root: &Path, paths: &[PathBuf]) -> Option<Vec<String>> {
+    let mut relative = Vec::new();
+    for path in paths {
+        if root.starts_with(path) {
+            return None;
+        }
+        let Ok(inside) = path.strip_prefix(root) else {
+            continue;
+        };
+        let parts: Option<Vec<&str>> = inside.iter().map(|part| part.to_str()).collect();
+        relative.push(parts?.join("/"));
+    }
+    Some(relative)
 }
 
 /// Whether the lexical index is missing, unreadable, behind the database, or was found

@@ -119,7 +119,7 @@ impl Engine {
     pub fn status(&self, drift_threshold: f32) -> Result<Status, EngineError> {
         let store = self.current_store()?;
         let files = store.files()?;
-        let plan = self.plan(&store, &files)?;
+        let plan = self.plan(&store, &files, None)?;
         let paths = |list: &[(PathBuf, quarry_changes::TreeFile)]| {
             list.iter().map(|(_, f)| f.path.clone()).collect()
         };

@@ -715,3 +715,42 @@ fn concurrent_searches_all_answer_while_the_index_is_written() {
         .unwrap();
     assert_eq!(after.results.len(), expected);
 }
+
+#[test]
+fn indexing_the_paths_a_watcher_reported_reads_only_them() {
+    let repo = shop();
+    let engine = open(repo.path());
+    engine.index_files(&mut |_| {}).unwrap();
+    let append = |path: &str, line: &str| {
+        let path = repo.path().join(path);
+        let text = fs::read_to_string(&path).unwrap() + line;
+        fs::write(path, text).unwrap();
+    };
+    append("src/cart.rs", "\npub fn reported_edit() {}\n");
+    append("lib/format.js", "\nfunction unreportedEdit() {}\n");
+    let report = engine
+        .index_paths(&[repo.path().join("src/cart.rs")], &mut |_| {})
+        .unwrap();
+    assert_eq!(report.files_read, 1, "{report:?}");
+    let lexical = SearchOptions {
+        mode: SearchMode::Lexical,
+        ..SearchOptions::default()
+    };
+    let found = |query: &str| {
+        engine
+            .search(query, &lexical)
+            .unwrap()
+            .results
+            .first()
+            .map(|r| r.chunk.path.clone())
+    };
+    assert_eq!(found("reported_edit").as_deref(), Some("src/cart.rs"));
+    assert_ne!(found("unreportedEdit").as_deref(), Some("lib/format.js"));
+
+    // The root itself stands for the whole tree.
+    let report = engine
+        .index_paths(&[repo.path().to_path_buf()], &mut |_| {})
+        .unwrap();
+    assert_eq!(report.files_read, 1, "{report:?}");
+    assert_eq!(found("unreportedEdit").as_deref(), Some("lib/format.js"));
+}

@@ -83,8 +83,13 @@ struct Shared {
     /// A forced rebuild asked for while a run was at work, started when that run ends (set
     /// and taken under `indexing`'s lock).
     rebuild_queued: AtomicBool,
+    /// A whole-tree run asked for (`index build`) while a run of the watcher's changes was
+    /// at work: it starts when that one ends.
+    tree_queued: AtomicBool,
     /// The indexer's thread, which runs one index run at a time.
     runs: indexer::Runs,
+    /// What the last run handed to the indexer's thread covers.
+    running: Mutex<Option<indexer::Run>>,
     /// Signalled whenever `indexing` changes, and when the server stops.
     indexing_changed: Condvar,
     /// What the watcher counted and the indexer applied.
@@ -154,7 +159,9 @@ impl Server {
                 options,
                 indexing: Mutex::new(Indexing::Idle),
                 rebuild_queued: AtomicBool::new(false),
+                tree_queued: AtomicBool::new(false),
                 runs: Mutex::default(),
+                running: Mutex::default(),
                 indexing_changed: Condvar::new(),
                 changes: Mutex::default(),
                 changes_signal: Condvar::new(),

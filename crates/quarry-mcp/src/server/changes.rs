@@ -58,6 +58,9 @@ pub(super) struct Changes {
     claimed: u64,
     /// The paths reported since the last first phase began.
     waiting: HashSet<PathBuf>,
+    /// Whether paths were reported that `waiting` had no room for: the next first phase
+    /// walks the whole tree.
+    overflowed: bool,
     /// When the first event of the batch not yet claimed came, and the last.
     batch: Option<(Instant, Instant)>,
     /// When a change was last applied.
@@ -89,6 +92,8 @@ impl Changes {
         for path in paths {
             if self.waiting.len() < MAX_WAITING_PATHS {
                 self.waiting.insert(path);
+            } else {
+                self.overflowed = true;
             }
         }
         let now = Instant::now();
@@ -188,8 +193,8 @@ impl GitState {
     }
 }
 
-/// The most changed paths remembered for status: a larger storm is counted as at least
-/// this many files.
+/// The most changed paths remembered: a larger storm is counted as at least this many
+/// files, and applied by a walk of the whole tree.
 const MAX_WAITING_PATHS: usize = 100_000;
 
 fn round_seconds(time: Duration) -> f64 {
@@ -200,6 +205,28 @@ fn round_seconds(time: Duration) -> f64 {
 pub(super) struct Claim {
     seen: u64,
     paths: HashSet<PathBuf>,
+    overflowed: bool,
+}
+
+impl Claim {
+    /// The paths to look at for these changes (an ignore file's whole directory, whose
+    /// files it may hide or show), or `None` where the whole tree is to be walked: the
+    /// watcher could not keep every path, or reported none.
+    pub(super) fn paths(&self) -> Option<Vec<PathBuf>> {
+        if self.overflowed || self.paths.is_empty() {
+            return None;
+        }
+        let scope = self.paths.iter().map(|path| {
+            let ignore_file = path
+                .file_name()
+                .is_some_and(|name| name == ".gitignore" || name == ".ignore");
+            match (ignore_file, path.parent()) {
+                (true, Some(dir)) => dir.to_path_buf(),
+                _ => path.clone(),
+            }
+        });
+        Some(scope.collect())
+    }
 }
 
 impl Shared {
@@ -228,6 +255,7 @@ impl Shared {
         Claim {
             seen: changes.seen,
             paths: std::mem::take(&mut changes.waiting),
+            overflowed: std::mem::take(&mut changes.overflowed),
         }
     }
 
@@ -241,6 +269,7 @@ impl Shared {
         } else {
             changes.claimed = changes.applied;
             changes.waiting.extend(claim.paths);
+            changes.overflowed |= claim.overflowed;
             if changes.unclaimed() && changes.batch.is_none() {
                 let now = Instant::now();
                 changes.batch = Some((now, now));

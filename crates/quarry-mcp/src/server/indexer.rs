@@ -76,10 +76,23 @@ impl Indexing {
     }
 }
 
+/// What an index run covers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Run {
+    /// A new index built beside the live one, then swapped in (`index build` with `force`).
+    Rebuild,
+    /// Every file of the project and its libraries compared with the index: at start-up and
+    /// for `index build`.
+    Tree,
+    /// The paths the watcher reported ([`quarry_engine::Engine::index_paths`]).
+    Changes,
+}
+
 /// Starts the indexer on its own thread, unless it is running; a forced run builds a new
 /// index beside the live one and swaps it in. Returns the indexing state.
 pub(super) fn spawn_indexer(shared: Arc<Shared>, force: bool) -> Value {
-    let note = match start(&shared, force) {
+    let run = if force { Run::Rebuild } else { Run::Tree };
+    let note = match start(&shared, run) {
         Started::Now => "indexing runs in the background; poll index status",
         Started::Queued => {
             "a rebuild is queued: it starts as soon as the run at work ends (index status \
@@ -102,47 +115,58 @@ pub(super) enum Started {
     AlreadyRunning,
 }
 
-/// Starts an index run on the indexer's thread, unless one is running: then a forced run
-/// is queued, and another is left to the run at work.
-pub(super) fn start(shared: &Arc<Shared>, force: bool) -> Started {
+/// Starts an index run on the indexer's thread, unless one is running: then a rebuild is
+/// queued, and so is a whole-tree run while the watcher's changes are applied; the watcher's
+/// changes are left to the run at work.
+pub(super) fn start(shared: &Arc<Shared>, run: Run) -> Started {
     {
         let mut state = shared.indexing.lock().unwrap_or_else(|p| p.into_inner());
         if state.in_progress() {
-            if force {
-                // Under `indexing`'s lock, which the run's end takes to look at it.
-                shared.rebuild_queued.store(true, Ordering::SeqCst);
-                return Started::Queued;
-            }
-            return Started::AlreadyRunning;
+            // Under `indexing`'s lock, which the run's end takes to look at them.
+            return match run {
+                Run::Rebuild => {
+                    shared.rebuild_queued.store(true, Ordering::SeqCst);
+                    Started::Queued
+                }
+                Run::Tree
+                    if *shared.running.lock().unwrap_or_else(|p| p.into_inner())
+                        == Some(Run::Changes) =>
+                {
+                    shared.tree_queued.store(true, Ordering::SeqCst);
+                    Started::Queued
+                }
+                Run::Tree | Run::Changes => Started::AlreadyRunning,
+            };
         }
         *state = Indexing::STARTED;
     }
-    send_run(shared, force);
+    send_run(shared, run);
     Started::Now
 }
 
 /// Hands a run to the indexer's thread (starting one where there is none).
-fn send_run(shared: &Arc<Shared>, force: bool) {
+fn send_run(shared: &Arc<Shared>, run: Run) {
+    *shared.running.lock().unwrap_or_else(|p| p.into_inner()) = Some(run);
     let mut runs = shared.runs.lock().unwrap_or_else(|p| p.into_inner());
-    let sent = runs.as_ref().map(|runs| runs.send(force));
+    let sent = runs.as_ref().map(|runs| runs.send(run));
     if !matches!(sent, Some(Ok(()))) {
         // The first run, or the thread is gone (a run panicked): a thread for this one.
         let (sender, receiver) = channel();
         let weak = Arc::downgrade(shared);
         std::thread::spawn(move || serve_runs(&weak, &receiver));
-        sender.send(force).expect("the new indexer thread receives");
+        sender.send(run).expect("the new indexer thread receives");
         *runs = Some(sender);
     }
 }
 
-/// The indexer's thread: each `force` received is one run. It ends with the server, whose
+/// The indexer's thread: each [`Run`] received is one run. It ends with the server, whose
 /// [`Shared`] holds the sender.
-fn serve_runs(shared: &Weak<Shared>, runs: &Receiver<bool>) {
-    while let Ok(force) = runs.recv() {
+fn serve_runs(shared: &Weak<Shared>, runs: &Receiver<Run>) {
+    while let Ok(run) = runs.recv() {
         let Some(shared) = shared.upgrade() else {
             return;
         };
-        run_indexer(&shared, force);
+        run_indexer(&shared, run);
     }
 }
 
@@ -152,14 +176,14 @@ pub(super) fn rebuild_queued(shared: &Shared) -> bool {
 }
 
 /// Where [`start`] sends runs to the indexer's thread (None until the first run).
-pub(super) type Runs = Mutex<Option<Sender<bool>>>;
+pub(super) type Runs = Mutex<Option<Sender<Run>>>;
 
 /// `index build`: brings the index up to date (on the indexer's thread) and answers once
 /// it is. A run already at work (one the watcher started, or a forced rebuild) brings it up
 /// to date as well: the answer waits for it, for [`BUILD_WRITER_WAIT`] at most. Waiting for
 /// another writer, it answers after that long with the indexer still waiting its turn.
 pub(super) fn build(shared: Arc<Shared>) -> Outcome {
-    let ours = start(&shared, false) == Started::Now;
+    let ours = start(&shared, Run::Tree) == Started::Now;
     let deadline = Instant::now() + BUILD_WRITER_WAIT;
     let mut state = shared.indexing.lock().unwrap_or_else(|p| p.into_inner());
     loop {
@@ -207,12 +231,12 @@ enum Attempt {
 /// takes a moment; a `quarry index` may take minutes), it reports waiting and tries again
 /// after a pause that grows to [`LONGEST_RETRY_PAUSE`], for as long as the server runs,
 /// without holding searches up.
-fn run_indexer(shared: &Arc<Shared>, force: bool) {
+fn run_indexer(shared: &Arc<Shared>, run: Run) {
     shared.set_indexing(Indexing::STARTED);
     let mut pause = FIRST_RETRY_PAUSE;
     let mut waiting_since = None;
     let outcome = loop {
-        match attempt(shared, force) {
+        match attempt(shared, run) {
             Attempt::Done(outcome) => break outcome,
             Attempt::Locked => {
                 let since = *waiting_since.get_or_insert_with(Instant::now);
@@ -230,24 +254,34 @@ fn run_indexer(shared: &Arc<Shared>, force: bool) {
     };
     let queued = {
         let mut state = shared.indexing.lock().unwrap_or_else(|p| p.into_inner());
-        let queued = shared.rebuild_queued.swap(false, Ordering::SeqCst);
-        *state = if queued { Indexing::STARTED } else { ended };
+        let queued = match (
+            shared.rebuild_queued.swap(false, Ordering::SeqCst),
+            shared.tree_queued.swap(false, Ordering::SeqCst),
+        ) {
+            (true, _) => Some(Run::Rebuild),
+            (false, true) => Some(Run::Tree),
+            (false, false) => None,
+        };
+        *state = match queued {
+            Some(_) => Indexing::STARTED,
+            None => ended,
+        };
         queued
     };
     shared.indexing_changed.notify_all();
-    if queued {
-        send_run(shared, true);
+    if let Some(run) = queued {
+        send_run(shared, run);
     }
     // The refresher starts another run for changes that came too late for this one.
     shared.signal_changes();
 }
 
 /// One index run: a forced one builds a new index beside the live one first.
-fn attempt(shared: &Shared, force: bool) -> Attempt {
-    let outcome = if force {
+fn attempt(shared: &Shared, run: Run) -> Attempt {
+    let outcome = if run == Run::Rebuild {
         rebuild(shared)
     } else {
-        match shared.with_engine(|engine| Ok(index_following(shared, engine))) {
+        match shared.with_engine(|engine| Ok(index_following(shared, engine, run))) {
             Ok(outcome) => outcome,
             Err(error) => return Attempt::Done(Err(error)),
         }
@@ -266,41 +300,51 @@ fn attempt(shared: &Shared, force: bool) -> Attempt {
 /// meanwhile, then swapped in with the engine over it.
 fn rebuild(shared: &Shared) -> Result<IndexReport, EngineError> {
     let rebuild = Engine::rebuild(&shared.root, &shared.model, shared.options.engine)?;
-    let report = index_following(shared, rebuild.engine())?;
+    let report = index_following(shared, rebuild.engine(), Run::Tree)?;
     let engine = rebuild.finish()?;
     *shared.engine.write().unwrap_or_else(|p| p.into_inner()) = engine;
     Ok(report)
 }
 
-/// Both phases of an index run into `engine`, their progress in `shared.indexing`. The
-/// second phase stops between batches when the watcher's changes are due: the first phase
-/// applies them (the writer lock let go and taken again, so that the index answers for the
-/// files as they are now), then embedding goes on with what is left.
-fn index_following(shared: &Shared, engine: &Engine) -> Result<IndexReport, EngineError> {
+/// Both phases of an index run into `engine`, their progress in `shared.indexing`: the
+/// first over the whole tree or the watcher's changes, as `run` says. The second phase
+/// stops between batches when the watcher's changes are due: the first phase applies them
+/// (the writer lock let go and taken again, so that the index answers for the files as they
+/// are now), then embedding goes on with what is left.
+fn index_following(shared: &Shared, engine: &Engine, run: Run) -> Result<IndexReport, EngineError> {
     let started = Instant::now();
     let mut progress = |event: IndexEvent| show(shared, event);
-    let mut report = apply_changes(shared, engine, &mut progress)?;
+    let mut report = apply_changes(shared, engine, run, &mut progress)?;
     loop {
         let embedded = engine.embed_pending_while(&mut progress, &mut || !shared.changes_due())?;
         report.chunks_embedded += embedded.embedded;
         if embedded.finished {
             break;
         }
-        absorb(&mut report, apply_changes(shared, engine, &mut progress)?);
+        absorb(
+            &mut report,
+            apply_changes(shared, engine, Run::Changes, &mut progress)?,
+        );
     }
     report.chunks_pending = 0;
     report.elapsed = started.elapsed();
     Ok(report)
 }
 
-/// The first phase, which applies the changes the watcher counted before it began.
+/// The first phase, which applies the changes the watcher counted before it began: over
+/// the paths it reported, or over the whole tree for a run of [`Run::Tree`] (and when the
+/// watcher could not keep every path).
 fn apply_changes(
     shared: &Shared,
     engine: &Engine,
+    run: Run,
     progress: &mut dyn FnMut(IndexEvent),
 ) -> Result<IndexReport, EngineError> {
     let claim = shared.claim_changes();
-    let report = engine.index_files(progress);
+    let report = match claim.paths().filter(|_| run == Run::Changes) {
+        Some(paths) => engine.index_paths(&paths, progress),
+        None => engine.index_files(progress),
+    };
     shared.settle_claim(claim, report.is_ok());
     report
 }

@@ -21,7 +21,7 @@ use notify::{Event, EventKind, PollWatcher, RecursiveMode, Watcher};
 
 use super::Shared;
 use super::changes::{GitState, LONGEST_DELAY, Watch, cookie_number};
-use super::indexer::{Started, start};
+use super::indexer::{Run, Started, start};
 
 /// How often the polling fallback looks at the tree.
 pub(super) const POLL_INTERVAL: Duration = Duration::from_secs(2);
@@ -219,7 +219,7 @@ fn refresh(shared: &Arc<Shared>) {
             };
         }
         drop(changes);
-        if start(shared, false) == Started::Now {
+        if start(shared, Run::Changes) == Started::Now {
             // The run claims the changes as it begins.
             let changes = shared.changes();
             let _ = shared
