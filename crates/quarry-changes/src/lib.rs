@@ -77,6 +77,9 @@ pub struct Walk {
     /// Root-relative paths of directories and files that could not be read (`""` for the
     /// root): the tree may hold files under them that the walk does not list.
     pub unreadable: Vec<String>,
+    /// The directories entered, root-relative and sorted (the root itself left out): what a
+    /// file-system watcher follows.
+    pub directories: Vec<String>,
 }
 
 /// A file that moved: the content the index holds for `from` is now at `to.path`, and `from`
@@ -173,9 +176,13 @@ pub fn walk(root: &Path) -> Result<Walk, ChangesError> {
     walk_in(root, None)
 }
 
-/// [`walk`] where `scope` is `Some`: only the files at or under those root-relative paths
-/// (each a file or a directory, present or not), with the same rules; the directories above
-/// them are entered for their ignore files, and nothing else is listed.
+/// [`walk`] over only the files and directories at or under the root-relative `paths`
+/// (each a file or a directory, present or not), with the same rules: the directories
+/// above them are entered for their ignore files, and nothing else is listed.
+pub fn walk_paths(root: &Path, paths: &[String]) -> Result<Walk, ChangesError> {
+    walk_in(root, Some(paths))
+}
+
 fn walk_in(root: &Path, scope: Option<&[String]>) -> Result<Walk, ChangesError> {
     fs::read_dir(root).map_err(|source| ChangesError::Io {
         path: root.to_path_buf(),
@@ -232,8 +239,13 @@ fn walk_in(root: &Path, scope: Option<&[String]>) -> Result<Walk, ChangesError> 
                 walk.unreadable.push(path);
                 walk.warnings.push(warning);
             }
+            Found::Directory(path, warning) => {
+                walk.directories.push(path);
+                walk.warnings.extend(warning);
+            }
         }
     }
+    walk.directories.sort_unstable();
     walk.files.sort_unstable_by(|a, b| a.path.cmp(&b.path));
     walk.warnings.sort_unstable();
     walk.unreadable.sort_unstable();
@@ -243,6 +255,9 @@ fn walk_in(root: &Path, scope: Option<&[String]>) -> Result<Walk, ChangesError> 
 /// One walked entry's contribution.
 enum Found {
     File(TreeFile),
+    /// A directory entered, and the warning about an ignore file in it that could not be
+    /// read or parsed.
+    Directory(String, Option<String>),
     Warning(String),
     /// A path that could not be read, and the warning to give.
     Unreadable(String, String),
@@ -269,7 +284,12 @@ fn visit(root: &Path, entry: Result<ignore::DirEntry, ignore::Error>) -> Option<
     let file_type = entry.file_type()?;
     if file_type.is_dir() {
         // An ignore file in it that could not be read or parsed.
-        return entry.error().map(|error| Found::Warning(error.to_string()));
+        let warning = entry.error().map(ToString::to_string);
+        return match relative(root, entry.path()) {
+            Ok(path) if !path.is_empty() => Some(Found::Directory(path, warning)),
+            // The root, or a name that is not UTF-8 (its files are warned about).
+            _ => warning.map(Found::Warning),
+        };
     }
     if !file_type.is_file() {
         return None;
@@ -394,6 +414,7 @@ fn compare(
         files,
         mut warnings,
         unreadable,
+        directories: _,
     } = walked;
 
     let by_path: HashMap<&str, &FileState> = indexed.iter().map(|s| (s.path.as_str(), s)).collect();

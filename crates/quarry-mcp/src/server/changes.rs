@@ -48,8 +48,14 @@ pub(super) enum Watch {
 #[derive(Debug, Default)]
 pub(super) struct Changes {
     pub(super) watch: Watch,
-    /// The directories watched: the repository root and its libraries'.
+    /// The trees followed: the repository root and its libraries'.
     pub(super) roots: Vec<PathBuf>,
+    /// The directories followed in them: those an index run walks, and the index directory.
+    pub(super) followed: HashSet<PathBuf>,
+    /// Directories made or uncovered since, for the refresher to follow.
+    pub(super) new_dirs: Vec<PathBuf>,
+    /// Whether the libraries file changed (a library added or removed elsewhere).
+    pub(super) libraries_changed: bool,
     /// Events counted since the server started.
     seen: u64,
     /// `seen` as of the start of the last first phase that committed.

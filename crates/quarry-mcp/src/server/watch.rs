@@ -12,12 +12,14 @@
 //!
 //! What is counted, claimed and applied, and what a search waits for, is in `changes.rs`.
 
+use std::collections::HashSet;
 use std::path::{Component, Path, PathBuf};
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use notify::{Event, EventKind, PollWatcher, RecursiveMode, Watcher};
+use quarry_engine::{INDEX_DIR, LIBRARIES_FILE};
 
 use super::Shared;
 use super::changes::{GitState, LONGEST_DELAY, Watch, cookie_number};
@@ -26,16 +28,30 @@ use super::indexer::{Run, Started, start};
 /// How often the polling fallback looks at the tree.
 pub(super) const POLL_INTERVAL: Duration = Duration::from_secs(2);
 
+/// Whether the event watcher follows each directory on its own, as inotify does (and the
+/// polling fallback, always): then an ignored directory gets no watch. FSEvents and
+/// ReadDirectoryChangesW follow a whole tree at no cost per directory; there, events under
+/// an ignored directory are dropped as they come.
+const EVENTS_PER_DIRECTORY: bool = cfg!(any(target_os = "linux", target_os = "android"));
+
 /// Starts following the repository's and its libraries' trees: a watcher counts changes
-/// (by events, or `polling`), and a thread of its own starts an index run for each batch.
-/// Says once on stderr when it has to poll, or cannot watch at all.
+/// (by events, or `polling`) in every directory an index run walks (not the ignored ones),
+/// and a thread of its own starts an index run for each batch. Says once on stderr when it
+/// has to poll, or cannot watch at all.
 pub(super) fn follow(shared: &Arc<Shared>, roots: Vec<PathBuf>, polling: bool) {
     let roots = outermost(roots);
+    let dirs = directories(&shared.root, &roots, &roots);
+    {
+        // Before the watcher starts: its first events are weighed against them.
+        let mut changes = shared.changes();
+        changes.roots = roots.clone();
+        changes.followed = dirs.iter().cloned().collect();
+    }
     let watcher = match polling {
-        true => poll(shared, &roots, "asked for (--poll)".into()),
-        false => match watch_events(shared, &roots) {
+        true => poll(shared, &dirs, "asked for (--poll)".into()),
+        false => match watch_events(shared, &roots, &dirs) {
             Ok(watcher) => Ok((watcher, Watch::Events)),
-            Err(why) => poll(shared, &roots, why),
+            Err(why) => poll(shared, &dirs, why),
         },
     };
     let watch = match watcher {
@@ -52,7 +68,6 @@ pub(super) fn follow(shared: &Arc<Shared>, roots: Vec<PathBuf>, polling: bool) {
         let git = GitState::of(&shared.root);
         let mut changes = shared.changes();
         changes.watch = watch;
-        changes.roots = roots;
         // Changes before the watch are the start-up index run's (or `--no-index`'s) to take.
         changes.git_claimed = git;
     }
@@ -72,34 +87,71 @@ fn outermost(mut roots: Vec<PathBuf>) -> Vec<PathBuf> {
     roots
 }
 
-/// A watcher on the operating system's events over `roots`, or why there is none.
+/// The directories to follow at or under `under` (each inside one of `roots`): those an
+/// index run's walk enters, by the same rules (`.gitignore`, hidden ones skipped), with the
+/// project's index directory, where the libraries file and the searches' cookies are.
+fn directories(project: &Path, roots: &[PathBuf], under: &[PathBuf]) -> Vec<PathBuf> {
+    let mut dirs = Vec::new();
+    for root in roots {
+        let inside: Vec<String> = under
+            .iter()
+            .filter_map(|path| path.strip_prefix(root).ok())
+            .filter_map(|path| path.to_str().map(|p| p.replace('\\', "/")))
+            .collect();
+        if inside.is_empty() {
+            continue;
+        }
+        let walked = match inside.iter().any(String::is_empty) {
+            true => quarry_changes::walk(root),
+            false => quarry_changes::walk_paths(root, &inside),
+        };
+        let Ok(walked) = walked else {
+            // Gone since: the run that looks at it says so.
+            continue;
+        };
+        if inside.iter().any(String::is_empty) {
+            dirs.push(root.clone());
+            dirs.push(project.join(INDEX_DIR));
+        }
+        dirs.extend(walked.directories.iter().map(|dir| root.join(dir)));
+    }
+    dirs.retain(|dir| dir.is_dir());
+    dirs
+}
+
+/// A watcher on the operating system's events over `roots` (each of `dirs` on its own
+/// where the system watches per directory), or why there is none.
 fn watch_events(
     shared: &Arc<Shared>,
     roots: &[PathBuf],
+    dirs: &[PathBuf],
 ) -> Result<Box<dyn Watcher + Send>, String> {
-    let mut watcher = notify::recommended_watcher(handler(shared, roots))
+    let mut watcher = notify::recommended_watcher(handler(shared))
         .map_err(|e| format!("could not start ({e})"))?;
-    for root in roots {
+    let (watched, mode) = match EVENTS_PER_DIRECTORY {
+        true => (dirs, RecursiveMode::NonRecursive),
+        false => (roots, RecursiveMode::Recursive),
+    };
+    for dir in watched {
         watcher
-            .watch(root, RecursiveMode::Recursive)
-            .map_err(|e| format!("could not watch {} ({e})", root.display()))?;
+            .watch(dir, mode)
+            .map_err(|e| format!("could not watch {} ({e})", dir.display()))?;
     }
     Ok(Box::new(watcher))
 }
 
-/// The polling fallback over `roots`, taken because of `why`; said once on stderr.
+/// The polling fallback over each of `dirs`, taken because of `why`; said once on stderr.
 fn poll(
     shared: &Arc<Shared>,
-    roots: &[PathBuf],
+    dirs: &[PathBuf],
     why: String,
 ) -> Result<(Box<dyn Watcher + Send>, Watch), String> {
     let config = notify::Config::default().with_poll_interval(POLL_INTERVAL);
-    let mut watcher =
-        PollWatcher::new(handler(shared, roots), config).map_err(|e| e.to_string())?;
-    for root in roots {
+    let mut watcher = PollWatcher::new(handler(shared), config).map_err(|e| e.to_string())?;
+    for dir in dirs {
         watcher
-            .watch(root, RecursiveMode::Recursive)
-            .map_err(|e| format!("{}: {e}", root.display()))?;
+            .watch(dir, RecursiveMode::NonRecursive)
+            .map_err(|e| format!("{}: {e}", dir.display()))?;
     }
     eprintln!(
         "quarry mcp: following the tree by looking at it every {} s: file-system events {why}",
@@ -109,63 +161,80 @@ fn poll(
 }
 
 /// What the watcher calls with each event: counts the ones about files an index run may
-/// read. It holds the server weakly: the watcher lives in it.
-fn handler(
-    shared: &Arc<Shared>,
-    roots: &[PathBuf],
-) -> impl FnMut(notify::Result<Event>) + Send + 'static {
+/// read, and notes new directories and a changed libraries file for the refresher to
+/// follow. It holds the server weakly: the watcher lives in it.
+fn handler(shared: &Arc<Shared>) -> impl FnMut(notify::Result<Event>) + Send + 'static {
     let shared: Weak<Shared> = Arc::downgrade(shared);
-    let roots = roots.to_vec();
     move |event: notify::Result<Event>| {
         let Some(shared) = shared.upgrade() else {
             return;
         };
-        let paths = match event {
-            Ok(event) if event.need_rescan() => roots.clone(),
+        let libraries = shared.root.join(INDEX_DIR).join(LIBRARIES_FILE);
+        let event = match event {
             Ok(event) if matches!(event.kind, EventKind::Access(_)) => return,
-            Ok(event) => {
-                if matches!(event.kind, EventKind::Create(_)) {
-                    let cookies: Vec<u64> = event
-                        .paths
-                        .iter()
-                        .filter_map(|p| cookie_number(p))
-                        .collect();
-                    if !cookies.is_empty() {
-                        let mut changes = shared.changes();
-                        cookies.into_iter().for_each(|n| changes.cookie_seen(n));
-                        drop(changes);
-                        shared.changes_signal.notify_all();
-                        return;
-                    }
-                }
-                let paths: Vec<PathBuf> = event
-                    .paths
-                    .into_iter()
-                    .filter(|path| relevant(&roots, path))
-                    .collect();
-                if paths.is_empty() {
-                    return;
-                }
-                paths
-            }
+            Ok(event) => event,
             Err(error) => {
+                let mut changes = shared.changes();
                 if let notify::ErrorKind::MaxFilesWatch = error.kind {
                     let why = format!("ran out of watches ({error})");
-                    shared.changes().fall_back.get_or_insert(why);
+                    changes.fall_back.get_or_insert(why);
                 }
                 // Whatever went wrong, the next first phase walks the whole tree.
-                roots.clone()
+                let roots = changes.roots.clone();
+                changes.note(roots);
+                drop(changes);
+                shared.changes_signal.notify_all();
+                return;
             }
         };
-        shared.changes().note(paths);
+        let created = matches!(event.kind, EventKind::Create(_));
+        let mut changes = shared.changes();
+        if event.need_rescan() {
+            let roots = changes.roots.clone();
+            changes.new_dirs.extend(roots.iter().cloned());
+            changes.note(roots);
+        } else {
+            let mut paths = Vec::new();
+            for path in event.paths {
+                if created && let Some(n) = cookie_number(&path) {
+                    changes.cookie_seen(n);
+                    continue;
+                }
+                if path == libraries {
+                    changes.libraries_changed = true;
+                    continue;
+                }
+                if !relevant(&changes.roots, &changes.followed, &path) {
+                    continue;
+                }
+                let ignore_file = path
+                    .file_name()
+                    .is_some_and(|name| name == ".gitignore" || name == ".ignore");
+                if (created && path.is_dir()) || ignore_file {
+                    // Followed from now on (by the refresher): its directories, or those an
+                    // ignore file no longer hides.
+                    let dir = if ignore_file {
+                        path.parent()
+                    } else {
+                        Some(path.as_path())
+                    };
+                    changes.new_dirs.extend(dir.map(Path::to_path_buf));
+                }
+                paths.push(path);
+            }
+            if !paths.is_empty() {
+                changes.note(paths);
+            }
+        }
+        drop(changes);
         shared.changes_signal.notify_all();
     }
 }
 
-/// Whether a change at `path` may matter to an index run: not inside a hidden directory
-/// (`.git`, quarry's own `.quarry`) nor a hidden file, which the walk skips, except the
-/// ignore files that decide what it reads.
-fn relevant(roots: &[PathBuf], path: &Path) -> bool {
+/// Whether a change at `path` may matter to an index run: in a directory followed (not
+/// ignored), not inside a hidden directory (`.git`, quarry's own `.quarry`) nor a hidden
+/// file, which the walk skips, except the ignore files that decide what it reads.
+fn relevant(roots: &[PathBuf], followed: &HashSet<PathBuf>, path: &Path) -> bool {
     let Some(relative) = roots.iter().find_map(|root| path.strip_prefix(root).ok()) else {
         return false;
     };
@@ -184,7 +253,9 @@ fn relevant(roots: &[PathBuf], path: &Path) -> bool {
     if parents.iter().any(|name| hidden(name)) {
         return false;
     }
-    !hidden(last) || *last == ".gitignore" || *last == ".ignore"
+    let in_followed =
+        path.parent().is_some_and(|dir| followed.contains(dir)) || followed.contains(path);
+    in_followed && (!hidden(last) || *last == ".gitignore" || *last == ".ignore")
 }
 
 /// The refresher: waits for a batch of changes to be due, then starts an index run; while
@@ -200,6 +271,12 @@ fn refresh(shared: &Arc<Shared>) {
             if let Some(why) = changes.fall_back.take() {
                 drop(changes);
                 fall_back(shared, why);
+                changes = shared.changes();
+                continue;
+            }
+            if !changes.new_dirs.is_empty() || changes.libraries_changed {
+                drop(changes);
+                follow_more(shared);
                 changes = shared.changes();
                 continue;
             }
@@ -239,10 +316,78 @@ fn refresh(shared: &Arc<Shared>) {
     }
 }
 
+/// Follows what the watcher noted: directories made (or shown by an ignore file) and the
+/// libraries registered since (a `quarry lib add` in another process), whose files are then
+/// indexed. Before the batch's run, so that a file made in a new directory is either walked
+/// by the run or seen by the new watch. Libraries removed are let go of.
+fn follow_more(shared: &Arc<Shared>) {
+    let (mut new_dirs, libraries_changed, roots) = {
+        let mut changes = shared.changes();
+        let new_dirs = std::mem::take(&mut changes.new_dirs);
+        let libraries = std::mem::take(&mut changes.libraries_changed);
+        (new_dirs, libraries, changes.roots.clone())
+    };
+    let mut now = roots.clone();
+    if libraries_changed
+        && let Ok(sources) =
+            shared.with_engine(|engine| engine.source_roots().map_err(|e| e.to_string()))
+    {
+        now = outermost(sources);
+        let added: Vec<PathBuf> = now.iter().filter(|r| !roots.contains(r)).cloned().collect();
+        let mut watcher = shared.watcher.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(watcher) = watcher.as_mut() {
+            for gone in roots.iter().filter(|r| !now.contains(r)) {
+                let _ = watcher.unwatch(gone);
+            }
+        }
+        drop(watcher);
+        let mut changes = shared.changes();
+        changes.roots = now.clone();
+        changes.followed.retain(|dir| {
+            now.iter().any(|root| dir.starts_with(root))
+                || dir.starts_with(shared.root.join(INDEX_DIR))
+        });
+        // A new library's files are indexed by the next run.
+        if !added.is_empty() {
+            changes.note(added.clone());
+        }
+        drop(changes);
+        new_dirs.extend(added);
+    }
+    let dirs = directories(&shared.root, &now, &new_dirs);
+    let per_directory = !matches!(shared.changes().watch, Watch::Events) || EVENTS_PER_DIRECTORY;
+    let mut watcher = shared.watcher.lock().unwrap_or_else(|p| p.into_inner());
+    let mut changes = shared.changes();
+    for dir in dirs {
+        if changes.followed.contains(&dir) {
+            continue;
+        }
+        if let Some(watcher) = watcher.as_mut() {
+            let mode = match per_directory {
+                true => Some(RecursiveMode::NonRecursive),
+                // A library's root, under no recursive watch yet.
+                false => now.contains(&dir).then_some(RecursiveMode::Recursive),
+            };
+            if let Some(mode) = mode
+                && let Err(error) = watcher.watch(&dir, mode)
+            {
+                if let notify::ErrorKind::MaxFilesWatch = error.kind {
+                    changes
+                        .fall_back
+                        .get_or_insert(format!("ran out of watches ({error})"));
+                }
+                continue;
+            }
+        }
+        changes.followed.insert(dir);
+    }
+}
+
 /// Replaces the event watcher, out of watches, by polling.
 fn fall_back(shared: &Arc<Shared>, why: String) {
     let roots = shared.changes().roots.clone();
-    let watch = match poll(shared, &roots, why) {
+    let dirs = directories(&shared.root, &roots, &roots);
+    let watch = match poll(shared, &dirs, why) {
         Ok((watcher, watch)) => {
             *shared.watcher.lock().unwrap_or_else(|p| p.into_inner()) = Some(watcher);
             watch
@@ -254,6 +399,7 @@ fn fall_back(shared: &Arc<Shared>, why: String) {
     };
     let mut changes = shared.changes();
     changes.watch = watch;
+    changes.followed = dirs.into_iter().collect();
     changes.note(roots.clone());
 }
 
@@ -262,9 +408,13 @@ mod tests {
     use super::*;
 
     #[test]
-    fn hidden_paths_are_not_changes_but_ignore_files_are() {
+    fn hidden_paths_and_unfollowed_directories_are_not_changes_but_ignore_files_are() {
         let roots = [PathBuf::from("/repo"), PathBuf::from("/libs/tokio")];
-        let relevant = |path: &str| relevant(&roots, Path::new(path));
+        let followed: HashSet<PathBuf> = ["/repo", "/repo/src", "/libs/tokio", "/libs/tokio/src"]
+            .into_iter()
+            .map(PathBuf::from)
+            .collect();
+        let relevant = |path: &str| relevant(&roots, &followed, Path::new(path));
         assert!(relevant("/repo/src/lib.rs"));
         assert!(relevant("/repo"), "the root itself going away");
         assert!(relevant("/libs/tokio/src/time.rs"));
@@ -275,6 +425,14 @@ mod tests {
         assert!(!relevant("/repo/src/.hidden.rs"));
         assert!(!relevant("/repo/.venv/lib/site.py"));
         assert!(!relevant("/elsewhere/file.rs"));
+        assert!(
+            !relevant("/repo/target/debug/build.rs"),
+            "an ignored directory"
+        );
+        assert!(
+            relevant("/repo/target"),
+            "made or removed in a followed directory"
+        );
     }
 
     #[test]
