@@ -275,6 +275,7 @@ pub fn run(
                 report.doc_cases = doc_cases.len();
                 let backend = engine
                     .model()
+                    .expect("a bench engine is opened with its model")
                     .backend()
                     .map_err(quarry_engine::EngineError::from)?
                     .to_string();

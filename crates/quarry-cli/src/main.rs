@@ -162,24 +162,29 @@ fn run_search(args: SearchArgs) -> Result<()> {
     }
     let (root, config) = root_and_config(results.root.root.clone())?;
     let fresh = IndexDir::of(&root);
-    let mut engine = open_engine(&root, &config)?;
+    let request = results.request(mode);
+    // A lexical search needs no vectors: it never waits for the model, nor needs its files.
+    let dense = request.mode(&config) != SearchMode::Lexical;
+    let mut engine = match dense {
+        true => open_engine(&root, &config)?,
+        false => open_engine_or_recorded(&root, &config, true)?,
+    };
     if rerank {
         engine = engine.with_reranker(&provision(&MS_MARCO_MINILM_L6)?)?;
     }
-    let request = results.request(mode);
     let options = SearchOptions {
         ranking: request.ranking(&config),
         filter: request.filter(&engine, &config)?,
         mode: request.mode(&config),
         ..SearchOptions::default()
     };
-    // A lexical search needs no vectors: it never waits for the model.
-    let dense = options.mode != SearchMode::Lexical;
     match catch_up(&engine, wait, dense) {
         Err(error) if error.is_locked() => eprintln!(
             "note: another quarry process is writing this index; answering from its last \
              commit (files changed since are not searched yet)"
         ),
+        // Said when the engine was opened without the model.
+        Err(EngineError::NoModel { .. }) => {}
         Err(error) if error.is_unwritable() => eprintln!(
             "note: the index cannot be written ({error}); answering from its last commit \
              (files changed since are not searched)"
@@ -259,7 +264,7 @@ fn run_related(args: RelatedArgs) -> Result<()> {
 /// `quarry status`: health, stale files and drift.
 fn run_status(args: StatusArgs) -> Result<()> {
     let (root, config) = root_and_config(args.root.root)?;
-    let engine = open_existing_engine(&root, &config)?;
+    let engine = open_engine_or_recorded(&root, &config, false)?;
     let threshold = args.threshold.unwrap_or(config.search.drift_threshold);
     let status = match args.deep {
         true => engine.status_deep(threshold)?,
@@ -445,6 +450,29 @@ fn open_existing_engine(root: &Path, config: &Config) -> Result<Engine> {
         &model,
         engine_options(config)?,
     )?)
+}
+
+/// For work that needs no model (a search by words, status): [`open_engine`] (with
+/// `create`) or [`open_existing_engine`], or, where the model's files are not here and
+/// cannot be fetched, the index as it records itself, said once on stderr.
+fn open_engine_or_recorded(root: &Path, config: &Config, create: bool) -> Result<Engine> {
+    let model = match provision(&DEFAULT_MODEL) {
+        Ok(model) => model,
+        Err(error) => {
+            let engine = Engine::open_recorded(root, engine_options(config)?)?;
+            eprintln!(
+                "note: the embedding model is not here, so the index is read as it is \
+                 (searching by words; files changed since it was last brought up to date are \
+                 not searched):\n  {error:#}"
+            );
+            return Ok(engine);
+        }
+    };
+    let options = engine_options(config)?;
+    Ok(match create {
+        true => Engine::open(root, &model, options)?,
+        false => Engine::open_existing(root, &model, options)?,
+    })
 }
 
 /// `model`, downloaded into the user cache on first use, with a progress bar.

@@ -609,6 +609,52 @@ fn a_lexical_search_after_an_edit_answers_without_the_model() {
     assert_eq!(hybrid["coverage"]["embedded"], hybrid["coverage"]["chunks"]);
 }
 
+#[test]
+fn a_search_by_words_and_status_read_an_index_without_the_model_files() {
+    let repo = shop();
+    let dir = repo.path();
+    let out = quarry(dir, &["index"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    // Another machine's view: no model in the cache, and nowhere to fetch it from.
+    let empty = tempfile::tempdir().unwrap();
+    let without_model = [
+        ("QUARRY_OFFLINE", Some("1")),
+        ("QUARRY_CACHE_DIR", empty.path().to_str()),
+        ("QUARRY_MODEL_DIR", None),
+    ];
+    let run = |args: &[&str]| support::quarry_with(dir, args, &without_model);
+
+    let out = run(&["search", "--mode", "lexical", "load_config", "--json"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(text(&out.stderr).contains("the embedding model is not here"));
+    let found: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(found["results"][0]["path"], "src/config.rs", "{found}");
+
+    let out = run(&["status", "--json"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let status: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(
+        status["model"]
+            .as_str()
+            .unwrap()
+            .contains("all-MiniLM-L6-v2"),
+        "{status}"
+    );
+    assert!(
+        status["backend"].as_str().unwrap().contains("not here"),
+        "{status}"
+    );
+
+    // A search by meaning needs the model, and says where it looked.
+    let out = run(&["search", "load the configuration"]);
+    assert!(!out.status.success());
+    assert!(
+        text(&out.stderr).contains("offline"),
+        "{}",
+        text(&out.stderr)
+    );
+}
+
 /// `quarry index` while another process holds the index for writing (a `quarry mcp`
 /// following the tree writes after each edit): it says it waits, then indexes.
 #[test]

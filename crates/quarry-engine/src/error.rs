@@ -44,6 +44,18 @@ pub enum EngineError {
         /// What it is instead.
         what: &'static str,
     },
+    /// The engine was opened without the model's files ([`crate::Engine::open_recorded`]),
+    /// and the work needs them.
+    #[error(
+        "{}: the embedding model's files are not here, so this index can be searched by words \
+         only (--mode lexical) and not brought up to date; run quarry once where it can \
+         download the model, or point QUARRY_MODEL_DIR at a copy",
+        path.display()
+    )]
+    NoModel {
+        /// The repository root.
+        path: PathBuf,
+    },
     /// A command that only reads found no index.
     #[error("{}: no index here yet; `quarry index` builds one", path.display())]
     NoIndex {

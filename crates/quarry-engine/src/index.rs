@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use quarry_changes::{GitUse, TreeFile, content_hash, detect_changes, detect_changes_in};
-use quarry_chunk::{Chunk, ChunkId, DEFINITIONS_VERSION};
+use quarry_chunk::{Chunk, ChunkId, Chunker, DEFINITIONS_VERSION};
 use quarry_graph::{FileImports, FileKey, GraphBuilder, PageRankConfig};
 use quarry_store::{
     Batch, Check, FileState, IndexPart, PROJECT_SCOPE, Store, StoredChunk, scope_of,
@@ -178,6 +178,8 @@ impl Engine {
     /// while another writer works, and searches read beside it.
     pub fn index(&self, progress: &mut dyn FnMut(IndexEvent)) -> Result<IndexReport, EngineError> {
         let started = Instant::now();
+        // Chunked with another model's chunker, the files would not match the index.
+        self.chunker()?;
         self.writing(|writer| {
             let phase = self.first_phase(writer, None)?;
             let mut report = self.index_files_in(writer, phase, started, progress)?;
@@ -225,6 +227,7 @@ impl Engine {
         progress: &mut dyn FnMut(IndexEvent),
     ) -> Result<IndexReport, EngineError> {
         let started = Instant::now();
+        self.chunker()?;
         let store = self.current_store()?;
         let phase = self.first_phase(&store, scope)?;
         // A damaged lexical index is repaired (rebuilt from the database) by the writer's
@@ -446,7 +449,7 @@ impl Engine {
                 });
             }
             let texts: Vec<&str> = group.iter().map(|(_, text)| text.as_str()).collect();
-            let vectors = self.embedder.get()?.embed(&texts)?;
+            let vectors = self.embedder()?.get()?.embed(&texts)?;
             let new: Vec<(ChunkId, &[f32])> = group
                 .iter()
                 .zip(&vectors)
@@ -571,12 +574,13 @@ impl Engine {
         progress: &mut dyn FnMut(IndexEvent),
     ) -> Result<bool, EngineError> {
         let mut graph_changed = false;
+        let chunker = self.chunker()?;
         let total = files.len();
         // Parallel within a slice, committed and reported between slices.
         for slice in files.chunks(FILES_PER_COMMIT) {
             let results: Vec<Result<(ReadFile, Option<String>), String>> = slice
                 .par_iter()
-                .map(|(path, file)| self.chunk_file(path, file))
+                .map(|(path, file)| self.chunk_file(chunker, path, file))
                 .collect();
             let snapshot = store.snapshot()?;
             let mut batch = store.write()?;
@@ -633,6 +637,7 @@ impl Engine {
     /// `Err` is a warning that it could not be read.
     fn chunk_file(
         &self,
+        chunker: &Chunker,
         path: &Path,
         file: &TreeFile,
     ) -> Result<(ReadFile, Option<String>), String> {
@@ -657,7 +662,7 @@ impl Engine {
         }
         let bytes = fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
         read.state.content_hash = content_hash(&bytes);
-        let chunked = match self.chunker.chunk_file(&file.path, &bytes) {
+        let chunked = match chunker.chunk_file(&file.path, &bytes) {
             Ok(chunked) => chunked,
             Err(skip) => return Ok((read, Some(skip.to_string()))),
         };

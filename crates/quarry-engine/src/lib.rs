@@ -170,9 +170,9 @@ pub struct Engine {
     /// process) replaces the database ([`Engine::reopen_if_replaced`]). Requests hold their
     /// own `Arc`, so a swap never waits for one.
     store: RwLock<Arc<Store>>,
-    /// Loaded on the first query or chunk to embed: lexical work never reads the weights.
-    embedder: LazyEmbedder,
-    chunker: Chunker,
+    /// The model and the chunker made for it; `None` for an engine opened without the
+    /// model's files ([`Engine::open_recorded`]).
+    model: Option<Model>,
     options: EngineOptions,
     /// A cross-encoder that rescores candidates, when one was provisioned and asked for.
     reranker: Option<Arc<CrossEncoder>>,
@@ -180,6 +180,14 @@ pub struct Engine {
     staged: Option<Store>,
     /// The definitions table as the last search read it.
     symbols: symbols::SymbolCache,
+}
+
+/// What an engine embeds and chunks with.
+#[derive(Debug)]
+struct Model {
+    /// Loaded on the first query or chunk to embed: lexical work never reads the weights.
+    embedder: LazyEmbedder,
+    chunker: Chunker,
 }
 
 /// A new index being built beside the live one ([`Engine::rebuild`]).
@@ -201,8 +209,7 @@ impl Rebuild {
         let Engine {
             root,
             store,
-            embedder,
-            chunker,
+            model,
             options,
             reranker,
             staged,
@@ -220,8 +227,7 @@ impl Rebuild {
         Ok(Engine {
             root,
             store: RwLock::new(Arc::new(store)),
-            embedder,
-            chunker,
+            model,
             options,
             reranker,
             staged: None,
@@ -264,6 +270,36 @@ impl Engine {
             }),
             opened => opened,
         }
+    }
+
+    /// Opens the index at `root` as it is recorded, without the model's files (they are not
+    /// here, and cannot be fetched): it searches by words and reports its status; a search
+    /// by meaning, or indexing, is [`EngineError::NoModel`]. No index is
+    /// [`EngineError::NoIndex`].
+    pub fn open_recorded(root: &Path, options: EngineOptions) -> Result<Self, EngineError> {
+        if !root.is_dir() {
+            return Err(EngineError::NotADirectory {
+                path: root.to_path_buf(),
+            });
+        }
+        check_root(root)?;
+        let store = match Store::open_recorded(root) {
+            Err(StoreError::NoIndex { .. }) => {
+                return Err(EngineError::NoIndex {
+                    path: root.to_path_buf(),
+                });
+            }
+            opened => opened?,
+        };
+        Ok(Self {
+            root: root.to_path_buf(),
+            store: RwLock::new(Arc::new(store)),
+            model: None,
+            options,
+            reranker: None,
+            staged: None,
+            symbols: Default::default(),
+        })
     }
 
     /// Starts a new, empty index beside the one at `root`, whatever state that one is in
@@ -313,8 +349,7 @@ impl Engine {
         Ok(Self {
             root: root.to_path_buf(),
             store: RwLock::new(Arc::new(store)),
-            embedder,
-            chunker,
+            model: Some(Model { embedder, chunker }),
             options,
             reranker: None,
             staged: None,
@@ -395,8 +430,26 @@ impl Engine {
         Ok(self.store())
     }
 
-    /// The model, whose weights are loaded on the first query or chunk to embed.
-    pub fn model(&self) -> &LazyEmbedder {
-        &self.embedder
+    /// The model, whose weights are loaded on the first query or chunk to embed; `None` for
+    /// an engine opened without its files ([`Engine::open_recorded`]).
+    pub fn model(&self) -> Option<&LazyEmbedder> {
+        self.model.as_ref().map(|model| &model.embedder)
+    }
+
+    /// The model and its chunker, or why there are none.
+    fn model_here(&self) -> Result<&Model, EngineError> {
+        self.model.as_ref().ok_or_else(|| EngineError::NoModel {
+            path: self.root.clone(),
+        })
+    }
+
+    /// The embedding model, or why there is none.
+    pub(crate) fn embedder(&self) -> Result<&LazyEmbedder, EngineError> {
+        Ok(&self.model_here()?.embedder)
+    }
+
+    /// The chunker made for the model, or why there is none.
+    pub(crate) fn chunker(&self) -> Result<&Chunker, EngineError> {
+        Ok(&self.model_here()?.chunker)
     }
 }

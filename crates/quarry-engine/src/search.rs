@@ -185,7 +185,7 @@ impl Engine {
             SearchMode::Lexical => (0.0, 1.0),
         };
         let dense_leg = || -> Result<Vec<Hit>, EngineError> {
-            let embedded = self.embedder.get()?.embed_query(query)?;
+            let embedded = self.embedder()?.get()?.embed_query(query)?;
             Ok(store.search_dense(&embedded.vector, fetch, &options.filter)?)
         };
         let lexical_leg = || -> Result<Vec<Hit>, EngineError> {

@@ -138,8 +138,14 @@ impl Engine {
         warnings.extend(damage.iter().cloned());
         Ok(Status {
             root: self.root.clone(),
-            model: self.embedder.fingerprint().to_string(),
-            backend: self.embedder.backend()?.to_string(),
+            model: match self.model() {
+                Some(model) => model.fingerprint().to_string(),
+                None => store.settings().model.clone(),
+            },
+            backend: match self.model() {
+                Some(model) => model.backend()?.to_string(),
+                None => "none: the model's files are not here".to_owned(),
+            },
             files: files.len() as u64,
             files_skipped: files.iter().filter(|f| f.chunk_ids.is_empty()).count() as u64,
             coverage: Coverage::of(store.counts()?),

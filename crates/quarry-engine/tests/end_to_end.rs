@@ -158,11 +158,11 @@ fn lexical_work_never_loads_the_model() {
     let response = engine.search("load_config", &lexical).unwrap();
     assert_eq!(response.results[0].chunk.path, "src/config.rs");
     engine.status(0.5).unwrap();
-    assert!(!engine.model().is_loaded());
+    assert!(!engine.model().unwrap().is_loaded());
 
     // The first vector loads it.
     engine.embed_pending(&mut |_| {}).unwrap();
-    assert!(engine.model().is_loaded());
+    assert!(engine.model().unwrap().is_loaded());
 }
 
 #[test]

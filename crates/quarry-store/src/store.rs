@@ -224,6 +224,16 @@ impl Store {
     /// Opens the index at `root` for reading, while another process may be writing it: each
     /// read sees the writer's last commit. The index must exist and match `settings`.
     pub fn open_read_only(root: &Path, settings: IndexSettings) -> Result<Self, StoreError> {
+        Self::open_reader(root, Some(settings))
+    }
+
+    /// [`Store::open_read_only`] with the settings the index records, whatever they are: for
+    /// reading an index without the model it was built with (searching by words, status).
+    pub fn open_recorded(root: &Path) -> Result<Self, StoreError> {
+        Self::open_reader(root, None)
+    }
+
+    fn open_reader(root: &Path, settings: Option<IndexSettings>) -> Result<Self, StoreError> {
         let path = index_dir(root)?.join(DATABASE_FILE);
         // Missing, or created by a writer that has not yet written redb's header to it.
         if !path.metadata().is_ok_and(|m| m.is_file() && m.len() > 0) {
@@ -235,6 +245,13 @@ impl Store {
             builder.open_read_only(&path)
         })?;
         let lexical = open_lexical_reader(&path.with_file_name(LEXICAL_DIR))?;
+        let recorded = settings.is_none();
+        // Replaced by the recorded ones below when none are given.
+        let settings = settings.unwrap_or(IndexSettings {
+            model: String::new(),
+            dimensions: 0,
+            chunker: String::new(),
+        });
         let mut store = Self::new(Handle::Reader(db), path, settings, lexical, None);
         store.opened = opened;
         let stored = store.read(|txn| match txn.open_table(META) {
@@ -248,6 +265,11 @@ impl Store {
                 path: store.path.clone(),
             });
         };
+        if recorded
+            && let (Some(SCHEMA_VERSION), Some(Ok(settings))) = (stored.version, &stored.settings)
+        {
+            store.settings = settings.clone();
+        }
         store.check_stored(stored)?;
         Ok(store)
     }
