@@ -36,13 +36,25 @@ impl Precision {
     }
 
     /// Whether this process can run it on the CPU: `f32` always; bf16 at the AVX-512 level
-    /// ([`quarry_kernels::level`]) with AVX-512 BF16; int8 with AVX-512 VNNI there, or at the
-    /// AVX2 level with AVX-VNNI.
+    /// ([`quarry_kernels::level`]) with AVX-512 BF16; int8 wherever the host encoder runs
+    /// (a SIMD level): on the CPU's dot-product instructions where it has them
+    /// ([`Precision::accelerated`]), else in portable integer arithmetic, which makes the
+    /// same vectors more slowly (so an int8 index stays usable on any such CPU).
     pub fn supported(self) -> bool {
         match self {
             Precision::F32 => true,
             Precision::Bf16 => quarry_kernels::bf16_supported(),
+            Precision::Int8 => quarry_kernels::HostSimd::detect().is_some(),
+        }
+    }
+
+    /// Whether this CPU runs it on instructions made for it, at full speed: what
+    /// [`PrecisionChoice::Auto`] picks from. int8 needs AVX-512 VNNI, AVX-VNNI or NEON's dot
+    /// product ([`quarry_kernels::int8_supported`]).
+    pub fn accelerated(self) -> bool {
+        match self {
             Precision::Int8 => quarry_kernels::int8_supported(),
+            other => other.supported(),
         }
     }
 
@@ -52,7 +64,8 @@ impl Precision {
             Precision::F32 => "nothing",
             Precision::Bf16 => "AVX-512 with its BF16 instructions (or QUARRY_CPU caps it lower)",
             Precision::Int8 => {
-                "AVX-512 VNNI or AVX-VNNI (or QUARRY_CPU caps it below the level that has them)"
+                "a SIMD level for the host encoder (QUARRY_CPU=scalar runs Burn's generic path, \
+                 in f32 only)"
             }
         }
     }
@@ -87,7 +100,7 @@ impl PrecisionChoice {
     pub fn resolve(self, backend: BackendChoice) -> Result<Precision, EmbedError> {
         let fastest = Self::AUTO_ORDER
             .into_iter()
-            .find(|precision| precision.supported())
+            .find(|precision| precision.accelerated())
             .unwrap_or(Precision::F32);
         // Only a CPU that runs a reduced precision needs to know whether a GPU takes over.
         let on_gpu = || crate::backend::picks_gpu(backend);

@@ -54,7 +54,9 @@ use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
 
 use quarry_chunk::{Chunker, ChunkerConfig};
-use quarry_embed::{CrossEncoder, EmbedderOptions, LazyEmbedder, ModelDir};
+use quarry_embed::{
+    CrossEncoder, EmbedderOptions, LazyEmbedder, ModelDir, Precision, PrecisionChoice,
+};
 use quarry_store::{IndexSettings, Store, StoreError};
 
 pub use config::{CONFIG_FILE, Config, Detail, IndexDefaults, SearchDefaults};
@@ -190,6 +192,27 @@ struct Model {
     chunker: Chunker,
 }
 
+impl Model {
+    /// The model in `dir` as `options` run it (its weights not yet read), and its chunker.
+    fn new(dir: &ModelDir, options: EngineOptions) -> Result<Self, EngineError> {
+        let embedder = LazyEmbedder::new(dir, options.embedder)?;
+        let chunker = Chunker::new(ChunkerConfig {
+            embed_header: options.embed_header,
+            ..ChunkerConfig::for_max_tokens(embedder.max_tokens())
+        });
+        Ok(Self { embedder, chunker })
+    }
+
+    /// What an index built with this model records.
+    fn settings(&self) -> IndexSettings {
+        IndexSettings {
+            model: self.embedder.fingerprint().to_string(),
+            dimensions: self.embedder.dimensions(),
+            chunker: format!("{:?}", self.chunker.config()),
+        }
+    }
+}
+
 /// A new index being built beside the live one ([`Engine::rebuild`]).
 #[derive(Debug)]
 pub struct Rebuild {
@@ -244,12 +267,16 @@ impl Engine {
     /// process (`quarry mcp`, a `quarry index`) may write it meanwhile. Its own writes
     /// ([`Engine::index`] and the like) take the index's writer lock for their duration
     /// only, and are refused ([`quarry_store::StoreError::Locked`]) while another holds it.
+    ///
+    /// Where the precision is left to `auto` and the index was built in another one this CPU
+    /// runs (an int8 index on a CPU without a dot-product instruction, an `f32` one built on
+    /// a GPU), the engine computes in the index's, so that queries and documents agree.
     pub fn open(
         root: &Path,
         model: &ModelDir,
         options: EngineOptions,
     ) -> Result<Self, EngineError> {
-        Self::open_with(root, model, options, |root, settings| {
+        Self::open_adopting(root, model, options, |root, settings| {
             open_reader(root, settings, true)
         })
     }
@@ -261,7 +288,7 @@ impl Engine {
         model: &ModelDir,
         options: EngineOptions,
     ) -> Result<Self, EngineError> {
-        let opened = Self::open_with(root, model, options, |root, settings| {
+        let opened = Self::open_adopting(root, model, options, |root, settings| {
             open_reader(root, settings, false)
         });
         match opened {
@@ -323,6 +350,38 @@ impl Engine {
         })
     }
 
+    /// [`Engine::open_with`], in the precision the index was built in where `options` leave
+    /// it to `auto`, the engine's own differs, and this CPU runs the index's.
+    fn open_adopting(
+        root: &Path,
+        model: &ModelDir,
+        options: EngineOptions,
+        open: impl Fn(&Path, IndexSettings) -> Result<Store, StoreError>,
+    ) -> Result<Self, EngineError> {
+        let opened = Self::open_with(root, model, options, &open);
+        if !matches!(
+            opened,
+            Err(EngineError::Store(StoreError::SettingsMismatch { .. }))
+        ) || options.embedder.precision != PrecisionChoice::Auto
+        {
+            return opened;
+        }
+        let recorded = Store::open_recorded(root)?.settings().clone();
+        for precision in Precision::ALL.into_iter().filter(|p| p.supported()) {
+            let fixed = EngineOptions {
+                embedder: EmbedderOptions {
+                    precision: PrecisionChoice::Fixed(precision),
+                    ..options.embedder
+                },
+                ..options
+            };
+            if Model::new(model, fixed)?.settings() == recorded {
+                return Self::open_with(root, model, fixed, &open);
+            }
+        }
+        opened
+    }
+
     fn open_with(
         root: &Path,
         model: &ModelDir,
@@ -335,21 +394,12 @@ impl Engine {
             });
         }
         check_root(root)?;
-        let embedder = LazyEmbedder::new(model, options.embedder)?;
-        let chunker = Chunker::new(ChunkerConfig {
-            embed_header: options.embed_header,
-            ..ChunkerConfig::for_max_tokens(embedder.max_tokens())
-        });
-        let settings = IndexSettings {
-            model: embedder.fingerprint().to_string(),
-            dimensions: embedder.dimensions(),
-            chunker: format!("{:?}", chunker.config()),
-        };
-        let store = open(root, settings)?;
+        let model = Model::new(model, options)?;
+        let store = open(root, model.settings())?;
         Ok(Self {
             root: root.to_path_buf(),
             store: RwLock::new(Arc::new(store)),
-            model: Some(Model { embedder, chunker }),
+            model: Some(model),
             options,
             reranker: None,
             staged: None,

@@ -6,7 +6,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 
 use quarry_chunk::{ChunkId, Language};
-use quarry_embed::ModelDir;
+use quarry_embed::{EmbedderOptions, ModelDir, Precision, PrecisionChoice};
 use quarry_engine::{
     Config, Engine, EngineError, EngineOptions, IndexEvent, LINKS_DATA, LegWeights,
     MAX_QUERY_BYTES, PAGERANK_DATA, RelatedOptions, ResultRequest, SearchMode, SearchOptions,
@@ -753,4 +753,58 @@ fn indexing_the_paths_a_watcher_reported_reads_only_them() {
         .unwrap();
     assert_eq!(report.files_read, 1, "{report:?}");
     assert_eq!(found("unreportedEdit").as_deref(), Some("lib/format.js"));
+}
+
+#[test]
+fn an_index_is_read_in_its_own_precision_unless_another_is_asked_for() {
+    let repo = shop();
+    let with_precision = |precision: PrecisionChoice| EngineOptions {
+        embedder: EmbedderOptions {
+            precision,
+            ..EmbedderOptions::default()
+        },
+        ..EngineOptions::default()
+    };
+    let built = Engine::open(
+        repo.path(),
+        model(),
+        with_precision(PrecisionChoice::Fixed(Precision::F32)),
+    )
+    .unwrap();
+    built.index(&mut |_| {}).unwrap();
+    drop(built);
+
+    // Left to auto, which here picks another precision where the CPU runs one: the index's.
+    let engine = open(repo.path());
+    assert!(engine.store().settings().model.ends_with(" f32"));
+    assert_eq!(
+        top(&engine, "read the configuration file", 1),
+        ["src/config.rs"]
+    );
+    let cart = repo.path().join("src/cart.rs");
+    fs::write(
+        &cart,
+        fs::read_to_string(&cart).unwrap() + "\npub fn empty_the_cart() {}\n",
+    )
+    .unwrap();
+    assert_eq!(engine.index(&mut |_| {}).unwrap().files_read, 1);
+
+    // Asked for by name, another precision is refused with the fix.
+    let reduced = Precision::ALL
+        .into_iter()
+        .find(|p| *p != Precision::F32 && p.supported());
+    if let Some(reduced) = reduced {
+        let refused = Engine::open(
+            repo.path(),
+            model(),
+            with_precision(PrecisionChoice::Fixed(reduced)),
+        );
+        assert!(
+            matches!(
+                refused,
+                Err(EngineError::Store(StoreError::SettingsMismatch { .. }))
+            ),
+            "{refused:?}"
+        );
+    }
 }

@@ -108,11 +108,14 @@ impl Int8Weights {
     /// range first. `bias` is padded to whole panels. Each row of `x` is quantised once a
     /// call. Runs on the calling thread.
     ///
+    /// Where the CPU has no dot-product instruction ([`crate::int8_supported`] is false), the
+    /// same sums are made in portable integer arithmetic: the same results to the bit, at a
+    /// fraction of the speed (an index built in int8 stays usable on any CPU).
+    ///
     /// # Panics
     ///
-    /// Where this process runs no int8 product ([`crate::int8_supported`]), `x` is not whole
-    /// rows, `panels` lies past the last panel, `bias` is not one per panel, or `out` is too
-    /// short.
+    /// Where `x` is not whole rows, `panels` lies past the last panel, `bias` is not one per
+    /// panel, or `out` is too short.
     pub fn multiply(
         &self,
         x: &[f32],
@@ -121,13 +124,14 @@ impl Int8Weights {
         out: &mut [f32],
         ldc: usize,
     ) {
-        self.multiply_with(Int8Isa::detect(), x, panels, bias, out, ldc);
+        let form = Int8Isa::find().map_or(Int8Form::Portable, Int8Form::Simd);
+        self.multiply_with(form, x, panels, bias, out, ldc);
     }
 
-    /// [`Int8Weights::multiply`] with the instructions `isa`.
+    /// [`Int8Weights::multiply`] in the form `form`.
     fn multiply_with(
         &self,
-        isa: Int8Isa,
+        form: Int8Form,
         x: &[f32],
         panels: Range<usize>,
         bias: &[[f32; NR]],
@@ -139,23 +143,22 @@ impl Int8Weights {
         };
         let steps = self.k.div_ceil(4);
         ROWS.with_borrow_mut(|quantized| {
-            quantized.quantize(isa, x, self.k);
+            quantized.quantize(form, x, self.k);
             for_each_block(rows, self.n, panels, out, ldc, |p, row, rows, out| {
                 let rows = row..row + rows;
-                simd::block(
-                    isa,
-                    Block {
-                        a: &quantized.lanes[rows.start * steps..rows.end * steps],
-                        row_scales: &quantized.scales[rows.clone()],
-                        zero_points: &quantized.zero_points[rows],
-                        b: &self.panels[p * steps..(p + 1) * steps],
-                        column_scales: &self.scales[p],
-                        column_sums: &self.sums[p],
-                        bias: &bias[p],
-                    },
-                    out,
-                    ldc,
-                );
+                let block = Block {
+                    a: &quantized.lanes[rows.start * steps..rows.end * steps],
+                    row_scales: &quantized.scales[rows.clone()],
+                    zero_points: &quantized.zero_points[rows],
+                    b: &self.panels[p * steps..(p + 1) * steps],
+                    column_scales: &self.scales[p],
+                    column_sums: &self.sums[p],
+                    bias: &bias[p],
+                };
+                match form {
+                    Int8Form::Simd(isa) => simd::block(isa, block, out, ldc),
+                    Int8Form::Portable => portable_block(&block, out, ldc),
+                }
             });
         });
     }
@@ -186,7 +189,7 @@ impl QuantizedRows {
     }
 
     /// Quantises each row of `x` (rows of `k` values) over its own range, zero included.
-    fn quantize(&mut self, isa: Int8Isa, x: &[f32], k: usize) {
+    fn quantize(&mut self, form: Int8Form, x: &[f32], k: usize) {
         let steps = k.div_ceil(4);
         let rows = x.len() / k;
         // Every byte a row's values take is written below, and the padding of a depth that
@@ -196,7 +199,11 @@ impl QuantizedRows {
         self.zero_points.clear();
         for (row, lanes) in x.chunks(k).zip(self.lanes.chunks_mut(steps)) {
             lanes[steps - 1] = 0;
-            let (scale, zero_point) = simd::quantize_row(isa, row, bytemuck::cast_slice_mut(lanes));
+            let bytes = bytemuck::cast_slice_mut(lanes);
+            let (scale, zero_point) = match form {
+                Int8Form::Simd(isa) => simd::quantize_row(isa, row, bytes),
+                Int8Form::Portable => quantize_row(row, bytes),
+            };
             self.scales.push(scale);
             self.zero_points.push(zero_point);
         }
@@ -250,9 +257,43 @@ impl RowQuantization {
 /// call, for values within ±2^22, as the vector conversion rounds.
 const ROUND: f32 = 12_582_912.0;
 
+/// How an int8 product runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Int8Form {
+    /// On the CPU's dot-product instructions.
+    Simd(Int8Isa),
+    /// In portable integer arithmetic ([`portable_block`]), where the CPU has none.
+    Portable,
+}
+
+/// One block of the output in portable integer arithmetic: each column's products summed
+/// in `i32` (wrapping, as `vpdpbusd` and `sdot` add), then `row scale · column scale · (sum
+/// − zero point · column sum) + bias` in the kernels' order, so the same results to the bit.
+fn portable_block(block: &Block<'_>, out: &mut [f32], ldc: usize) {
+    let rows = block.row_scales.len();
+    let steps = block.b.len();
+    assert!(
+        rows > 0 && block.a.len() == rows * steps && block.zero_points.len() == rows,
+        "rows of {steps} lanes, with their scales and zero points"
+    );
+    let columns = (out.len() - (rows - 1) * ldc).min(NR);
+    for (r, a) in block.a.chunks(steps).enumerate() {
+        for c in 0..columns {
+            let sum = a.iter().zip(block.b).fold(0i32, |sum, (&quad, step)| {
+                let (bytes, weights) = (quad.to_le_bytes(), step[c].to_le_bytes());
+                bytes.iter().zip(weights).fold(sum, |sum, (&byte, weight)| {
+                    sum.wrapping_add(i32::from(byte) * i32::from(weight as i8))
+                })
+            });
+            let exact = sum.wrapping_sub(block.zero_points[r].wrapping_mul(block.column_sums[c]));
+            let scale = block.row_scales[r] * block.column_scales[c];
+            out[r * ldc + c] = exact as f32 * scale + block.bias[c];
+        }
+    }
+}
+
 /// The scalar reference of the kernel's row quantisation: `row` into `bytes` (as long or
 /// longer; the rest is left as it is), and its scale and zero point.
-#[cfg(any(test, target_arch = "aarch64"))]
 fn quantize_row(row: &[f32], bytes: &mut [u8]) -> (f32, i32) {
     let (low, high) = row.iter().fold((0.0f32, 0.0f32), |(low, high), &v| {
         (low.min(v), high.max(v))

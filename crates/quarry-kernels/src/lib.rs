@@ -137,13 +137,6 @@ impl Int8Isa {
             .filter_map(Int8Isa::at)
             .collect()
     }
-
-    /// The proof, or a panic that says what [`Int8Weights::multiply`]'s callers must check.
-    fn detect() -> Self {
-        Int8Isa::find().expect(
-            "int8 products need AVX-512 VNNI, AVX-VNNI or NEON's dot product (see int8_supported)",
-        )
-    }
 }
 
 /// Whether this process runs [`Bf16Weights`]' products: the [`level`] is AVX-512 and the CPU

@@ -27,28 +27,29 @@ fn reference(x: &[f32], w: &[f32], bias: &[f32], k: usize, n: usize) -> Vec<f32>
     out
 }
 
-/// The instructions this machine runs int8 products with (up to the cap), each test's
-/// loop; a test with none says so.
-fn isas(test: &str) -> Vec<Int8Isa> {
-    let isas = Int8Isa::available();
-    if isas.is_empty() {
-        crate::skipped(test, "AVX-512 VNNI or AVX-VNNI");
-    }
-    isas
+/// The forms this machine runs int8 products in (the instructions of every level up to the
+/// cap, and the portable form), each test's loop.
+fn forms() -> Vec<Int8Form> {
+    let mut forms: Vec<Int8Form> = Int8Isa::available()
+        .into_iter()
+        .map(Int8Form::Simd)
+        .collect();
+    forms.push(Int8Form::Portable);
+    forms
 }
 
 fn check(x: &[f32], w: &[f32], bias: &[f32], k: usize, n: usize) {
     let weights = Int8Weights::pack(w, k, n);
     let m = x.len() / k;
     let expected = reference(x, w, bias, k, n);
-    for isa in isas("int8::tests::check (the model shapes and the property test)") {
+    for form in forms() {
         let mut out = vec![f32::NAN; m * n];
         let all = 0..weights.panel_count();
-        weights.multiply_with(isa, x, all, &padded_bias(bias), &mut out, n);
+        weights.multiply_with(form, x, all, &padded_bias(bias), &mut out, n);
         for (i, (found, expected)) in out.iter().zip(&expected).enumerate() {
             assert!(
                 found.to_bits() == expected.to_bits(),
-                "{isa:?}, {m}×{k}×{n} at {i}: {found} against {expected}"
+                "{form:?}, {m}×{k}×{n} at {i}: {found} against {expected}"
             );
         }
     }
@@ -71,10 +72,10 @@ fn comes_close_to_the_f32_product() {
     x[k..2 * k].iter_mut().for_each(|v| *v = 0.0);
     let (w, bias) = (matrix(k * n, 2), matrix(n, 3));
     let weights = Int8Weights::pack(&w, k, n);
-    for isa in isas("int8::tests::comes_close_to_the_f32_product") {
+    for form in forms() {
         let mut out = vec![0.0; m * n];
         let all = 0..weights.panel_count();
-        weights.multiply_with(isa, &x, all, &padded_bias(&bias), &mut out, n);
+        weights.multiply_with(form, &x, all, &padded_bias(&bias), &mut out, n);
         close_to_the_f32_product(&x, &w, &bias, &out, k, n);
     }
 }
@@ -104,11 +105,6 @@ fn close_to_the_f32_product(x: &[f32], w: &[f32], bias: &[f32], out: &[f32], k: 
 fn a_column_range_lands_at_the_start_of_its_output() {
     let (m, k, n) = (17, 9, 70);
     let (x, w) = (matrix(m * k, 1), matrix(k * n, 2));
-    if !crate::int8_supported() {
-        let test = "int8::tests::a_column_range_lands_at_the_start_of_its_output";
-        crate::skipped(test, "AVX-512 VNNI or AVX-VNNI");
-        return;
-    }
     let weights = Int8Weights::pack(&w, k, n);
     let bias = padded_bias(&matrix(n, 3));
     let mut whole = vec![0.0; m * n];
@@ -134,11 +130,11 @@ fn a_row_with_a_nan_comes_out_nan_and_leaves_the_others() {
     x[3] = f32::NAN;
     let w = matrix(k * n, 2);
     let weights = Int8Weights::pack(&w, k, n);
-    for isa in isas("int8::tests::a_row_with_a_nan_comes_out_nan_and_leaves_the_others") {
+    for form in forms() {
         let mut out = vec![0.0; 2 * n];
-        weights.multiply_with(isa, &x, 0..1, &padded_bias(&[0.0; 5]), &mut out, n);
-        assert!(out[..n].iter().all(|v| v.is_nan()), "{isa:?}");
-        assert!(out[n..].iter().all(|v| v.is_finite()), "{isa:?}");
+        weights.multiply_with(form, &x, 0..1, &padded_bias(&[0.0; 5]), &mut out, n);
+        assert!(out[..n].iter().all(|v| v.is_nan()), "{form:?}");
+        assert!(out[n..].iter().all(|v| v.is_finite()), "{form:?}");
     }
 }
 
