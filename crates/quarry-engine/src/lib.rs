@@ -375,7 +375,8 @@ impl Engine {
                 },
                 ..options
             };
-            if Model::new(model, fixed)?.settings() == recorded {
+            // A precision the backend refuses (a GPU computes in f32 only) is no candidate.
+            if Model::new(model, fixed).is_ok_and(|candidate| candidate.settings() == recorded) {
                 return Self::open_with(root, model, fixed, &open);
             }
         }
