@@ -106,6 +106,16 @@ fn wait_for_writer(root: &Path, settings: IndexSettings) -> Result<Store, StoreE
     }
 }
 
+/// Refuses a `root` that is no directory, or one quarry does not index ([`check_root`]).
+fn usable_root(root: &Path) -> Result<(), EngineError> {
+    if !root.is_dir() {
+        return Err(EngineError::NotADirectory {
+            path: root.to_path_buf(),
+        });
+    }
+    check_root(root)
+}
+
 /// Opens the index at `root` to read, after creating it (when `create`; else a missing index
 /// is [`StoreError::NoIndex`]) or repairing it under the writer lock, which is then let go.
 fn open_reader(root: &Path, settings: IndexSettings, create: bool) -> Result<Store, StoreError> {
@@ -304,12 +314,7 @@ impl Engine {
     /// by meaning, or indexing, is [`EngineError::NoModel`]. No index is
     /// [`EngineError::NoIndex`].
     pub fn open_recorded(root: &Path, options: EngineOptions) -> Result<Self, EngineError> {
-        if !root.is_dir() {
-            return Err(EngineError::NotADirectory {
-                path: root.to_path_buf(),
-            });
-        }
-        check_root(root)?;
+        usable_root(root)?;
         let store = match Store::open_recorded(root) {
             Err(StoreError::NoIndex { .. }) => {
                 return Err(EngineError::NoIndex {
@@ -389,12 +394,7 @@ impl Engine {
         options: EngineOptions,
         open: impl FnOnce(&Path, IndexSettings) -> Result<Store, StoreError>,
     ) -> Result<Self, EngineError> {
-        if !root.is_dir() {
-            return Err(EngineError::NotADirectory {
-                path: root.to_path_buf(),
-            });
-        }
-        check_root(root)?;
+        usable_root(root)?;
         let model = Model::new(model, options)?;
         let store = open(root, model.settings())?;
         Ok(Self {

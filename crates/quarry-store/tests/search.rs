@@ -82,21 +82,7 @@ fn path_of(file: usize) -> String {
 fn large_index(root: &Path, files: usize) -> Store {
     let store = open(root);
     for first in (0..files).step_by(200) {
-        let mut batch = store.write().unwrap();
-        for file in first..(first + 200).min(files) {
-            let path = path_of(file);
-            let ids: Vec<u128> = (0..CHUNKS_PER_FILE)
-                .map(|c| (file * CHUNKS_PER_FILE + c) as u128)
-                .collect();
-            let vectors: Vec<Vec<f32>> = ids.iter().map(|&id| unit(id as u64)).collect();
-            let new: Vec<(StoredChunk, &[f32])> = ids
-                .iter()
-                .zip(&vectors)
-                .map(|(&id, v)| (chunk(id, &path, &format!("chunk {id}")), &v[..]))
-                .collect();
-            batch.put_file(&state(&path, &ids), &new).unwrap();
-        }
-        batch.commit().unwrap();
+        add_files(&store, first..(first + 200).min(files));
     }
     store
 }
@@ -575,7 +561,8 @@ fn a_rebuild_given_up_leaves_nothing_staged() {
     assert_eq!(store.chunk(ChunkId(2)).unwrap(), None);
 }
 
-/// Stores files `files` as [`large_index`] does, in one commit.
+/// Stores files `files` in one commit: chunk `c` of file `f` has id `f * 10 + c` and vector
+/// `unit(id)`.
 fn add_files(store: &Store, files: std::ops::Range<usize>) {
     let mut batch = store.write().unwrap();
     for file in files {
