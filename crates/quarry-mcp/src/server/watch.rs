@@ -354,32 +354,40 @@ fn follow_more(shared: &Arc<Shared>) {
         drop(changes);
         new_dirs.extend(added);
     }
-    let dirs = directories(&shared.root, &now, &new_dirs);
-    let per_directory = !matches!(shared.changes().watch, Watch::Events) || EVENTS_PER_DIRECTORY;
+    let mut dirs = directories(&shared.root, &now, &new_dirs);
+    let per_directory = {
+        let changes = shared.changes();
+        dirs.retain(|dir| !changes.followed.contains(dir));
+        !matches!(changes.watch, Watch::Events) || EVENTS_PER_DIRECTORY
+    };
+    // Not under the changes' lock: the watcher's thread may be waiting for it in the
+    // handler, and a watch is added by that thread.
     let mut watcher = shared.watcher.lock().unwrap_or_else(|p| p.into_inner());
-    let mut changes = shared.changes();
-    for dir in dirs {
-        if changes.followed.contains(&dir) {
-            continue;
-        }
-        if let Some(watcher) = watcher.as_mut() {
-            let mode = match per_directory {
-                true => Some(RecursiveMode::NonRecursive),
-                // A library's root, under no recursive watch yet.
-                false => now.contains(&dir).then_some(RecursiveMode::Recursive),
-            };
-            if let Some(mode) = mode
-                && let Err(error) = watcher.watch(&dir, mode)
-            {
-                if let notify::ErrorKind::MaxFilesWatch = error.kind {
-                    changes
-                        .fall_back
-                        .get_or_insert(format!("ran out of watches ({error})"));
+    let mut out_of_watches = None;
+    dirs.retain(|dir| {
+        let mode = match per_directory {
+            true => Some(RecursiveMode::NonRecursive),
+            // A library's root, under no recursive watch yet.
+            false => now.contains(dir).then_some(RecursiveMode::Recursive),
+        };
+        match (watcher.as_mut(), mode) {
+            (Some(watcher), Some(mode)) => match watcher.watch(dir, mode) {
+                Ok(()) => true,
+                Err(error) => {
+                    if let notify::ErrorKind::MaxFilesWatch = error.kind {
+                        out_of_watches = Some(format!("ran out of watches ({error})"));
+                    }
+                    false
                 }
-                continue;
-            }
+            },
+            _ => true,
         }
-        changes.followed.insert(dir);
+    });
+    drop(watcher);
+    let mut changes = shared.changes();
+    changes.followed.extend(dirs);
+    if let Some(why) = out_of_watches {
+        changes.fall_back.get_or_insert(why);
     }
 }
 
