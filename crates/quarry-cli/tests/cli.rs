@@ -655,6 +655,59 @@ fn a_search_by_words_and_status_read_an_index_without_the_model_files() {
     );
 }
 
+/// Makes `file` unwritable: read-only for a user, immutable (`chattr +i`) for root, whom
+/// permissions do not stop; `false` where neither holds.
+fn make_unwritable(file: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    fs::set_permissions(file, fs::Permissions::from_mode(0o444)).unwrap();
+    if fs::OpenOptions::new().write(true).open(file).is_err() {
+        return true;
+    }
+    Command::new("chattr")
+        .arg("+i")
+        .arg(file)
+        .status()
+        .is_ok_and(|s| s.success())
+        && fs::OpenOptions::new().write(true).open(file).is_err()
+}
+
+#[test]
+fn a_search_over_an_index_it_cannot_write_answers_from_the_last_commit() {
+    let repo = shop();
+    let dir = repo.path();
+    let out = quarry(dir, &["index"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let config = dir.join("src/config.rs");
+    fs::write(
+        &config,
+        fs::read_to_string(&config).unwrap() + "\npub fn reload_settings() {}\n",
+    )
+    .unwrap();
+    let lock = dir.join(".quarry/writer.lock");
+    if !make_unwritable(&lock) {
+        let test = "cli::a_search_over_an_index_it_cannot_write";
+        quarry_kernels::skipped(
+            test,
+            "a file this user cannot write (chmod, or chattr as root)",
+        );
+        return;
+    }
+    let out = quarry(
+        dir,
+        &["search", "--mode", "lexical", "load_config", "--json"],
+    );
+    let _ = Command::new("chattr").arg("-i").arg(&lock).status();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let stderr = text(&out.stderr);
+    assert!(stderr.contains("the index cannot be written"), "{stderr}");
+    assert!(
+        stderr.contains("answering from its last commit"),
+        "{stderr}"
+    );
+    let found: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(found["results"][0]["path"], "src/config.rs", "{found}");
+}
+
 /// `quarry index` while another process holds the index for writing (a `quarry mcp`
 /// following the tree writes after each edit): it says it waits, then indexes.
 #[test]
