@@ -6,7 +6,7 @@
 use std::cell::RefCell;
 use std::ops::Range;
 
-use crate::{Int8Isa, NR, check_product, for_each_block, packing};
+use crate::{Int8Isa, MR, NR, check_product, for_each_block, packing};
 
 thread_local! {
     /// Each thread's quantised input rows, kept from call to call.
@@ -270,12 +270,8 @@ enum Int8Form {
 /// in `i32` (wrapping, as `vpdpbusd` and `sdot` add), then `row scale · column scale · (sum
 /// − zero point · column sum) + bias` in the kernels' order, so the same results to the bit.
 fn portable_block(block: &Block<'_>, out: &mut [f32], ldc: usize) {
-    let rows = block.row_scales.len();
+    let rows = block.rows_within(out, ldc);
     let steps = block.b.len();
-    assert!(
-        rows > 0 && block.a.len() == rows * steps && block.zero_points.len() == rows,
-        "rows of {steps} lanes, with their scales and zero points"
-    );
     let columns = (out.len() - (rows - 1) * ldc).min(NR);
     for (r, a) in block.a.chunks(steps).enumerate() {
         for c in 0..columns {
@@ -315,6 +311,24 @@ struct Block<'a> {
     column_scales: &'a [f32; NR],
     column_sums: &'a [i32; NR],
     bias: &'a [f32; NR],
+}
+
+impl Block<'_> {
+    /// The block's rows, checked: 1 to [`MR`] of `b.len()` lanes each, with their scales and
+    /// zero points, and room in `out` (row stride `ldc`) for them. Every form checks this
+    /// before it reads the block.
+    fn rows_within(&self, out: &[f32], ldc: usize) -> usize {
+        let rows = self.row_scales.len();
+        let steps = self.b.len();
+        assert!(
+            (1..=MR).contains(&rows)
+                && self.a.len() == rows * steps
+                && self.zero_points.len() == rows,
+            "1 to {MR} rows of {steps} lanes, with their scales and zero points"
+        );
+        assert!(out.len() > (rows - 1) * ldc, "room for {rows} rows");
+        rows
+    }
 }
 
 /// Walks `block` (1 to `MR` rows by a panel) in sub-blocks of at most six rows by half a
@@ -444,15 +458,7 @@ mod simd {
     /// One block of the output, the block's rows (1 to [`MR`], of `b.len()` lanes each) by
     /// its panel, for the columns of `out`'s last row (row stride `ldc`).
     pub(super) fn block(isa: Int8Isa, block: Block<'_>, out: &mut [f32], ldc: usize) {
-        let rows = block.row_scales.len();
-        let steps = block.b.len();
-        assert!(
-            (1..=MR).contains(&rows)
-                && block.a.len() == rows * steps
-                && block.zero_points.len() == rows,
-            "1 to {MR} rows of {steps} lanes, with their scales and zero points"
-        );
-        assert!(out.len() > (rows - 1) * ldc, "room for {rows} rows");
+        let rows = block.rows_within(out, ldc);
         match isa {
             // SAFETY: `Int8Isa::Avx512Vnni` exists only where AVX-512 F, BW and VNNI were
             // detected, which is all the target features of `kernel_for_rows` ask for.
@@ -712,7 +718,7 @@ mod neon;
 #[cfg(target_arch = "aarch64")]
 mod simd {
     use super::Block;
-    use crate::{Int8Isa, MR};
+    use crate::Int8Isa;
 
     /// `row` quantised into `bytes`: the scalar reference itself, which the compiler
     /// vectorises as it can.
@@ -720,18 +726,10 @@ mod simd {
         super::quantize_row(row, bytes)
     }
 
-    /// One block of the output, the block's rows (1 to [`MR`], of `b.len()` lanes each) by
-    /// its panel, for the columns of `out`'s last row (row stride `ldc`).
+    /// One block of the output, the block's rows (1 to [`crate::MR`], of `b.len()` lanes
+    /// each) by its panel, for the columns of `out`'s last row (row stride `ldc`).
     pub(super) fn block(isa: Int8Isa, block: Block<'_>, out: &mut [f32], ldc: usize) {
-        let rows = block.row_scales.len();
-        let steps = block.b.len();
-        assert!(
-            (1..=MR).contains(&rows)
-                && block.a.len() == rows * steps
-                && block.zero_points.len() == rows,
-            "1 to {MR} rows of {steps} lanes, with their scales and zero points"
-        );
-        assert!(out.len() > (rows - 1) * ldc, "room for {rows} rows");
+        block.rows_within(out, ldc);
         match isa {
             // SAFETY: `Int8Isa::NeonDot` exists only where NEON and the dot-product
             // instructions were detected, which is all `neon::block` asks for.
