@@ -2,7 +2,7 @@
 //! same rules.
 
 use std::fs;
-use std::path::{Component, Path};
+use std::path::{Component, Path, PathBuf};
 use std::sync::mpsc;
 use std::thread;
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -181,6 +181,23 @@ fn error_path(error: &ignore::Error) -> Option<&Path> {
         }
         _ => None,
     }
+}
+
+/// The root-relative forms (`/`-separated) of those of `paths` (absolute: files or
+/// directories, present or gone) that lie under `root`, for [`walk_paths`] and
+/// [`crate::detect_changes_in`]; `None` where the whole tree is meant: a path is `root`
+/// itself or above it, or is not UTF-8.
+pub fn relative_paths(root: &Path, paths: &[PathBuf]) -> Option<Vec<String>> {
+    let mut inside = Vec::new();
+    for path in paths {
+        if root.starts_with(path) {
+            return None;
+        }
+        if path.starts_with(root) {
+            inside.push(relative(root, path).ok()?);
+        }
+    }
+    Some(inside)
 }
 
 /// `path` relative to `root` with `/` separators, or a warning if it is not UTF-8.

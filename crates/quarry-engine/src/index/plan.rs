@@ -3,9 +3,9 @@
 //! is missing or outdated.
 
 use std::collections::{HashMap, HashSet};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
-use quarry_changes::{GitUse, TreeFile, detect_changes, detect_changes_in};
+use quarry_changes::{GitUse, TreeFile, detect_changes, detect_changes_in, relative_paths};
 use quarry_store::{FileState, Store, scope_of};
 
 use crate::symbols::{DEFINITIONS_DATA, FileDefinitions};
@@ -140,7 +140,7 @@ impl Engine {
                 true => store.indexed_commit()?,
                 false => None,
             };
-            let changes = match scope.and_then(|paths| paths_in(&source.root, paths)) {
+            let changes = match scope.and_then(|paths| relative_paths(&source.root, paths)) {
                 Some(paths) => detect_changes_in(&source.root, &files, &paths)?,
                 None => detect_changes(&source.root, &files, commit.as_deref())?,
             };
@@ -184,21 +184,4 @@ impl Engine {
             .extend(by_scope.into_values().flatten().map(|file| file.path));
         Ok(plan)
     }
-}
-
-/// The root-relative forms of the `paths` under `root` (`/`-separated), or `None` where the
-/// whole tree is to be walked: a path is `root` itself or above it, or not UTF-8.
-fn paths_in(root: &Path, paths: &[PathBuf]) -> Option<Vec<String>> {
-    let mut relative = Vec::new();
-    for path in paths {
-        if root.starts_with(path) {
-            return None;
-        }
-        let Ok(inside) = path.strip_prefix(root) else {
-            continue;
-        };
-        let parts: Option<Vec<&str>> = inside.iter().map(|part| part.to_str()).collect();
-        relative.push(parts?.join("/"));
-    }
-    Some(relative)
 }

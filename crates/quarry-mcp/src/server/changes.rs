@@ -207,6 +207,13 @@ fn round_seconds(time: Duration) -> f64 {
     (time.as_secs_f64() * 10.0).round() / 10.0
 }
 
+/// Whether `path` is an ignore file (`.gitignore`, `.ignore`): a change to it may hide or
+/// show any file of its directory.
+pub(super) fn is_ignore_file(path: &Path) -> bool {
+    path.file_name()
+        .is_some_and(|name| name == ".gitignore" || name == ".ignore")
+}
+
 /// A first phase's claim on the changes counted when it began.
 pub(super) struct Claim {
     seen: u64,
@@ -222,15 +229,13 @@ impl Claim {
         if self.overflowed || self.paths.is_empty() {
             return None;
         }
-        let scope = self.paths.iter().map(|path| {
-            let ignore_file = path
-                .file_name()
-                .is_some_and(|name| name == ".gitignore" || name == ".ignore");
-            match (ignore_file, path.parent()) {
+        let scope = self
+            .paths
+            .iter()
+            .map(|path| match (is_ignore_file(path), path.parent()) {
                 (true, Some(dir)) => dir.to_path_buf(),
                 _ => path.clone(),
-            }
-        });
+            });
         Some(scope.collect())
     }
 }

@@ -22,7 +22,7 @@ use notify::{Event, EventKind, PollWatcher, RecursiveMode, Watcher};
 use quarry_engine::{INDEX_DIR, LIBRARIES_FILE};
 
 use super::Shared;
-use super::changes::{GitState, LONGEST_DELAY, Watch, cookie_number};
+use super::changes::{GitState, LONGEST_DELAY, Watch, cookie_number, is_ignore_file};
 use super::indexer::{Run, Started, start};
 
 /// How often the polling fallback looks at the tree.
@@ -93,29 +93,22 @@ fn outermost(mut roots: Vec<PathBuf>) -> Vec<PathBuf> {
 fn directories(project: &Path, roots: &[PathBuf], under: &[PathBuf]) -> Vec<PathBuf> {
     let mut dirs = Vec::new();
     for root in roots {
-        let inside: Vec<String> = under
-            .iter()
-            .filter_map(|path| path.strip_prefix(root).ok())
-            .filter_map(|path| path.to_str().map(|p| p.replace('\\', "/")))
-            .collect();
-        if inside.is_empty() {
-            continue;
-        }
-        let walked = match inside.iter().any(String::is_empty) {
-            true => quarry_changes::walk(root),
-            false => quarry_changes::walk_paths(root, &inside),
+        let walked = match quarry_changes::relative_paths(root, under) {
+            None => quarry_changes::walk(root).inspect(|_| {
+                dirs.push(root.clone());
+                let index = project.join(INDEX_DIR);
+                if root == project && index.is_dir() {
+                    dirs.push(index);
+                }
+            }),
+            Some(inside) if inside.is_empty() => continue,
+            Some(inside) => quarry_changes::walk_paths(root, &inside),
         };
-        let Ok(walked) = walked else {
-            // Gone since: the run that looks at it says so.
-            continue;
-        };
-        if inside.iter().any(String::is_empty) {
-            dirs.push(root.clone());
-            dirs.push(project.join(INDEX_DIR));
+        // Gone since: the run that looks at it says so.
+        if let Ok(walked) = walked {
+            dirs.extend(walked.directories.iter().map(|dir| root.join(dir)));
         }
-        dirs.extend(walked.directories.iter().map(|dir| root.join(dir)));
     }
-    dirs.retain(|dir| dir.is_dir());
     dirs
 }
 
@@ -164,12 +157,12 @@ fn poll(
 /// read, and notes new directories and a changed libraries file for the refresher to
 /// follow. It holds the server weakly: the watcher lives in it.
 fn handler(shared: &Arc<Shared>) -> impl FnMut(notify::Result<Event>) + Send + 'static {
+    let libraries = shared.root.join(INDEX_DIR).join(LIBRARIES_FILE);
     let shared: Weak<Shared> = Arc::downgrade(shared);
     move |event: notify::Result<Event>| {
         let Some(shared) = shared.upgrade() else {
             return;
         };
-        let libraries = shared.root.join(INDEX_DIR).join(LIBRARIES_FILE);
         let event = match event {
             Ok(event) if matches!(event.kind, EventKind::Access(_)) => return,
             Ok(event) => event,
@@ -207,9 +200,7 @@ fn handler(shared: &Arc<Shared>) -> impl FnMut(notify::Result<Event>) + Send + '
                 if !relevant(&changes.roots, &changes.followed, &path) {
                     continue;
                 }
-                let ignore_file = path
-                    .file_name()
-                    .is_some_and(|name| name == ".gitignore" || name == ".ignore");
+                let ignore_file = is_ignore_file(&path);
                 if (created && path.is_dir()) || ignore_file {
                     // Followed from now on (by the refresher): its directories, or those an
                     // ignore file no longer hides.
@@ -255,7 +246,7 @@ fn relevant(roots: &[PathBuf], followed: &HashSet<PathBuf>, path: &Path) -> bool
     }
     let in_followed =
         path.parent().is_some_and(|dir| followed.contains(dir)) || followed.contains(path);
-    in_followed && (!hidden(last) || *last == ".gitignore" || *last == ".ignore")
+    in_followed && (!hidden(last) || is_ignore_file(path))
 }
 
 /// The refresher: waits for a batch of changes to be due, then starts an index run; while
