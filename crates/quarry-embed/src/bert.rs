@@ -293,7 +293,9 @@ impl BertModel {
     /// on Burn's generic path; `None` on another backend.
     pub fn cpu_level(&self) -> Option<Level> {
         match &self.host {
-            Some(host) => Some(host.simd().level()),
+            // The host's SIMD was made for the process's level (AVX-VNNI's computes in AVX2's
+            // registers, and names its own level).
+            Some(_) => Some(quarry_kernels::level()),
             None => self.on_flex.then_some(Level::Scalar),
         }
     }

@@ -15,7 +15,6 @@ use crate::config::BertConfig;
 use crate::gemm::{Kernel, PackedLinear, StoredCopies};
 use crate::kernels;
 use crate::prepared::{Array, Deferred, Slot, Values};
-use quarry_kernels::HostSimd;
 
 /// The embeddings and the layers on the host.
 #[derive(Debug)]
@@ -169,11 +168,6 @@ impl HostModel {
             layer.forward(&mut states, &mut buffers, &shape, &activate);
         }
         states
-    }
-
-    /// The SIMD level its products run at.
-    pub fn simd(&self) -> HostSimd {
-        self.layers[0].query_key_value.simd()
     }
 
     /// How each array of [`HostModel::prepared_arrays`] is laid out for a model of

@@ -18,7 +18,8 @@ pub enum Precision {
     /// Weights and inputs in bfloat16, sums in `f32` (AVX-512 BF16).
     Bf16,
     /// Weights in int8 (a scale a column), inputs in uint8 (a scale and zero point a row),
-    /// exact integer sums (AVX-512 VNNI, or AVX-VNNI at the AVX2 level).
+    /// exact integer sums (AVX-512 VNNI, AVX-VNNI, AVX2's 16-bit products or NEON's dot
+    /// product: the same sums on each).
     Int8,
 }
 
@@ -49,8 +50,8 @@ impl Precision {
     }
 
     /// Whether this CPU runs it on instructions made for it, at full speed: what
-    /// [`PrecisionChoice::Auto`] picks from. int8 needs AVX-512 VNNI, AVX-VNNI or NEON's dot
-    /// product ([`quarry_kernels::int8_supported`]).
+    /// [`PrecisionChoice::Auto`] picks from. int8 needs an x86 SIMD level (AVX2 at least) or
+    /// NEON's dot product ([`quarry_kernels::int8_supported`]).
     pub fn accelerated(self) -> bool {
         match self {
             Precision::Int8 => quarry_kernels::int8_supported(),
@@ -83,7 +84,8 @@ impl fmt::Display for Precision {
 #[serde(try_from = "String", into = "String")]
 pub enum PrecisionChoice {
     /// The fastest precision that keeps search quality ([`PrecisionChoice::AUTO_ORDER`]'s
-    /// first that this machine runs): int8 where the CPU has AVX-512 VNNI or AVX-VNNI, then bf16, then
+    /// first that this machine runs): int8 on x86 from AVX2 up and on ARM with the dot
+    /// product, then bf16, then
     /// `f32` (always on a GPU).
     #[default]
     Auto,

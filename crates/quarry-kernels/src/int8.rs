@@ -1,7 +1,7 @@
 //! `x · W + b` with `W` quantised to int8 per output column, `x` to uint8 per row, exact `i32`
-//! sums (`vpdpbusd`, of AVX-512 VNNI or of AVX-VNNI), rescaled to `f32`. Both instruction sets
-//! compute the same sums and rescale them by the same operations: their results are the same
-//! to the bit.
+//! sums, rescaled to `f32`. Every form makes the same sums (AVX-512 VNNI's and AVX-VNNI's
+//! `vpdpbusd`, AVX2's `vpmaddwd` on widened bytes, NEON's `sdot`, portable integers) and
+//! rescales them by the same operations: their results are the same to the bit.
 
 use std::cell::RefCell;
 use std::ops::Range;
@@ -148,6 +148,7 @@ impl Int8Weights {
                 let rows = row..row + rows;
                 let block = Block {
                     a: &quantized.lanes[rows.start * steps..rows.end * steps],
+                    wide: rows_of(&quantized.wide, rows.clone(), steps),
                     row_scales: &quantized.scales[rows.clone()],
                     zero_points: &quantized.zero_points[rows],
                     b: &self.panels[p * steps..(p + 1) * steps],
@@ -175,6 +176,9 @@ fn quantize(weight: f32, scale: f32) -> i8 {
 struct QuantizedRows {
     /// `k.div_ceil(4)` lanes a row, four values each (the first in the lowest byte).
     lanes: Vec<u32>,
+    /// The lanes with each byte widened to 16 bits, for the forms that read them (AVX2's
+    /// without a dot product); else empty.
+    wide: Vec<u64>,
     scales: Vec<f32>,
     zero_points: Vec<i32>,
 }
@@ -183,6 +187,7 @@ impl QuantizedRows {
     const fn new() -> Self {
         Self {
             lanes: Vec::new(),
+            wide: Vec::new(),
             scales: Vec::new(),
             zero_points: Vec::new(),
         }
@@ -206,6 +211,11 @@ impl QuantizedRows {
             };
             self.scales.push(scale);
             self.zero_points.push(zero_point);
+        }
+        self.wide.clear();
+        #[cfg(target_arch = "x86_64")]
+        if let Int8Form::Simd(isa @ Int8Isa::Avx2) = form {
+            simd::widen(isa, &self.lanes, &mut self.wide);
         }
     }
 }
@@ -305,6 +315,8 @@ fn quantize_row(row: &[f32], bytes: &mut [u8]) -> (f32, i32) {
 /// and its columns' scales, sums and biases.
 struct Block<'a> {
     a: &'a [u32],
+    /// `a` widened ([`QuantizedRows::wide`]), or empty.
+    wide: &'a [u64],
     row_scales: &'a [f32],
     zero_points: &'a [i32],
     b: &'a [[u32; NR]],
@@ -331,6 +343,16 @@ impl Block<'_> {
     }
 }
 
+/// The `rows` of `values` (rows of `steps` lanes), or nothing where `values` is empty (rows
+/// a form does not read).
+fn rows_of<T>(values: &[T], rows: Range<usize>, steps: usize) -> &[T] {
+    if values.is_empty() {
+        values
+    } else {
+        &values[rows.start * steps..rows.end * steps]
+    }
+}
+
 /// Walks `block` (1 to `MR` rows by a panel) in sub-blocks of at most six rows by half a
 /// panel, for the forms with half AVX-512's registers (AVX-VNNI, NEON): `kernel(part,
 /// first column, width, out)` gets the sub-block's rows, the panel's column it starts at, how
@@ -351,6 +373,7 @@ fn for_each_half_block(
         let count = ROWS.min(rows - first);
         let part = Block {
             a: &block.a[first * steps..(first + count) * steps],
+            wide: rows_of(block.wide, first..first + count, steps),
             row_scales: &block.row_scales[first..first + count],
             zero_points: &block.zero_points[first..first + count],
             ..*block
@@ -379,335 +402,51 @@ macro_rules! by_rows {
 }
 
 #[cfg(target_arch = "x86_64")]
+mod avx2;
+#[cfg(target_arch = "x86_64")]
+mod avx512;
+
+#[cfg(target_arch = "x86_64")]
 mod simd {
-    use std::arch::x86_64::{
-        __m512i, _mm512_add_ps, _mm512_cvtepi32_ps, _mm512_dpbusd_epi32, _mm512_loadu_epi32,
-        _mm512_loadu_ps, _mm512_mul_ps, _mm512_mullo_epi32, _mm512_set1_epi32, _mm512_set1_ps,
-        _mm512_setzero_si512, _mm512_sub_epi32,
-    };
-
-    use std::arch::x86_64::{
-        _CMP_UNORD_Q, _mm_storeu_si128, _mm512_cmp_ps_mask, _mm512_cvtepi32_epi8,
-        _mm512_cvtps_epi32, _mm512_max_epi32, _mm512_max_ps, _mm512_min_epi32, _mm512_min_ps,
-        _mm512_reduce_max_ps, _mm512_reduce_min_ps, _mm512_setzero_ps,
-    };
-
-    use super::{Block, RowQuantization, avx_vnni};
-    use crate::{Int8Isa, MR, NR};
+    use super::{Block, avx2, avx512};
+    use crate::Int8Isa;
 
     /// `row` quantised into `bytes` (as long or longer; the rest is left as it is): its scale
-    /// and zero point. The vector form of the scalar reference, to the bit.
+    /// and zero point. The vector forms of the scalar reference, to the bit.
     pub(super) fn quantize_row(isa: Int8Isa, row: &[f32], bytes: &mut [u8]) -> (f32, i32) {
         assert!(bytes.len() >= row.len(), "a byte a value");
         match isa {
             // SAFETY: `Int8Isa::Avx512Vnni` exists only where AVX-512 F, BW and VNNI were
-            // detected, which covers the target features of `quantize_row_avx512`.
-            Int8Isa::Avx512Vnni => unsafe { quantize_row_avx512(row, bytes) },
-            // SAFETY: `Int8Isa::AvxVnni` exists only where AVX2, FMA and AVX-VNNI were
-            // detected, which covers the target features of `avx_vnni::quantize_row`.
-            Int8Isa::AvxVnni => unsafe { avx_vnni::quantize_row(row, bytes) },
+            // detected, which covers the target features of `avx512::quantize_row`.
+            Int8Isa::Avx512Vnni => unsafe { avx512::quantize_row(row, bytes) },
+            // SAFETY: `Int8Isa::AvxVnni` and `Int8Isa::Avx2` exist only where AVX2 and FMA
+            // were detected, the target features of `avx2::quantize_row`.
+            Int8Isa::AvxVnni | Int8Isa::Avx2 => unsafe { avx2::quantize_row(row, bytes) },
         }
     }
 
-    #[target_feature(enable = "avx512f,avx512bw")]
-    fn quantize_row_avx512(row: &[f32], bytes: &mut [u8]) -> (f32, i32) {
-        let (chunks, tail) = row.as_chunks::<16>();
-        let load = |chunk: &[f32; 16]| {
-            // SAFETY: a chunk holds 16 values to read, unaligned.
-            unsafe { _mm512_loadu_ps(chunk.as_ptr()) }
-        };
-        let (mut low, mut high) = (_mm512_setzero_ps(), _mm512_setzero_ps());
-        let mut unordered = 0u16;
-        for chunk in chunks {
-            let values = load(chunk);
-            low = _mm512_min_ps(low, values);
-            high = _mm512_max_ps(high, values);
-            unordered |= _mm512_cmp_ps_mask::<_CMP_UNORD_Q>(values, values);
-        }
-        let (low, high, unordered) = tail.iter().fold(
-            (
-                _mm512_reduce_min_ps(low),
-                _mm512_reduce_max_ps(high),
-                unordered != 0,
-            ),
-            |(low, high, unordered), &v| (low.min(v), high.max(v), unordered || v.is_nan()),
-        );
-        let quantization = RowQuantization::new(low, high, unordered);
-        let (inverse, zero_point) = (
-            _mm512_set1_ps(quantization.inverse),
-            _mm512_set1_ps(quantization.zero_point),
-        );
-        let (floor, ceiling) = (_mm512_set1_epi32(0), _mm512_set1_epi32(255));
-        let (byte_chunks, byte_tail) = bytes[..row.len()].as_chunks_mut::<16>();
-        for (chunk, out) in chunks.iter().zip(byte_chunks) {
-            let scaled = _mm512_add_ps(_mm512_mul_ps(load(chunk), inverse), zero_point);
-            // Rounds to nearest even (the default rounding mode); a NaN becomes i32::MIN,
-            // clamped to 0 as the reference's cast makes it.
-            let rounded = _mm512_cvtps_epi32(scaled);
-            let clamped = _mm512_min_epi32(_mm512_max_epi32(rounded, floor), ceiling);
-            let narrowed = _mm512_cvtepi32_epi8(clamped);
-            // SAFETY: `out` holds 16 bytes to write, unaligned.
-            unsafe { _mm_storeu_si128(out.as_mut_ptr().cast(), narrowed) };
-        }
-        for (out, &v) in byte_tail.iter_mut().zip(tail) {
-            *out = quantization.byte(v);
-        }
-        (quantization.scale, quantization.zero_point as i32)
+    /// `lanes`' bytes, each widened to 16 bits, into `wide`: what [`avx2::madd_block`] reads.
+    pub(super) fn widen(isa: Int8Isa, lanes: &[u32], wide: &mut Vec<u64>) {
+        assert_eq!(isa, Int8Isa::Avx2, "only the AVX2 form reads widened rows");
+        // SAFETY: `Int8Isa::Avx2` exists only where AVX2 was detected, the target feature of
+        // `avx2::widen`.
+        unsafe { avx2::widen(lanes, wide) }
     }
 
-    /// One block of the output, the block's rows (1 to [`MR`], of `b.len()` lanes each) by
-    /// its panel, for the columns of `out`'s last row (row stride `ldc`).
+    /// One block of the output, the block's rows (1 to [`crate::MR`], of `b.len()` lanes
+    /// each) by its panel, for the columns of `out`'s last row (row stride `ldc`).
     pub(super) fn block(isa: Int8Isa, block: Block<'_>, out: &mut [f32], ldc: usize) {
         let rows = block.rows_within(out, ldc);
         match isa {
             // SAFETY: `Int8Isa::Avx512Vnni` exists only where AVX-512 F, BW and VNNI were
-            // detected, which is all the target features of `kernel_for_rows` ask for.
-            Int8Isa::Avx512Vnni => unsafe { kernel_for_rows(&block, out, ldc, rows) },
+            // detected, which is all the target features of `avx512::block` ask for.
+            Int8Isa::Avx512Vnni => unsafe { avx512::block(&block, out, ldc, rows) },
             // SAFETY: `Int8Isa::AvxVnni` exists only where AVX2, FMA and AVX-VNNI were
-            // detected, which is all the target features of `avx_vnni::block` ask for.
-            Int8Isa::AvxVnni => unsafe { avx_vnni::block(&block, out, ldc) },
-        }
-    }
-
-    #[target_feature(enable = "avx512f,avx512bw,avx512vnni")]
-    fn kernel_for_rows(block: &Block<'_>, out: &mut [f32], ldc: usize, rows: usize) {
-        macro_rules! by_rows {
-            ($($r:literal)*) => {
-                match rows {
-                    $($r => kernel::<$r>(block, out, ldc),)*
-                    _ => unreachable!("1 to {MR} rows, not {rows}"),
-                }
-            };
-        }
-        by_rows!(1 2 3 4 5 6 7 8 9 10 11 12 13 14)
-    }
-
-    /// 16 lanes from `values`, which holds at least 16.
-    #[target_feature(enable = "avx512f")]
-    fn load(values: &[u32]) -> __m512i {
-        debug_assert!(values.len() >= 16);
-        // SAFETY: `values` holds at least 16 lanes (64 bytes) to read; the read is unaligned.
-        unsafe { _mm512_loadu_epi32(values.as_ptr().cast()) }
-    }
-
-    /// The micro-kernel: `R` rows by 32 columns in 2·R registers, four depths a step, then
-    /// `row scale · column scale · (sum − zero point · column sum) + bias`.
-    #[target_feature(enable = "avx512f,avx512bw,avx512vnni")]
-    fn kernel<const R: usize>(block: &Block<'_>, out: &mut [f32], ldc: usize) {
-        let (a, b) = (block.a, block.b);
-        let steps = b.len();
-        debug_assert_eq!(a.len(), R * steps);
-        let mut acc: [[__m512i; 2]; R] = [[_mm512_setzero_si512(); 2]; R];
-        for (s, b_step) in b.iter().enumerate() {
-            let b0 = load(&b_step[..16]);
-            let b1 = load(&b_step[16..]);
-            for (r, lanes) in acc.iter_mut().enumerate() {
-                debug_assert!(r * steps + s < a.len());
-                // SAFETY: `a` holds R rows of `steps` lanes (checked in `block`), r < R and
-                // s < steps.
-                let quad = unsafe { *a.get_unchecked(r * steps + s) };
-                let quad = _mm512_set1_epi32(quad as i32);
-                lanes[0] = _mm512_dpbusd_epi32(lanes[0], quad, b0);
-                lanes[1] = _mm512_dpbusd_epi32(lanes[1], quad, b1);
-            }
-        }
-        let halves = |values: &[i32; NR]| {
-            (
-                load(bytemuck::cast_slice(&values[..16])),
-                load(bytemuck::cast_slice(&values[16..])),
-            )
-        };
-        let sums = halves(block.column_sums);
-        let floats = |values: &[f32; NR]| {
-            // SAFETY: `values` holds 32 values; this reads the first 16, unaligned.
-            let low = unsafe { _mm512_loadu_ps(values.as_ptr()) };
-            // SAFETY: as above, the second 16.
-            let high = unsafe { _mm512_loadu_ps(values[16..].as_ptr()) };
-            (low, high)
-        };
-        let (scales, bias) = (floats(block.column_scales), floats(block.bias));
-        let columns = (out.len() - (R - 1) * ldc).min(NR);
-        for (r, lanes) in acc.iter().enumerate() {
-            let zero_point = _mm512_set1_epi32(block.zero_points[r]);
-            let row_scale = _mm512_set1_ps(block.row_scales[r]);
-            let rescale = |sum: __m512i, column_sums: __m512i, scales, bias| {
-                let exact = _mm512_sub_epi32(sum, _mm512_mullo_epi32(zero_point, column_sums));
-                let scale = _mm512_mul_ps(row_scale, scales);
-                _mm512_add_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(exact), scale), bias)
-            };
-            let low = rescale(lanes[0], sums.0, scales.0, bias.0);
-            let high = rescale(lanes[1], sums.1, scales.1, bias.1);
-            crate::store_row(&mut out[r * ldc..r * ldc + columns], low, high);
-        }
-    }
-}
-
-/// The AVX-VNNI forms of the row quantisation and the micro-kernel (x86-64-v3 with AVX-VNNI):
-/// 256-bit registers, 16 of them, so a block is at most [`avx_vnni::ROWS`] rows by half a
-/// panel.
-#[cfg(target_arch = "x86_64")]
-mod avx_vnni {
-    use std::arch::x86_64::{
-        __m256, __m256i, _CMP_UNORD_Q, _mm_max_ps, _mm_min_ps, _mm_packus_epi16, _mm_packus_epi32,
-        _mm_storel_epi64, _mm256_add_ps, _mm256_castps256_ps128, _mm256_castsi256_si128,
-        _mm256_cmp_ps, _mm256_cvtepi32_ps, _mm256_cvtps_epi32, _mm256_dpbusd_avx_epi32,
-        _mm256_extractf128_ps, _mm256_extracti128_si256, _mm256_loadu_ps, _mm256_loadu_si256,
-        _mm256_max_epi32, _mm256_max_ps, _mm256_min_epi32, _mm256_min_ps, _mm256_movemask_ps,
-        _mm256_mul_ps, _mm256_mullo_epi32, _mm256_set1_epi32, _mm256_set1_ps, _mm256_setzero_ps,
-        _mm256_setzero_si256, _mm256_storeu_ps, _mm256_sub_epi32,
-    };
-
-    use super::{Block, RowQuantization, for_each_half_block};
-
-    /// `row` quantised into `bytes` (as long or longer; the rest is left as it is): its scale
-    /// and zero point. The AVX-512 form on eight lanes: the scalar reference, to the bit.
-    #[target_feature(enable = "avx2,fma")]
-    pub(super) fn quantize_row(row: &[f32], bytes: &mut [u8]) -> (f32, i32) {
-        let (chunks, tail) = row.as_chunks::<8>();
-        let load = |chunk: &[f32; 8]| {
-            // SAFETY: a chunk holds 8 values to read, unaligned.
-            unsafe { _mm256_loadu_ps(chunk.as_ptr()) }
-        };
-        let (mut low, mut high) = (_mm256_setzero_ps(), _mm256_setzero_ps());
-        let mut unordered = 0;
-        for chunk in chunks {
-            let values = load(chunk);
-            low = _mm256_min_ps(low, values);
-            high = _mm256_max_ps(high, values);
-            unordered |= _mm256_movemask_ps(_mm256_cmp_ps::<_CMP_UNORD_Q>(values, values));
-        }
-        // The eight lanes' extremes, then the tail's (the order does not change them).
-        let halves = |v: __m256| (_mm256_castps256_ps128(v), _mm256_extractf128_ps::<1>(v));
-        let ((low_a, low_b), (high_a, high_b)) = (halves(low), halves(high));
-        let low_lanes: [f32; 4] = bytemuck::cast(_mm_min_ps(low_a, low_b));
-        let high_lanes: [f32; 4] = bytemuck::cast(_mm_max_ps(high_a, high_b));
-        let low = low_lanes
-            .into_iter()
-            .chain(tail.iter().copied())
-            .fold(0.0, f32::min);
-        let high = high_lanes
-            .into_iter()
-            .chain(tail.iter().copied())
-            .fold(0.0, f32::max);
-        let unordered = unordered != 0 || tail.iter().any(|v| v.is_nan());
-        let quantization = RowQuantization::new(low, high, unordered);
-        let (inverse, zero_point) = (
-            _mm256_set1_ps(quantization.inverse),
-            _mm256_set1_ps(quantization.zero_point),
-        );
-        let (floor, ceiling) = (_mm256_set1_epi32(0), _mm256_set1_epi32(255));
-        let (byte_chunks, byte_tail) = bytes[..row.len()].as_chunks_mut::<8>();
-        for (chunk, out) in chunks.iter().zip(byte_chunks) {
-            let scaled = _mm256_add_ps(_mm256_mul_ps(load(chunk), inverse), zero_point);
-            // Rounds to nearest even; a NaN becomes i32::MIN, clamped to 0 as the
-            // reference's cast makes it.
-            let rounded = _mm256_cvtps_epi32(scaled);
-            let clamped = _mm256_min_epi32(_mm256_max_epi32(rounded, floor), ceiling);
-            let (low, high) = (
-                _mm256_castsi256_si128(clamped),
-                _mm256_extracti128_si256::<1>(clamped),
-            );
-            // 0 to 255 each: the packs narrow without saturating.
-            let words = _mm_packus_epi32(low, high);
-            let narrowed = _mm_packus_epi16(words, words);
-            // SAFETY: `out` holds 8 bytes to write, unaligned; the store writes the low 8.
-            unsafe { _mm_storel_epi64(out.as_mut_ptr().cast(), narrowed) };
-        }
-        for (out, &v) in byte_tail.iter_mut().zip(tail) {
-            *out = quantization.byte(v);
-        }
-        (quantization.scale, quantization.zero_point as i32)
-    }
-
-    /// The block (1 to `MR` rows by a panel) in sub-blocks of at most six rows by half a panel,
-    /// each by [`kernel`] with as many accumulator rows as it needs.
-    #[target_feature(enable = "avx2,fma,avxvnni")]
-    pub(super) fn block(block: &Block<'_>, out: &mut [f32], ldc: usize) {
-        for_each_half_block(block, out, ldc, |part, first_column, width, out| {
-            by_rows!(kernel, part, first_column, width, out, ldc)
-        });
-    }
-
-    /// 8 lanes from `values`, which holds at least 8.
-    #[target_feature(enable = "avx2")]
-    fn load(values: &[u32]) -> __m256i {
-        assert!(values.len() >= 8);
-        // SAFETY: `values` holds at least 8 lanes (32 bytes) to read; the read is unaligned.
-        unsafe { _mm256_loadu_si256(values.as_ptr().cast()) }
-    }
-
-    /// 8 values from `values`, which holds at least 8.
-    #[target_feature(enable = "avx2")]
-    fn load_floats(values: &[f32]) -> __m256 {
-        assert!(values.len() >= 8);
-        // SAFETY: `values` holds at least 8 values to read, unaligned.
-        unsafe { _mm256_loadu_ps(values.as_ptr()) }
-    }
-
-    /// The micro-kernel: `R` rows by the 16 columns of the panel from `first_column`, in
-    /// 2·R registers (six rows, two vectors of weights and a broadcast fit the 16), four
-    /// depths a step; then `row scale · column scale · (sum − zero point
-    /// · column sum) + bias` as the AVX-512 kernel computes it, for the first `width`
-    /// columns of each of `out`'s rows (stride `ldc`).
-    #[target_feature(enable = "avx2,fma,avxvnni")]
-    fn kernel<const R: usize>(
-        block: &Block<'_>,
-        first_column: usize,
-        width: usize,
-        out: &mut [f32],
-        ldc: usize,
-    ) {
-        let (a, b) = (block.a, block.b);
-        let steps = b.len();
-        assert_eq!(a.len(), R * steps);
-        let columns = first_column..first_column + 16;
-        let mut acc: [[__m256i; 2]; R] = [[_mm256_setzero_si256(); 2]; R];
-        for (s, b_step) in b.iter().enumerate() {
-            let b_half = &b_step[columns.clone()];
-            let (b0, b1) = (load(&b_half[..8]), load(&b_half[8..]));
-            for (r, lanes) in acc.iter_mut().enumerate() {
-                debug_assert!(r * steps + s < a.len());
-                // SAFETY: `a` holds R rows of `steps` lanes (asserted above), r < R and
-                // s < steps.
-                let quad = unsafe { *a.get_unchecked(r * steps + s) };
-                let quad = _mm256_set1_epi32(quad as i32);
-                lanes[0] = _mm256_dpbusd_avx_epi32(lanes[0], quad, b0);
-                lanes[1] = _mm256_dpbusd_avx_epi32(lanes[1], quad, b1);
-            }
-        }
-        let sums: &[u32] = bytemuck::cast_slice(&block.column_sums[columns.clone()]);
-        let sums = (load(&sums[..8]), load(&sums[8..]));
-        let scales = &block.column_scales[columns.clone()];
-        let scales = (load_floats(&scales[..8]), load_floats(&scales[8..]));
-        let bias = &block.bias[columns];
-        let bias = (load_floats(&bias[..8]), load_floats(&bias[8..]));
-        for (r, lanes) in acc.iter().enumerate() {
-            let zero_point = _mm256_set1_epi32(block.zero_points[r]);
-            let row_scale = _mm256_set1_ps(block.row_scales[r]);
-            let rescale = |sum: __m256i, column_sums: __m256i, scales, bias| {
-                let exact = _mm256_sub_epi32(sum, _mm256_mullo_epi32(zero_point, column_sums));
-                let scale = _mm256_mul_ps(row_scale, scales);
-                _mm256_add_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(exact), scale), bias)
-            };
-            let low = rescale(lanes[0], sums.0, scales.0, bias.0);
-            let high = rescale(lanes[1], sums.1, scales.1, bias.1);
-            let row = &mut out[r * ldc..r * ldc + width];
-            if let Ok(row) = <&mut [f32; 16]>::try_from(&mut *row) {
-                let (row_low, row_high) = row.split_at_mut(8);
-                // SAFETY: the row holds 16 values to write, unaligned: 8 here...
-                unsafe { _mm256_storeu_ps(row_low.as_mut_ptr(), low) };
-                // SAFETY: ...and 8 here.
-                unsafe { _mm256_storeu_ps(row_high.as_mut_ptr(), high) };
-            } else {
-                // The last columns of a layer: fewer than 16.
-                let mut values = [0.0f32; 16];
-                let (values_low, values_high) = values.split_at_mut(8);
-                // SAFETY: each half holds 8 values to write, unaligned.
-                unsafe { _mm256_storeu_ps(values_low.as_mut_ptr(), low) };
-                // SAFETY: as above.
-                unsafe { _mm256_storeu_ps(values_high.as_mut_ptr(), high) };
-                row.copy_from_slice(&values[..width]);
-            }
+            // detected, which is all the target features of `avx2::vnni_block` ask for.
+            Int8Isa::AvxVnni => unsafe { avx2::vnni_block(&block, out, ldc) },
+            // SAFETY: `Int8Isa::Avx2` exists only where AVX2 and FMA were detected, which is
+            // all the target features of `avx2::madd_block` ask for.
+            Int8Isa::Avx2 => unsafe { avx2::madd_block(&block, out, ldc) },
         }
     }
 }

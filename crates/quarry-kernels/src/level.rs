@@ -13,6 +13,9 @@ pub enum Level {
     Scalar,
     /// x86-64-v3: AVX2 and FMA (most x86 laptops and desktops).
     Avx2,
+    /// x86-64-v3 with AVX-VNNI's 256-bit dot product (Intel since Alder Lake, AMD since
+    /// Zen 5): the AVX2 level's kernels, and its int8 products on `vpdpbusd`.
+    AvxVnni,
     /// x86-64-v4: AVX-512 F, BW, CD, DQ and VL.
     Avx512,
     /// aarch64's Advanced SIMD (every 64-bit ARM CPU).
@@ -21,13 +24,20 @@ pub enum Level {
 
 impl Level {
     /// Every level, as `QUARRY_CPU` names them.
-    pub const ALL: [Level; 4] = [Level::Scalar, Level::Avx2, Level::Avx512, Level::Neon];
+    pub const ALL: [Level; 5] = [
+        Level::Scalar,
+        Level::Avx2,
+        Level::AvxVnni,
+        Level::Avx512,
+        Level::Neon,
+    ];
 
     /// Its name in `QUARRY_CPU`, `quarry model info` and reports.
     pub fn name(self) -> &'static str {
         match self {
             Level::Scalar => "scalar",
             Level::Avx2 => "avx2",
+            Level::AvxVnni => "avxvnni",
             Level::Avx512 => "avx512",
             Level::Neon => "neon",
         }
@@ -36,7 +46,7 @@ impl Level {
     /// The levels this architecture has, lowest first.
     fn ladder() -> &'static [Level] {
         if cfg!(target_arch = "x86_64") {
-            &[Level::Scalar, Level::Avx2, Level::Avx512]
+            &[Level::Scalar, Level::Avx2, Level::AvxVnni, Level::Avx512]
         } else if cfg!(target_arch = "aarch64") {
             &[Level::Scalar, Level::Neon]
         } else {
@@ -52,6 +62,10 @@ impl Level {
             Level::Avx2 => {
                 std::arch::is_x86_feature_detected!("avx2")
                     && std::arch::is_x86_feature_detected!("fma")
+            }
+            #[cfg(target_arch = "x86_64")]
+            Level::AvxVnni => {
+                Level::Avx2.detected() && std::arch::is_x86_feature_detected!("avxvnni")
             }
             #[cfg(target_arch = "x86_64")]
             Level::Avx512 => {
@@ -77,8 +91,9 @@ impl Level {
         }
     }
 
-    /// The levels this process may run: those the CPU has, up to the cap, lowest first.
-    /// Tests run each; [`level`] is the last.
+    /// The levels this process may run: those the CPU has, up to the cap, lowest first
+    /// (a CPU may have AVX-512 without AVX-VNNI, as AMD's Zen 4 does). Tests run each;
+    /// [`level`] is the last.
     pub fn available() -> Vec<Level> {
         let ladder = Level::ladder();
         // No cap: the whole ladder; another architecture's level: scalar alone.
@@ -89,13 +104,13 @@ impl Level {
         ladder[..=top]
             .iter()
             .copied()
-            .take_while(|level| level.detected())
+            .filter(|level| level.detected())
             .collect()
     }
 }
 
 /// The level this process computes at: the highest this CPU has, capped by `QUARRY_CPU`
-/// (`scalar`, `avx2`, `avx512` or `neon`; a cap above the CPU changes nothing, a name of
+/// (`scalar`, `avx2`, `avxvnni`, `avx512` or `neon`; a cap above the CPU changes nothing, a name of
 /// another architecture's level caps at scalar, and an unknown name is ignored here: the
 /// embedder refuses it, see [`Level::cap_from_env`]). Read once, then cached.
 pub fn level() -> Level {
@@ -152,7 +167,7 @@ impl FromStr for Level {
             .into_iter()
             .find(|level| level.name() == text)
             .ok_or_else(|| {
-                format!("unknown instruction-set level `{text}`; use scalar, avx2, avx512 or neon")
+                format!("unknown instruction-set level `{text}`; use scalar, avx2, avxvnni, avx512 or neon")
             })
     }
 }
@@ -167,7 +182,10 @@ mod tests {
             assert_eq!(level.name().parse::<Level>(), Ok(level));
         }
         let error = "sse4".parse::<Level>().unwrap_err();
-        assert!(error.contains("scalar, avx2, avx512 or neon"), "{error}");
+        assert!(
+            error.contains("scalar, avx2, avxvnni, avx512 or neon"),
+            "{error}"
+        );
     }
 
     #[test]

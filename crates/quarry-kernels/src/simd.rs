@@ -31,23 +31,26 @@ impl HostSimd {
             #[cfg(target_arch = "x86_64")]
             Level::Avx512 => pulp::x86::V4::try_new().map(HostSimd::Avx512),
             #[cfg(target_arch = "x86_64")]
-            Level::Avx2 => pulp::x86::V3::try_new().map(HostSimd::Avx2),
+            Level::Avx2 | Level::AvxVnni => pulp::x86::V3::try_new().map(HostSimd::Avx2),
             #[cfg(target_arch = "aarch64")]
             Level::Neon => pulp::aarch64::Neon::try_new().map(HostSimd::Neon),
             _ => None,
         }
     }
 
-    /// Every level this process may run with pulp's types (up to the cap), lowest first: what
-    /// the tests run each kernel on.
+    /// Every level this process may run with pulp's types (up to the cap), lowest first, each
+    /// once (AVX-VNNI's level runs the AVX2 level's): what the tests run each kernel on.
     pub fn available() -> Vec<Self> {
-        Level::available()
+        let mut available: Vec<Self> = Level::available()
             .into_iter()
             .filter_map(Self::at)
-            .collect()
+            .collect();
+        available.dedup_by_key(|simd| simd.level());
+        available
     }
 
-    /// The level, as `QUARRY_CPU` names it.
+    /// The level whose registers it computes in, as `QUARRY_CPU` names it (AVX2's for the
+    /// AVX-VNNI level too: [`crate::level`] says which of the two a process runs).
     pub fn level(self) -> Level {
         match self {
             #[cfg(target_arch = "x86_64")]

@@ -169,11 +169,11 @@ pub fn run(args: EmbedArgs) -> Result<()> {
                 .env("HF_HUB_OFFLINE", "1");
             // PyTorch capped to quarry's level (its own kernels, and the BLAS its linear
             // layers call), so that a ratio compares like with like.
-            if let Some((aten, blas)) = level.and_then(torch_caps) {
+            if let Some((aten, mkl, onednn)) = level.and_then(torch_caps) {
                 command
                     .env("ATEN_CPU_CAPABILITY", aten)
-                    .env("MKL_ENABLE_INSTRUCTIONS", blas)
-                    .env("ONEDNN_MAX_CPU_ISA", blas);
+                    .env("MKL_ENABLE_INSTRUCTIONS", mkl)
+                    .env("ONEDNN_MAX_CPU_ISA", onednn);
             }
             let mut job = job.clone();
             job["runtime"] = json!(runtime);
@@ -425,12 +425,14 @@ fn peak_rss_mb() -> Result<f64> {
     Ok(kib / 1024.0)
 }
 
-/// The names PyTorch's caps give `level`: `ATEN_CPU_CAPABILITY`'s, and MKL's and oneDNN's
-/// (`MKL_ENABLE_INSTRUCTIONS`, `ONEDNN_MAX_CPU_ISA`); `None` where they have none.
-fn torch_caps(level: Level) -> Option<(&'static str, &'static str)> {
+/// The names PyTorch's caps give `level`: `ATEN_CPU_CAPABILITY`'s, MKL's
+/// (`MKL_ENABLE_INSTRUCTIONS`) and oneDNN's (`ONEDNN_MAX_CPU_ISA`); `None` where they have
+/// none.
+fn torch_caps(level: Level) -> Option<(&'static str, &'static str, &'static str)> {
     match level {
-        Level::Avx2 => Some(("avx2", "AVX2")),
-        Level::Avx512 => Some(("avx512", "AVX512")),
+        Level::Avx2 => Some(("avx2", "AVX2", "AVX2")),
+        Level::AvxVnni => Some(("avx2", "AVX2", "AVX2_VNNI")),
+        Level::Avx512 => Some(("avx512", "AVX512", "AVX512")),
         Level::Scalar | Level::Neon => None,
     }
 }

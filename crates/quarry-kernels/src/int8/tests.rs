@@ -63,6 +63,21 @@ fn matches_the_reference_on_the_model_shapes() {
     }
 }
 
+/// The largest sums a product makes: rows whose bytes are all 255 (or all 0, their zero
+/// point) by columns of weights all 127 or all -127, over the model's deepest layer. A form
+/// that summed pairs in 16 bits (`vpmaddubsw`'s 255 · 127 · 2 saturates) would be off here.
+#[test]
+fn the_largest_sums_are_exact() {
+    let (m, k, n) = (3, 1536, 40);
+    let mut x = vec![1.0; m * k];
+    x[k..2 * k].iter_mut().for_each(|v| *v = -1.0);
+    x[2 * k..].iter_mut().step_by(2).for_each(|v| *v = -1.0);
+    let w: Vec<f32> = (0..k * n)
+        .map(|i| if i % n % 2 == 0 { 1.0 } else { -1.0 })
+        .collect();
+    check(&x, &w, &vec![0.0; n], k, n);
+}
+
 #[test]
 fn comes_close_to_the_f32_product() {
     let (m, k, n) = (20, 384, 100);
