@@ -456,13 +456,17 @@ mod neon;
 
 #[cfg(target_arch = "aarch64")]
 mod simd {
-    use super::Block;
+    use super::{Block, neon};
     use crate::Int8Isa;
 
-    /// `row` quantised into `bytes`: the scalar reference itself, which the compiler
-    /// vectorises as it can.
-    pub(super) fn quantize_row(_isa: Int8Isa, row: &[f32], bytes: &mut [u8]) -> (f32, i32) {
-        super::quantize_row(row, bytes)
+    /// `row` quantised into `bytes` (as long or longer; the rest is left as it is): its scale
+    /// and zero point. The vector form of the scalar reference, to the bit.
+    pub(super) fn quantize_row(isa: Int8Isa, row: &[f32], bytes: &mut [u8]) -> (f32, i32) {
+        match isa {
+            // SAFETY: both forms exist only where NEON was detected, the target feature of
+            // `neon::quantize_row`.
+            Int8Isa::NeonI8mm | Int8Isa::NeonDot => unsafe { neon::quantize_row(row, bytes) },
+        }
     }
 
     /// One block of the output, the block's rows (1 to [`crate::MR`], of `b.len()` lanes
@@ -470,9 +474,12 @@ mod simd {
     pub(super) fn block(isa: Int8Isa, block: Block<'_>, out: &mut [f32], ldc: usize) {
         block.rows_within(out, ldc);
         match isa {
+            // SAFETY: `Int8Isa::NeonI8mm` exists only where NEON and the int8 matrix
+            // multiply were detected, which is all `neon::mmla_block` asks for.
+            Int8Isa::NeonI8mm => unsafe { neon::mmla_block(&block, out, ldc) },
             // SAFETY: `Int8Isa::NeonDot` exists only where NEON and the dot-product
-            // instructions were detected, which is all `neon::block` asks for.
-            Int8Isa::NeonDot => unsafe { super::neon::block(&block, out, ldc) },
+            // instructions were detected, which is all `neon::dot_block` asks for.
+            Int8Isa::NeonDot => unsafe { neon::dot_block(&block, out, ldc) },
         }
     }
 }

@@ -105,6 +105,9 @@ enum Int8Isa {
     /// half as many a cycle as `vpdpbusd`).
     #[cfg(target_arch = "x86_64")]
     Avx2,
+    /// NEON with the int8 matrix multiply (i8mm): `usmmla`.
+    #[cfg(target_arch = "aarch64")]
+    NeonI8mm,
     /// NEON with the dot-product instructions: `sdot`.
     #[cfg(target_arch = "aarch64")]
     NeonDot,
@@ -117,36 +120,67 @@ impl Int8Isa {
     }
 
     /// The instructions int8 products run with at `level`, where this CPU has them: the
-    /// widest dot product the level allows, else AVX2's `vpmaddwd`.
+    /// fastest of [`Int8Isa::all_at`].
     fn at(level: Level) -> Option<Self> {
-        match level {
-            #[cfg(target_arch = "x86_64")]
-            Level::Avx512 if std::arch::is_x86_feature_detected!("avx512vnni") => {
-                Some(Int8Isa::Avx512Vnni)
-            }
-            #[cfg(target_arch = "x86_64")]
-            Level::Avx512 | Level::AvxVnni if Level::AvxVnni.detected() => Some(Int8Isa::AvxVnni),
-            #[cfg(target_arch = "x86_64")]
-            Level::Avx512 | Level::AvxVnni | Level::Avx2 if Level::Avx2.detected() => {
-                Some(Int8Isa::Avx2)
-            }
-            #[cfg(target_arch = "aarch64")]
-            Level::Neon if std::arch::is_aarch64_feature_detected!("dotprod") => {
-                Some(Int8Isa::NeonDot)
-            }
-            _ => None,
-        }
+        Int8Isa::all_at(level).into_iter().next()
     }
 
-    /// The int8 instructions of every level this process may run (up to the cap), lowest
-    /// first, each once: what the tests run each product on.
+    /// Every set of instructions an int8 product can run with at `level` on this CPU, fastest
+    /// first: the widest dot product the level allows, then AVX2's `vpmaddwd`; on ARM the
+    /// matrix multiply, then the dot product.
+    fn all_at(level: Level) -> Vec<Self> {
+        #[cfg(target_arch = "x86_64")]
+        let found = {
+            use std::arch::is_x86_feature_detected;
+            let (avx512, avx_vnni) = (level == Level::Avx512, level == Level::AvxVnni);
+            [
+                (
+                    Int8Isa::Avx512Vnni,
+                    avx512 && is_x86_feature_detected!("avx512vnni"),
+                ),
+                (
+                    Int8Isa::AvxVnni,
+                    (avx512 || avx_vnni) && Level::AvxVnni.detected(),
+                ),
+                (
+                    Int8Isa::Avx2,
+                    (avx512 || avx_vnni || level == Level::Avx2) && Level::Avx2.detected(),
+                ),
+            ]
+        };
+        #[cfg(target_arch = "aarch64")]
+        let found = {
+            use std::arch::is_aarch64_feature_detected;
+            let neon = level == Level::Neon;
+            [
+                (
+                    Int8Isa::NeonI8mm,
+                    neon && is_aarch64_feature_detected!("i8mm"),
+                ),
+                (
+                    Int8Isa::NeonDot,
+                    neon && is_aarch64_feature_detected!("dotprod"),
+                ),
+            ]
+        };
+        #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
+        let found: [(Int8Isa, bool); 0] = [];
+        found
+            .into_iter()
+            .filter_map(|(isa, present)| present.then_some(isa))
+            .collect()
+    }
+
+    /// The int8 instructions of every level this process may run (up to the cap), each
+    /// once: what the tests run each product on.
     #[cfg(test)]
     fn available() -> Vec<Self> {
-        let mut available: Vec<Self> = Level::available()
-            .into_iter()
-            .filter_map(Int8Isa::at)
-            .collect();
-        available.dedup();
+        let mut available = Vec::new();
+        for isa in Level::available().into_iter().flat_map(Int8Isa::all_at) {
+            if !available.contains(&isa) {
+                available.push(isa);
+            }
+        }
         available
     }
 }
@@ -167,7 +201,8 @@ pub fn bf16_supported() -> bool {
 /// Whether this process runs [`Int8Weights`]' products on SIMD instructions: at every x86
 /// [`level`] from AVX2 up (on AVX-512 VNNI's or AVX-VNNI's dot product where the level has
 /// it, else on AVX2's 16-bit products, about 1.5 times `f32`'s speed there), or at the NEON
-/// level with the dot-product instructions (every Apple M-series, Graviton 2 and later).
+/// level with the dot-product instructions (every Apple M-series, Graviton 2 and later; with
+/// the int8 matrix multiply, Apple M2 and later and Graviton 3, on that).
 /// All sum the same products exactly, so their results are the same to the bit. Detected
 /// once, then cached.
 pub fn int8_supported() -> bool {
