@@ -93,44 +93,41 @@ pub(super) fn mmla_block(block: &Block<'_>, out: &mut [f32], ldc: usize) {
     });
 }
 
-/// `acc + Σ a · b` over each lane's four signed bytes.
-#[target_feature(enable = "neon,dotprod")]
-fn sdot(acc: int32x4_t, a: int8x16_t, b: int8x16_t) -> int32x4_t {
-    let mut acc = acc;
-    // SAFETY: one `sdot` on registers the compiler chose for these operands: it reads `a`
-    // and `b`, writes `acc`, touches no memory, stack or flags; the dot-product feature is
-    // enabled on this function, which runs only where it was detected.
-    unsafe {
-        std::arch::asm!(
-            "sdot {acc:v}.4s, {a:v}.16b, {b:v}.16b",
-            acc = inout(vreg) acc,
-            a = in(vreg) a,
-            b = in(vreg) b,
-            options(pure, nomem, nostack, preserves_flags),
-        );
-    }
-    acc
+/// A multiply-accumulate instruction of four `i32` sums from two registers of sixteen bytes,
+/// as a function: `$instruction acc, a, b`, which needs `$feature`.
+macro_rules! accumulate {
+    ($(#[$doc:meta])* $name:ident: $instruction:literal, $feature:literal, $a:ty, $b:ty) => {
+        $(#[$doc])*
+        #[target_feature(enable = $feature)]
+        fn $name(acc: int32x4_t, a: $a, b: $b) -> int32x4_t {
+            let mut acc = acc;
+            // SAFETY: one instruction on registers the compiler chose for these operands: it
+            // reads `a` and `b`, writes `acc`, touches no memory, stack or flags; its feature
+            // is enabled on this function, which runs only where it was detected.
+            unsafe {
+                std::arch::asm!(
+                    concat!($instruction, " {acc:v}.4s, {a:v}.16b, {b:v}.16b"),
+                    acc = inout(vreg) acc,
+                    a = in(vreg) a,
+                    b = in(vreg) b,
+                    options(pure, nomem, nostack, preserves_flags),
+                );
+            }
+            acc
+        }
+    };
 }
 
-/// `acc + A · Bᵀ` for `rows`, two rows of eight unsigned bytes, and `columns`, two columns of
-/// eight signed weights (each the low then the high half of its register): the 2 × 2 sums,
-/// first row first.
-#[target_feature(enable = "neon,i8mm")]
-fn usmmla(acc: int32x4_t, rows: uint8x16_t, columns: int8x16_t) -> int32x4_t {
-    let mut acc = acc;
-    // SAFETY: one `usmmla` on registers the compiler chose for these operands: it reads
-    // `rows` and `columns`, writes `acc`, touches no memory, stack or flags; the i8mm feature
-    // is enabled on this function, which runs only where it was detected.
-    unsafe {
-        std::arch::asm!(
-            "usmmla {acc:v}.4s, {rows:v}.16b, {columns:v}.16b",
-            acc = inout(vreg) acc,
-            rows = in(vreg) rows,
-            columns = in(vreg) columns,
-            options(pure, nomem, nostack, preserves_flags),
-        );
-    }
-    acc
+accumulate! {
+    /// `acc + Σ a · b` over each lane's four signed bytes.
+    sdot: "sdot", "neon,dotprod", int8x16_t, int8x16_t
+}
+
+accumulate! {
+    /// `acc + A · Bᵀ` for `a`, two rows of eight unsigned bytes, and `b`, two columns of
+    /// eight signed weights (each the low then the high half of its register): the 2 × 2
+    /// sums, first row first.
+    usmmla: "usmmla", "neon,i8mm", uint8x16_t, int8x16_t
 }
 
 /// Four lanes of `values` (at least four).
