@@ -11,9 +11,11 @@ use quarry_chunk::StoredChunk;
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum PathClass {
-    /// Tests: `tests/`, `test/`, `__tests__/`, `spec/`, `e2e/`, `testing/`, `*_test.go`,
-    /// `test_*.py`, `*_test.py`, `conftest.py`, `*.test.ts`, `*.spec.js`, `*Test.java`,
-    /// `*Tests.swift`, `*Spec.scala`, `*_spec.rb`, and chunks of kind `test`.
+    /// Tests: `tests/`, `test/`, `__tests__/`, `spec/`, `e2e/`, `testing/`, `test_helpers/`,
+    /// `test_utils/`, `testutil/`; files named as
+    /// their language's test runner finds them (`*_test.go`, `test_*.py`, `*_test.py`,
+    /// `conftest.py`, `*.test.ts`, `*.spec.js`, `*Test.java`, `*Tests.swift`, `*Spec.scala`,
+    /// `*_spec.rb`: [`test_by_name`]); and chunks of kind `test`.
     Test,
     /// Test data: `fixtures/`, `fixture/`, `testdata/`, `test_data/`, `__fixtures__/`,
     /// `__snapshots__/`.
@@ -95,7 +97,8 @@ impl Classes {
 /// The class a directory name (lowercase) puts its files in.
 fn dir_class(dir: &str) -> Option<PathClass> {
     Some(match dir {
-        "test" | "tests" | "__tests__" | "spec" | "specs" | "e2e" | "testing" => PathClass::Test,
+        "test" | "tests" | "__tests__" | "spec" | "specs" | "e2e" | "testing" | "test_helpers"
+        | "test_utils" | "test_support" | "testutil" | "testutils" => PathClass::Test,
         "fixtures" | "fixture" | "testdata" | "test_data" | "test-data" | "__fixtures__"
         | "__snapshots__" => PathClass::Fixture,
         "mocks" | "mock" | "__mocks__" => PathClass::Mock,
@@ -159,7 +162,7 @@ pub(crate) fn classify(candidate: &StoredChunk) -> Classes {
     // The name's inner dot-separated parts: `button.test.ts`, `jquery.min.js`, `user.pb.go`.
     for part in lower_stem.split('.').skip(1) {
         let class = match part {
-            "test" | "spec" => PathClass::Test,
+            "test" | "spec" if names_tests_by_part(candidate.language) => PathClass::Test,
             "mock" => PathClass::Mock,
             "pb" | "generated" | "bundle" => PathClass::Generated,
             "g" if extension == "dart" => PathClass::Generated,
@@ -171,14 +174,7 @@ pub(crate) fn classify(candidate: &StoredChunk) -> Classes {
     }
     classes.insert(
         PathClass::Test,
-        candidate.kind == ChunkKind::Test
-            || lower_stem.starts_with("test_")
-            || lower_stem.ends_with("_test")
-            || lower_stem.ends_with("_tests")
-            || lower_stem.ends_with("_spec")
-            || matches!(lower_stem, "test" | "tests" | "conftest")
-            // `FooTest`, `FooTests`, `FooSpec`; case-sensitive, so not `Latest`.
-            || ["Test", "Tests", "Spec"].iter().any(|word| stem.ends_with(word)),
+        candidate.kind == ChunkKind::Test || test_by_name(candidate.language, stem, lower_stem),
     );
     classes.insert(
         PathClass::Mock,
@@ -225,6 +221,45 @@ pub(crate) fn classify(candidate: &StoredChunk) -> Classes {
             || (extension == "txt" && in_doc_dir),
     );
     classes
+}
+
+/// Whether a file's name (its stem, as written and lowercased) marks it a test by its
+/// language's convention, the names its test runner collects, rather than by a word it
+/// happens to carry: `test_*.py` is pytest's, but `lib/test_helpers.sh` is a library and
+/// `openapi_spec.go` a file the Go compiler builds into its package. A name of another
+/// language (`Text`: Dart, Objective-C...) is read by every suffix convention, never by a
+/// prefix.
+fn test_by_name(language: Language, stem: &str, lower_stem: &str) -> bool {
+    use Language::*;
+    let ends = |suffixes: &[&str]| suffixes.iter().any(|suffix| lower_stem.ends_with(suffix));
+    // `FooTest`, `FooTests`, `FooSpec`; case-sensitive, so not `Latest`.
+    let class_named = |words: &[&str]| words.iter().any(|word| stem.ends_with(word));
+    matches!(lower_stem, "test" | "tests")
+        || match language {
+            Python => {
+                lower_stem.starts_with("test_")
+                    || ends(&["_test", "_tests"])
+                    || lower_stem == "conftest"
+            }
+            Go | Elixir | Zig | Bash => ends(&["_test"]),
+            Rust | C | Cpp => ends(&["_test", "_tests", "_unittest"]),
+            Ruby | Lua => ends(&["_spec", "_test"]),
+            JavaScript | TypeScript | Tsx => ends(&["_test", "_spec"]),
+            Java | CSharp | Php => class_named(&["Test", "Tests"]),
+            Kotlin | Scala | Swift | Haskell => class_named(&["Test", "Tests", "Spec"]),
+            Markdown => false,
+            // Text, and any language added later.
+            _ => ends(&["_test", "_tests", "_spec"]) || class_named(&["Test", "Tests", "Spec"]),
+        }
+}
+
+/// Whether a language names tests by an inner part of the file name (`button.test.ts`,
+/// `user.spec.js`): JavaScript's runners do, and a name of another language may.
+fn names_tests_by_part(language: Language) -> bool {
+    matches!(
+        language,
+        Language::JavaScript | Language::TypeScript | Language::Tsx | Language::Text
+    )
 }
 
 /// Whether the file lies under a source directory (`src/`, `lib/`, `pkg/`...) at any depth.
@@ -372,8 +407,11 @@ mod tests {
     use super::*;
     use crate::chain::tests::candidate;
 
+    /// The classes of a chunk of `path`, in the language its extension names.
     fn classes(path: &str) -> Vec<PathClass> {
-        classify(&candidate(path, 1)).iter().collect()
+        let mut chunk = candidate(path, 1);
+        chunk.language = Language::from_path(path).unwrap_or(Language::Text);
+        classify(&chunk).iter().collect()
     }
 
     #[test]
@@ -398,6 +436,11 @@ mod tests {
             "src/test/java/com/acme/Parser.java",
             "numpy/testing/utils.py",
             "e2e/login.ts",
+            "test/test_helpers.sh",
+            "lib/parse_test.sh",
+            "base/strings_unittest.cc",
+            "spec/parse_spec.lua",
+            "src/test_helpers/test_client.rs",
         ] {
             assert_eq!(classes(path), [PathClass::Test], "{path}");
         }
@@ -409,6 +452,15 @@ mod tests {
             "src/testament.rs",
             "src/Manifest.java",
             "src/inspect.py",
+            // Named like another language's tests, but not by their own language's runner.
+            "lib/test_helpers.sh",
+            "lib/test_utils.lua",
+            "src/test_vectors.rs",
+            "api/openapi_spec.go",
+            "src/main/java/ProductSpec.java",
+            "lib/parse.test.rb",
+            "PythonTypes/TypeSpec.cs",
+            "providers/implementations/rands/test_rng.c",
         ] {
             assert_eq!(classes(path), [], "{path}");
         }
