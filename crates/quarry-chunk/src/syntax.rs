@@ -275,7 +275,16 @@ impl<'a> SyntaxChunker<'a> {
             "string" => self.text_of(h).trim_matches('"').to_owned(),
             _ => self.text_of(h),
         });
-        Some(self.named(kind, name, node))
+        let mut item = self.named(kind, name, node);
+        // `defmodule Shop.Cart`: the module `Cart` in `Shop`, as a Rust `shop::Cart` is, so
+        // that a search for `Cart` finds its definition and `Shop.Cart` its qualified one.
+        let aliased = head.is_some_and(|h| h.kind() == "alias");
+        if aliased && let Some(dotted) = item.name.take() {
+            let mut parts: Vec<String> = dotted.split('.').map(str::to_owned).collect();
+            item.name = parts.pop();
+            item.qualifiers.extend(parts);
+        }
+        Some(item)
     }
 
     fn is_elixir_attribute(&self, node: Node) -> bool {

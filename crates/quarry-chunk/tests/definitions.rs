@@ -163,3 +163,28 @@ module.exports = function createApplication() {
         ]
     );
 }
+
+#[test]
+fn an_elixir_module_is_named_by_its_last_segment_in_the_modules_before_it() {
+    let source = "\
+defmodule Shop.Cart do
+  def total(cart), do: Enum.sum(cart.prices)
+end
+
+defprotocol Shop.Priced do
+  def price(item)
+end
+";
+    let found = definitions("lib/shop/cart.ex", source);
+    assert_eq!(
+        summary(&found),
+        [
+            ("Shop::Cart".into(), ChunkKind::Module, 1, 3),
+            ("Shop::Cart::total".into(), ChunkKind::Function, 2, 2),
+            ("Shop::Priced".into(), ChunkKind::Trait, 5, 7),
+            ("Shop::Priced::price".into(), ChunkKind::Method, 6, 6),
+        ]
+    );
+    assert_eq!(found[0].name, "Cart");
+    assert_eq!(found[0].container, ["Shop"]);
+}
