@@ -280,12 +280,26 @@ impl Engine {
         let snapshot = store.snapshot()?;
         let mut candidates = Vec::with_capacity(scored.len());
         let mut percentiles = HashMap::new();
+        let percentile_of = |path: &str| -> Result<Option<f32>, EngineError> {
+            let Some(bytes) = snapshot.file_data(path, PAGERANK_DATA)? else {
+                return Ok(None);
+            };
+            let score: FileScore = decode_file_data(path, PAGERANK_DATA, &bytes)?;
+            Ok(Some((score.percentile / 100.0) as f32))
+        };
         for (chunk, score) in scored {
-            if !percentiles.contains_key(&chunk.path)
-                && let Some(bytes) = snapshot.file_data(&chunk.path, PAGERANK_DATA)?
-            {
-                let score: FileScore = decode_file_data(&chunk.path, PAGERANK_DATA, &bytes)?;
-                percentiles.insert(chunk.path.clone(), (score.percentile / 100.0) as f32);
+            if !percentiles.contains_key(&chunk.path) {
+                // A file shares the centrality of the declarations beside it (a `.c` file
+                // its header's): what imports the header uses what the file implements.
+                let mut found = percentile_of(&chunk.path)?;
+                for declaration in quarry_rank::declaration_files(&chunk.path) {
+                    if let Some(inherited) = percentile_of(&declaration)? {
+                        found = Some(found.map_or(inherited, |own| own.max(inherited)));
+                    }
+                }
+                if let Some(percentile) = found {
+                    percentiles.insert(chunk.path.clone(), percentile);
+                }
             }
             candidates.push((chunk, score));
         }

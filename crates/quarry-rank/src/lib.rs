@@ -79,5 +79,5 @@ pub use layers::{
     PageRankBoost, PathMatch, PathPenalty, PenaltyFactors, Percentiles, Reranker, SourceBoost,
     Threshold, TopK,
 };
-pub use path::PathClass;
+pub use path::{PathClass, declaration_files};
 pub use query::{QueryShape, QueryTerms, segments as identifier_segments};

@@ -262,6 +262,38 @@ fn names_tests_by_part(language: Language) -> bool {
     )
 }
 
+/// The files beside `path` that declare what it implements, whose centrality it shares: a C
+/// or C++ source's header (`deflate.c`: `deflate.h`), a header's inline part's
+/// (`logger-inl.h`: `logger.h`), a script's type declarations (`router.ts`: `router.d.ts`,
+/// `client.py`: `client.pyi`). Files that many others import are declarations; the file
+/// that implements one is what a question about it wants, and nothing imports it.
+pub fn declaration_files(path: &str) -> Vec<String> {
+    let (dirs, name) = split_name(path);
+    let (stem, extension) = split_extension(name);
+    let beside = |name: String| match dirs {
+        "" => name,
+        dirs => format!("{dirs}/{name}"),
+    };
+    let headers = |stem: &str| {
+        ["h", "hpp", "hh", "hxx"]
+            .iter()
+            .map(|header| beside(format!("{stem}.{header}")))
+            .collect()
+    };
+    match extension {
+        "c" | "cc" | "cpp" | "cxx" | "c++" | "m" | "mm" => headers(stem),
+        "h" | "hpp" | "hh" | "hxx" => stem
+            .strip_suffix("-inl")
+            .or_else(|| stem.strip_suffix("_inl"))
+            .map_or_else(Vec::new, headers),
+        "ts" | "js" | "mjs" | "cjs" if !stem.ends_with(".d") => {
+            vec![beside(format!("{stem}.d.ts"))]
+        }
+        "py" => vec![beside(format!("{stem}.pyi"))],
+        _ => Vec::new(),
+    }
+}
+
 /// Whether the file lies under a source directory (`src/`, `lib/`, `pkg/`...) at any depth.
 pub(crate) fn under_source_dir(path: &str) -> bool {
     const SOURCE_DIRS: &[&str] = &[
@@ -520,6 +552,30 @@ mod tests {
             classify(&markdown).iter().collect::<Vec<_>>(),
             [PathClass::Docs]
         );
+    }
+
+    #[test]
+    fn an_implementation_names_the_declarations_beside_it() {
+        assert_eq!(
+            declaration_files("src/deflate.c"),
+            [
+                "src/deflate.h",
+                "src/deflate.hpp",
+                "src/deflate.hh",
+                "src/deflate.hxx"
+            ]
+        );
+        assert_eq!(declaration_files("logger-inl.h")[0], "logger.h");
+        assert_eq!(declaration_files("web/router.ts"), ["web/router.d.ts"]);
+        assert_eq!(declaration_files("pkg/client.py"), ["pkg/client.pyi"]);
+        for path in [
+            "src/deflate.h",
+            "web/router.d.ts",
+            "src/lib.rs",
+            "README.md",
+        ] {
+            assert!(declaration_files(path).is_empty(), "{path}");
+        }
     }
 
     #[test]
