@@ -188,3 +188,28 @@ fn a_typedef_of_a_type_defined_elsewhere_finds_that_definition() {
     );
     assert_eq!(response.results[0].chunk.path, "src/conn_local.h");
 }
+
+#[test]
+fn an_implementation_shares_the_centrality_of_the_header_beside_it() {
+    let dir = repository();
+    let engine = indexed(dir.path());
+    // Twelve handlers include session.h; nothing includes session.c, which implements it.
+    let response = engine
+        .search("state->received", &lexical(LegWeights::default()))
+        .unwrap();
+    let implementation = response
+        .results
+        .iter()
+        .find(|r| r.chunk.path == "src/session.c")
+        .expect("session.c is found");
+    let percentile = implementation
+        .explanation
+        .steps
+        .iter()
+        .find_map(|step| match step.effect {
+            quarry_rank::Effect::PageRank { percentile, .. } => Some(percentile),
+            _ => None,
+        })
+        .expect("session.c is boosted as central");
+    assert!(percentile > 0.9, "session.h's percentile: {percentile}");
+}
