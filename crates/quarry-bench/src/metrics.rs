@@ -5,6 +5,10 @@
 //! binary. The ideal ranking puts every indexed relevant target first, plus the secondary
 //! targets the list did reach, so a secondary hit raises NDCG while a missing one costs
 //! nothing. Targets whose files the index does not hold are left out (and reported).
+//!
+//! File NDCG@10 scores the same list with each target widened to its whole file: whether
+//! the right files rank, whatever chunk of them comes first. A system that chunks files
+//! otherwise (a peer) may find the file but not the lines; the two metrics tell which.
 
 use serde::{Deserialize, Serialize};
 
@@ -31,6 +35,10 @@ pub struct Scores {
     pub ndcg10: f64,
     /// NDCG at 5.
     pub ndcg5: f64,
+    /// NDCG at 10 with each target widened to its whole file (NaN in reports written
+    /// before it was measured).
+    #[serde(default = "not_measured")]
+    pub file_ndcg10: f64,
     /// The share of relevant targets in the top 10.
     pub recall10: f64,
     /// The reciprocal rank of the first relevant or secondary hit (0 without one).
@@ -42,10 +50,16 @@ pub struct Scores {
     pub distinct_files: f64,
 }
 
+/// A metric an older report lacks.
+fn not_measured() -> f64 {
+    f64::NAN
+}
+
 /// The metrics by name, in report order.
-pub const METRICS: [&str; 6] = [
+pub const METRICS: [&str; 7] = [
     "ndcg10",
     "ndcg5",
+    "file_ndcg10",
     "recall10",
     "mrr",
     "rubric",
@@ -58,6 +72,7 @@ impl Scores {
         match name {
             "ndcg10" => self.ndcg10,
             "ndcg5" => self.ndcg5,
+            "file_ndcg10" => self.file_ndcg10,
             "recall10" => self.recall10,
             "mrr" => self.mrr,
             "rubric" => self.rubric,
@@ -68,7 +83,7 @@ impl Scores {
 
     /// The mean of each metric over `scores` (`None` for none).
     pub fn mean<'a>(scores: impl IntoIterator<Item = &'a Scores>) -> Option<Scores> {
-        let mut sum = [0.0; 6];
+        let mut sum = [0.0; METRICS.len()];
         let mut n = 0usize;
         for s in scores {
             for (total, name) in sum.iter_mut().zip(METRICS) {
@@ -77,10 +92,19 @@ impl Scores {
             n += 1;
         }
         (n > 0).then(|| {
-            let [ndcg10, ndcg5, recall10, mrr, rubric, distinct_files] = sum.map(|t| t / n as f64);
+            let [
+                ndcg10,
+                ndcg5,
+                file_ndcg10,
+                recall10,
+                mrr,
+                rubric,
+                distinct_files,
+            ] = sum.map(|t| t / n as f64);
             Scores {
                 ndcg10,
                 ndcg5,
+                file_ndcg10,
                 recall10,
                 mrr,
                 rubric,
@@ -164,6 +188,8 @@ impl Judged {
         Some(Scores {
             ndcg10: ndcg(DEPTH),
             ndcg5: ndcg(5),
+            // Set by `score`, which judges the list again by files.
+            file_ndcg10: f64::NAN,
             recall10: top10 as f64 / wanted as f64,
             mrr: gains
                 .iter()
@@ -185,7 +211,28 @@ pub fn score(
 ) -> Option<Scores> {
     let top = &results[..results.len().min(DEPTH)];
     let distinct: std::collections::HashSet<&str> = top.iter().map(|h| h.path.as_str()).collect();
-    Judged::new(results, relevant, secondary, indexed).scores(distinct.len())
+    let mut scores = Judged::new(results, relevant, secondary, &indexed).scores(distinct.len())?;
+    // Each target file once: two spans of one file are one file found.
+    let relevant_files = whole_files(relevant, &[]);
+    let secondary_files = whole_files(secondary, &relevant_files);
+    let by_files = Judged::new(results, &relevant_files, &secondary_files, &indexed);
+    scores.file_ndcg10 = by_files.scores(distinct.len()).map_or(0.0, |s| s.ndcg10);
+    Some(scores)
+}
+
+/// The files of `targets`, each once and whole, leaving out those of `except`.
+fn whole_files(targets: &[Target], except: &[Target]) -> Vec<Target> {
+    let mut files: Vec<Target> = Vec::new();
+    for target in targets {
+        let known = files.iter().chain(except).any(|t| t.path == target.path);
+        if !known {
+            files.push(Target {
+                path: target.path.clone(),
+                lines: None,
+            });
+        }
+    }
+    files
 }
 
 #[cfg(test)]
@@ -240,6 +287,20 @@ mod tests {
         let idcg = 1.0 + 1.0 / 3f64.log2();
         assert!((scores.ndcg10 - dcg / idcg).abs() < 1e-12);
         assert_eq!(scores.mrr, 0.5);
+    }
+
+    #[test]
+    fn file_ndcg_counts_the_right_file_whatever_its_lines() {
+        // `a`'s first chunk (lines 11-20) misses the span; the file is still first found
+        // at rank 2. Two spans of `b` are one file.
+        let relevant = targets(&["a:50-60", "b:1-5", "b:90-99"]);
+        let scores = score(&hits(&["x", "a", "b"]), &relevant, &[], |_| true).unwrap();
+        assert_eq!(scores.ndcg10, 0.0);
+        let dcg = 1.0 / 3f64.log2() + 1.0 / 4f64.log2();
+        let idcg = 1.0 + 1.0 / 3f64.log2();
+        assert!((scores.file_ndcg10 - dcg / idcg).abs() < 1e-12);
+        let whole = score(&hits(&["a", "b"]), &relevant, &[], |_| true).unwrap();
+        assert_eq!(whole.file_ndcg10, 1.0);
     }
 
     #[test]

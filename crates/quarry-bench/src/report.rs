@@ -14,7 +14,14 @@ use crate::run::{ArmResult, CaseResult, CorpusReport, Run, mean_by};
 use crate::stats::{Delta, paired_bootstrap, percentile};
 
 /// The metrics that say "better" when they rise; a regression is a drop in one of them.
-pub const QUALITY_METRICS: [&str; 5] = ["ndcg10", "ndcg5", "recall10", "mrr", "rubric"];
+pub const QUALITY_METRICS: [&str; 6] = [
+    "ndcg10",
+    "ndcg5",
+    "file_ndcg10",
+    "recall10",
+    "mrr",
+    "rubric",
+];
 
 /// Mean scores per group, with the group's size.
 type Groups = BTreeMap<String, (usize, Scores)>;
@@ -60,14 +67,17 @@ impl Comparison {
             .iter()
             .filter_map(|case| Some((*a_cases.get(&case.key())?, case)))
             .collect();
+        // A metric a report written before it lacks (NaN) is compared where both have it.
         let deltas = METRICS
             .iter()
-            .map(|&metric| {
+            .filter_map(|&metric| {
                 let differences: Vec<f64> = pairs
                     .iter()
                     .map(|(a, b)| b.scores.get(metric) - a.scores.get(metric))
+                    .filter(|difference| difference.is_finite())
                     .collect();
-                (metric.to_owned(), paired_bootstrap(&differences))
+                (!differences.is_empty())
+                    .then(|| (metric.to_owned(), paired_bootstrap(&differences)))
             })
             .collect();
         let mut changed: Vec<ChangedCase> = pairs
@@ -200,11 +210,12 @@ impl Report {
         let mut out = String::new();
         let _ = writeln!(
             out,
-            "{:<22} {:>5} {:>8} {:>8} {:>9} {:>6} {:>6} {:>8} {:>8} {:>8}",
+            "{:<22} {:>5} {:>8} {:>8} {:>8} {:>9} {:>6} {:>6} {:>8} {:>8} {:>8}",
             "arm",
             "cases",
             "NDCG@10",
             "NDCG@5",
+            "file@10",
             "Recall@10",
             "MRR",
             "rubric",
@@ -216,8 +227,8 @@ impl Report {
             let (p50, p95) = self.latency(name);
             let _ = writeln!(
                 out,
-                "{name:<22} {cases:>5} {:>8.3} {:>8.3} {:>9.3} {:>6.3} {:>6.2} {:>8.1} {p50:>8} {p95:>8}",
-                s.ndcg10, s.ndcg5, s.recall10, s.mrr, s.rubric, s.distinct_files
+                "{name:<22} {cases:>5} {:>8.3} {:>8.3} {:>8.3} {:>9.3} {:>6.3} {:>6.2} {:>8.1} {p50:>8} {p95:>8}",
+                s.ndcg10, s.ndcg5, s.file_ndcg10, s.recall10, s.mrr, s.rubric, s.distinct_files
             );
         }
         out
@@ -359,9 +370,9 @@ impl Report {
             let _ = writeln!(md, "\n## {title}\n");
             let _ = writeln!(
                 md,
-                "| group | arm | cases | NDCG@10 | 95% CI | NDCG@5 | Recall@10 | MRR | rubric | files |"
+                "| group | arm | cases | NDCG@10 | 95% CI | NDCG@5 | file NDCG@10 | Recall@10 | MRR | rubric | files |"
             );
-            let _ = writeln!(md, "|---|---|---:|---:|---|---:|---:|---:|---:|---:|");
+            let _ = writeln!(md, "|---|---|---:|---:|---|---:|---:|---:|---:|---:|---:|");
             let by_arm: Vec<(&ArmResult, Groups)> = run
                 .arms
                 .iter()
@@ -434,9 +445,12 @@ impl Report {
         let mut md = String::new();
         let _ = writeln!(
             md,
-            "| arm | cases | NDCG@10 | 95% CI | NDCG@5 | Recall@10 | MRR | rubric | files | p50 ms | p95 ms |"
+            "| arm | cases | NDCG@10 | 95% CI | NDCG@5 | file NDCG@10 | Recall@10 | MRR | rubric | files | p50 ms | p95 ms |"
         );
-        let _ = writeln!(md, "|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|");
+        let _ = writeln!(
+            md,
+            "|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|"
+        );
         for (name, n, s) in self.overall() {
             let (p50, p95) = self.latency(name);
             let arm = self.run.arms.iter().find(|a| a.name == name);
@@ -452,11 +466,11 @@ impl Report {
     }
 }
 
-/// The cells after NDCG@10: NDCG@5, Recall@10, MRR, rubric, distinct files.
+/// The cells after NDCG@10: NDCG@5, file NDCG@10, Recall@10, MRR, rubric, distinct files.
 fn cells_after_ndcg(s: &Scores) -> String {
     format!(
-        "{:.3} | {:.3} | {:.3} | {:.2} | {:.1}",
-        s.ndcg5, s.recall10, s.mrr, s.rubric, s.distinct_files
+        "{:.3} | {:.3} | {:.3} | {:.3} | {:.2} | {:.1}",
+        s.ndcg5, s.file_ndcg10, s.recall10, s.mrr, s.rubric, s.distinct_files
     )
 }
 
