@@ -108,9 +108,10 @@ impl Int8Weights {
     /// range first. `bias` is padded to whole panels. Each row of `x` is quantised once a
     /// call. Runs on the calling thread.
     ///
-    /// Where the CPU has no dot-product instruction ([`crate::int8_supported`] is false), the
-    /// same sums are made in portable integer arithmetic: the same results to the bit, at a
-    /// fraction of the speed (an index built in int8 stays usable on any CPU).
+    /// Where the CPU has no int8 instructions ([`crate::int8_supported`] is false: ARM
+    /// without the dot product), the same sums are made in portable integer arithmetic: the
+    /// same results to the bit, at a fraction of the speed (an index built in int8 stays
+    /// usable on any CPU).
     ///
     /// # Panics
     ///
@@ -354,7 +355,7 @@ fn rows_of<T>(values: &[T], rows: Range<usize>, steps: usize) -> &[T] {
 }
 
 /// Walks `block` (1 to `MR` rows by a panel) in sub-blocks of at most six rows by half a
-/// panel, for the forms with half AVX-512's registers (AVX-VNNI, NEON): `kernel(part,
+/// panel, for the forms with half AVX-512's registers (AVX2's two, NEON's two): `kernel(part,
 /// first column, width, out)` gets the sub-block's rows, the panel's column it starts at, how
 /// many of its 16 columns exist, and `out` from its first value (row stride `ldc`).
 #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]

@@ -114,9 +114,11 @@ enum Int8Isa {
 }
 
 impl Int8Isa {
-    /// The instructions this process runs int8 products with, if any.
+    /// The instructions this process runs int8 products with, if any: found once (every
+    /// product asks), then cached, as [`level`] is.
     fn find() -> Option<Self> {
-        Int8Isa::at(level())
+        static FOUND: std::sync::OnceLock<Option<Int8Isa>> = std::sync::OnceLock::new();
+        *FOUND.get_or_init(|| Int8Isa::at(level()))
     }
 
     /// The instructions int8 products run with at `level`, where this CPU has them: the
