@@ -1,41 +1,25 @@
 //! Scaled dot-product attention on the host, for the CPU path that runs the linear layers on
-//! [`PackedLinear`]: Burn's `flex` attention ran at a tenth of the GEMM's speed and became
-//! the larger half of a forward pass once the linear layers were fast.
+//! [`crate::gemm::PackedLinear`]: Burn's `flex` attention ran at a tenth of the GEMM's speed and
+//! became the larger half of a forward pass once the linear layers were fast.
 //!
 //! Each (text, head) is one task: `softmax(Q Kᵀ / √d) V` over the text's own tokens only, so a
 //! padded key is never weighed (as the padding mask does) and a padded query row is left zero
 //! (its state is never read: later layers mask it as a key, and pooling skips it).
 //!
-//! Its two products run in `f32` ([`Products::F32`], on [`PackedLinear`]) or in bfloat16
-//! ([`Products::Bf16`], on [`Bf16Weights`]: keys and values rounded once, the queries and the
-//! softmax's weights as each product reads them, sums in `f32`); the softmax is `f32` either
-//! way.
+//! The task is fused: a tile of queries at a time, its scores (a few kilobytes) are computed,
+//! exponentiated and multiplied by the values while they are in L1, and no `L × L` matrix is
+//! written or packed. Everything is `f32`, in one body for every level of [`HostSimd`]; the
+//! products' sums run in depth order, so each level computes each product alike.
 
 use pulp::Simd;
-use quarry_kernels::{Bf16Weights, NR};
 use rayon::prelude::*;
 
-use crate::gemm::PackedLinear;
+use crate::gemm::{Lanes, MR};
 use quarry_kernels::{HostSimd, on_host_simd};
-
-thread_local! {
-    /// Each thread's attention scores, kept from task to task: a fresh buffer of a long
-    /// text's (256 KB at 256 tokens) is mapped and faulted in every time.
-    static SCORES: std::cell::RefCell<Vec<f32>> = const { std::cell::RefCell::new(Vec::new()) };
-}
-
-/// What attention's two products multiply in.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Products {
-    /// Single precision.
-    F32,
-    /// bfloat16 (needs [`quarry_kernels::bf16_supported`]).
-    Bf16,
-}
 
 /// The attended values `[texts × seq, heads × head_width]` from the fused query-key-value
 /// projection `[texts × seq, 3 × heads × head_width]` (queries, then keys, then values), for
-/// texts of `lengths[t]` tokens padded to `seq`, with `products`, at the level `simd`.
+/// texts of `lengths[t]` tokens padded to `seq`, at the level `simd`.
 pub fn attention(
     simd: HostSimd,
     projected: &[f32],
@@ -43,7 +27,6 @@ pub fn attention(
     seq: usize,
     heads: usize,
     head_width: usize,
-    products: Products,
 ) -> Vec<f32> {
     let width = heads * head_width;
     let scale = 1.0 / (head_width as f32).sqrt();
@@ -59,57 +42,7 @@ pub fn attention(
                 let start = token * 3 * width + part * width + head * head_width;
                 &rows[start..start + head_width]
             };
-            let mut queries = Vec::with_capacity(length * head_width);
-            for token in 0..length {
-                queries.extend(column(0, token).iter().map(|q| q * scale));
-            }
-            let softmax = |scores: &mut [f32]| {
-                for row in scores.chunks_mut(length) {
-                    softmax_in_place(simd, row);
-                }
-            };
-            match products {
-                Products::F32 => {
-                    // Kᵀ as weights: head_width inputs by `length` outputs.
-                    let mut keys = vec![0.0; head_width * length];
-                    let mut values = Vec::with_capacity(length * head_width);
-                    for token in 0..length {
-                        for (d, &k) in column(1, token).iter().enumerate() {
-                            keys[d * length + token] = k;
-                        }
-                        values.extend_from_slice(column(2, token));
-                    }
-                    let keys = PackedLinear::with_simd(simd, &keys, None, head_width, length);
-                    let values = PackedLinear::with_simd(simd, &values, None, length, head_width);
-                    through_scores(
-                        &queries,
-                        length,
-                        |queries, scores| keys.forward_serial_into(queries, scores),
-                        softmax,
-                        |weights, attended| values.forward_serial_into(weights, attended),
-                    )
-                }
-                Products::Bf16 => {
-                    // Kᵀ's columns are the keys; the values' rows are the values.
-                    let keys = Bf16Weights::from_columns(head_width, length, |t| column(1, t));
-                    let values = Bf16Weights::from_rows(length, head_width, |t| column(2, t));
-                    let zeros = vec![[0.0; NR]; length.div_ceil(NR)];
-                    through_scores(
-                        &queries,
-                        length,
-                        |queries, scores| {
-                            let all = 0..keys.panel_count();
-                            keys.multiply(queries, all, &zeros, scores, length);
-                        },
-                        softmax,
-                        |weights, attended| {
-                            let all = 0..values.panel_count();
-                            let bias = &zeros[..all.len()];
-                            values.multiply(weights, all, bias, attended, head_width);
-                        },
-                    )
-                }
-            }
+            on_host_simd!(simd, simd => fused(simd, &column, length, head_width, scale))
         })
         .collect();
     let mut out = vec![0.0; lengths.len() * seq * width];
@@ -122,37 +55,153 @@ pub fn attention(
     out
 }
 
-/// `softmax(Q Kᵀ) V` for one text and head, its scores in the thread's [`SCORES`]:
-/// `scores_of(queries, scores)` the first product (`length` scores a query), `softmax` over
-/// them, `attend(weights, out)` the second, into a vector as long as `queries`.
-fn through_scores(
-    queries: &[f32],
+/// A head's operands, laid out for [`fused`], kept by each thread from task to task.
+#[derive(Default)]
+struct Operands {
+    /// The scaled queries, `rows × width`: rows rounded up to a tile, width to a pair of
+    /// vectors, the padding zero.
+    queries: Vec<f32>,
+    /// Kᵀ, `width × keys`: keys rounded up to a pair of vectors, zero past the last.
+    keys: Vec<f32>,
+    /// The values, `length × width`.
+    values: Vec<f32>,
+    /// A tile of queries' scores, then their weights: `S::ROWS × keys`.
+    scores: Vec<f32>,
+}
+
+thread_local! {
+    static OPERANDS: std::cell::RefCell<Operands> = std::cell::RefCell::new(Operands::default());
+}
+
+/// `softmax(Q Kᵀ / √d) V` for one text and head, a tile of [`Lanes::ROWS`] queries at a time:
+/// the tile's scores (a few kilobytes, in L1) are computed, exponentiated and multiplied by
+/// the values before the next tile's, and each row is divided by its sum once, at the end.
+/// `column(part, token)` is the token's query (part 0), key (1) or value (2).
+#[inline(always)]
+fn fused<'a, S: Lanes>(
+    simd: S,
+    column: &impl Fn(usize, usize) -> &'a [f32],
     length: usize,
-    scores_of: impl Fn(&[f32], &mut [f32]),
-    softmax: impl Fn(&mut [f32]),
-    attend: impl Fn(&[f32], &mut [f32]),
+    head_width: usize,
+    scale: f32,
 ) -> Vec<f32> {
-    let mut attended = vec![0.0; queries.len()];
-    SCORES.with_borrow_mut(|scores| {
-        // Every score is written before it is read.
-        scores.resize(length * length, 0.0);
-        scores_of(queries, scores);
-        softmax(scores);
-        attend(scores, &mut attended);
-    });
+    let pair = 2 * S::F32_LANES;
+    let width = head_width.next_multiple_of(pair);
+    let keys_width = length.next_multiple_of(pair);
+    let tiles = length.div_ceil(S::ROWS);
+    let mut attended = vec![0.0; length * head_width];
+    // Taken out and put back rather than borrowed in a closure: the closure would be compiled
+    // without the level's instructions.
+    let mut operands = OPERANDS.take();
+    {
+        let Operands {
+            queries,
+            keys,
+            values,
+            scores,
+        } = &mut operands;
+        for (buffer, len) in [
+            (&mut *queries, tiles * S::ROWS * width),
+            (&mut *keys, width * keys_width),
+            (&mut *values, length * width),
+            (&mut *scores, S::ROWS * keys_width),
+        ] {
+            buffer.clear();
+            buffer.resize(len, 0.0);
+        }
+        for token in 0..length {
+            let row = token * width;
+            for (q, &x) in queries[row..row + head_width]
+                .iter_mut()
+                .zip(column(0, token))
+            {
+                *q = x * scale;
+            }
+            for (d, &k) in column(1, token).iter().enumerate() {
+                keys[d * keys_width + token] = k;
+            }
+            values[row..row + head_width].copy_from_slice(column(2, token));
+        }
+        for (tile, out) in attended.chunks_mut(S::ROWS * head_width).enumerate() {
+            let tile_queries = &queries[tile * S::ROWS * width..(tile + 1) * S::ROWS * width];
+            for first in (0..keys_width).step_by(pair) {
+                let block = multiply(simd, tile_queries, width, &keys[first..], keys_width, width);
+                store(simd, &block, &mut scores[first..], keys_width, pair);
+            }
+            let mut inverse = [0.0; MR];
+            for (row, inverse) in scores.chunks_mut(keys_width).zip(&mut inverse) {
+                *inverse = 1.0 / exponentiate(simd, &mut row[..length]);
+            }
+            for first in (0..head_width).step_by(pair) {
+                let mut block = multiply(simd, scores, keys_width, &values[first..], width, length);
+                for (row, &inverse) in block.iter_mut().zip(&inverse) {
+                    let inverse = simd.splat_f32s(inverse);
+                    row.iter_mut()
+                        .for_each(|lanes| *lanes = simd.mul_f32s(*lanes, inverse));
+                }
+                let rows = out.len() / head_width;
+                let columns = pair.min(head_width - first);
+                store(simd, &block[..rows], &mut out[first..], head_width, columns);
+            }
+        }
+    }
+    OPERANDS.set(operands);
     attended
 }
 
-/// `exp(x - max) / Σ exp(x - max)` over `row`, in place, at the level `simd`.
-fn softmax_in_place(simd: HostSimd, row: &mut [f32]) {
-    on_host_simd!(simd, simd => softmax(simd, row))
+/// `Σₛ a[r · a_stride + s] · b[s · b_stride + c]` for the [`Lanes::ROWS`] rows `r` of `a`
+/// and the two vectors of columns `c` at the start of `b`, over `depth` steps `s`, in
+/// `2 · ROWS` registers (rows of the result past `ROWS` are zero).
+#[inline(always)]
+fn multiply<S: Lanes>(
+    simd: S,
+    a: &[f32],
+    a_stride: usize,
+    b: &[f32],
+    b_stride: usize,
+    depth: usize,
+) -> [[S::f32s; 2]; MR] {
+    let zero = simd.splat_f32s(0.0);
+    let mut acc = [[zero; 2]; MR];
+    let rows: [&[f32]; MR] = std::array::from_fn(|r| {
+        if r < S::ROWS {
+            &a[r * a_stride..][..depth]
+        } else {
+            &[]
+        }
+    });
+    for (step, b_row) in b.chunks(b_stride).take(depth).enumerate() {
+        let b_lanes = S::as_simd_f32s(&b_row[..2 * S::F32_LANES]).0;
+        let (b0, b1) = (b_lanes[0], b_lanes[1]);
+        for (lanes, row) in acc.iter_mut().zip(&rows).take(S::ROWS) {
+            let value = simd.splat_f32s(row[step]);
+            lanes[0] = simd.mul_add_f32s(value, b0, lanes[0]);
+            lanes[1] = simd.mul_add_f32s(value, b1, lanes[1]);
+        }
+    }
+    acc
 }
 
-/// [`softmax_in_place`] at the level `S`: the maximum and the sum are reduced a vector of
-/// lanes at a time (a compiler does not reorder a float reduction by itself); the
-/// exponentials are a plain map, which it vectorises.
+/// Each row of `block` to `out[r · stride..]`, its first `columns` lanes.
 #[inline(always)]
-fn softmax<S: Simd>(simd: S, row: &mut [f32]) {
+fn store<S: Lanes>(
+    simd: S,
+    block: &[[S::f32s; 2]],
+    out: &mut [f32],
+    stride: usize,
+    columns: usize,
+) {
+    for (row, lanes) in out.chunks_mut(stride).zip(block) {
+        let row = &mut row[..columns];
+        let (low, high) = row.split_at_mut(columns.min(S::F32_LANES));
+        simd.partial_store_f32s(low, lanes[0]);
+        simd.partial_store_f32s(high, lanes[1]);
+    }
+}
+
+/// `exp(x - max)` over `row`, in place, at the level `S`; returns their sum.
+#[inline(always)]
+fn exponentiate<S: Simd>(simd: S, row: &mut [f32]) -> f32 {
     let (lanes, tail) = S::as_simd_f32s(row);
     let mut wide = simd.splat_f32s(f32::NEG_INFINITY);
     for &chunk in lanes {
@@ -170,14 +219,13 @@ fn softmax<S: Simd>(simd: S, row: &mut [f32]) {
     for &chunk in lanes {
         wide = simd.add_f32s(wide, chunk);
     }
-    let sum = simd.reduce_sum_f32s(wide) + tail.iter().sum::<f32>();
-    let inverse = 1.0 / sum;
-    row.iter_mut().for_each(|x| *x *= inverse);
+    simd.reduce_sum_f32s(wide) + tail.iter().sum::<f32>()
 }
 
 /// `e^x` for `x <= 0` (a softmax's shifted scores), to about 2 ulp: `2^n · p(r)` with
 /// `x = n ln 2 + r`, `|r| <= ln 2 / 2`, and `p` a degree-6 polynomial; free of branches and
-/// calls, so that it vectorises. Below -87 it is 0.
+/// calls, so that it vectorises (its `mul_add`s are single instructions at the levels it runs
+/// at). Below -87 it is 0.
 #[inline(always)]
 fn exp(x: f32) -> f32 {
     const LOG2_E: f32 = std::f32::consts::LOG2_E;
@@ -187,8 +235,8 @@ fn exp(x: f32) -> f32 {
     // Adding and subtracting 1.5 · 2²³ rounds to the nearest integer.
     const ROUND: f32 = 12_582_912.0;
     let x = x.max(-87.0);
-    let n = (x * LOG2_E + ROUND) - ROUND;
-    let r = x - n * LN2_HIGH - n * LN2_LOW;
+    let n = x.mul_add(LOG2_E, ROUND) - ROUND;
+    let r = (-n).mul_add(LN2_LOW, (-n).mul_add(LN2_HIGH, x));
     let mut p = 1.987_569_1e-4_f32;
     for c in [
         1.398_199_9e-3,
@@ -197,10 +245,13 @@ fn exp(x: f32) -> f32 {
         1.666_666_5e-1,
         5e-1,
     ] {
-        p = p * r + c;
+        p = p.mul_add(r, c);
     }
-    let p = p * r * r + r + 1.0;
-    let scale = f32::from_bits(((n as i32 + 127) as u32) << 23);
+    let p = (p * r).mul_add(r, r) + 1.0;
+    // 2ⁿ from the bits of `n + 127 + ROUND`, whose low mantissa bits hold `n + 127` (1 to
+    // 127 here), shifted into the exponent: no float-to-integer conversion, which the
+    // compiler would not vectorise.
+    let scale = f32::from_bits((n + (127.0 + ROUND)).to_bits() << 23);
     p * scale
 }
 
@@ -225,55 +276,44 @@ mod tests {
 
     #[test]
     fn attention_matches_a_plain_computation() {
-        let (seq, heads, head_width) = (5, 2, 3);
-        let width = heads * head_width;
-        let lengths = [5, 3];
-        let projected: Vec<f32> = (0..lengths.len() * seq * 3 * width)
-            .map(|i| ((i * 37 % 101) as f32 / 50.0) - 1.0)
-            .collect();
-        let test = "attention::attention_matches_a_plain_computation";
-        for simd in crate::gemm::tests::levels(test) {
-            let out = attention(
-                simd,
-                &projected,
-                &lengths,
+        // One tile of a head narrower than a vector; then several tiles of a head of two
+        // 16-lane vectors, one text's keys ending inside a vector.
+        for (seq, heads, head_width, lengths) in [(5, 2, 3, vec![5, 3]), (40, 2, 32, vec![40, 17])]
+        {
+            let shape = Shape {
                 seq,
                 heads,
                 head_width,
-                Products::F32,
-            );
-            check(&projected, &out, 1e-5);
-        }
-        if quarry_kernels::bf16_supported() {
-            // Each factor keeps 8 significant bits.
-            let simd = HostSimd::detect().expect("bf16 runs at the AVX-512 level");
-            let out = attention(
-                simd,
-                &projected,
-                &lengths,
-                seq,
-                heads,
-                head_width,
-                Products::Bf16,
-            );
-            check(&projected, &out, 2e-2);
-        } else {
-            quarry_kernels::skipped(test, "AVX-512 BF16 (the bf16 products)");
+                lengths: &lengths,
+            };
+            let width = heads * head_width;
+            let projected: Vec<f32> = (0..lengths.len() * seq * 3 * width)
+                .map(|i| ((i * 37 % 101) as f32 / 50.0) - 1.0)
+                .collect();
+            let test = "attention::attention_matches_a_plain_computation";
+            for simd in crate::gemm::tests::levels(test) {
+                let out = attention(simd, &projected, &lengths, seq, heads, head_width);
+                shape.check(&projected, &out, 1e-5);
+            }
         }
     }
 
     #[test]
-    fn softmax_sums_to_one_on_every_level() {
+    fn exponentials_and_their_sum_on_every_level() {
         // Rows shorter than a vector, of whole vectors, and with a tail.
-        for simd in crate::gemm::tests::levels("attention::softmax_sums_to_one_on_every_level") {
+        let test = "attention::exponentials_and_their_sum_on_every_level";
+        for simd in crate::gemm::tests::levels(test) {
             for length in [1, 3, 8, 16, 37] {
                 let mut row: Vec<f32> = (0..length).map(|i| (i * 7 % 5) as f32 - 2.0).collect();
                 let max = row.iter().copied().fold(f32::MIN, f32::max);
                 let expected: Vec<f64> = row.iter().map(|&x| f64::from(x - max).exp()).collect();
+                let sum = on_host_simd!(simd, simd => exponentiate(simd, &mut row));
                 let total: f64 = expected.iter().sum();
-                softmax_in_place(simd, &mut row);
+                assert!(
+                    (f64::from(sum) - total).abs() < 1e-6 * total,
+                    "{simd:?}, {length}: sum {sum} against {total}"
+                );
                 for (found, expected) in row.iter().zip(&expected) {
-                    let expected = expected / total;
                     assert!(
                         (f64::from(*found) - expected).abs() < 1e-6,
                         "{simd:?}, {length}: {found} against {expected}"
@@ -283,26 +323,31 @@ mod tests {
         }
     }
 
-    /// Checks `out` against a plain computation in `f64`, to within `tolerance`.
-    fn check(projected: &[f32], out: &[f32], tolerance: f64) {
-        let (seq, heads, head_width) = (5, 2, 3);
-        let width = heads * head_width;
-        let lengths = [5, 3];
-        let at = |text: usize, token: usize, part: usize, head: usize, d: usize| {
-            f64::from(
-                projected[(text * seq + token) * 3 * width + part * width + head * head_width + d],
-            )
-        };
-        for (text, &length) in lengths.iter().enumerate() {
-            for head in 0..heads {
-                for i in 0..seq {
-                    for d in 0..head_width {
-                        let found =
-                            f64::from(out[(text * seq + i) * width + head * head_width + d]);
-                        if i >= length {
-                            assert_eq!(found, 0.0, "a padded query row stays zero");
-                            continue;
-                        }
+    /// The shape of a test's batch.
+    struct Shape<'a> {
+        seq: usize,
+        heads: usize,
+        head_width: usize,
+        lengths: &'a [usize],
+    }
+
+    impl Shape<'_> {
+        /// Checks `out` against a plain computation in `f64`, to within `tolerance`.
+        fn check(&self, projected: &[f32], out: &[f32], tolerance: f64) {
+            let Shape {
+                seq,
+                heads,
+                head_width,
+                lengths,
+            } = *self;
+            let width = heads * head_width;
+            let at = |text: usize, token: usize, part: usize, head: usize, d: usize| {
+                let row = (text * seq + token) * 3 * width;
+                f64::from(projected[row + part * width + head * head_width + d])
+            };
+            for (text, &length) in lengths.iter().enumerate() {
+                for head in 0..heads {
+                    for i in 0..seq {
                         let scores: Vec<f64> = (0..length)
                             .map(|j| {
                                 (0..head_width)
@@ -314,13 +359,21 @@ mod tests {
                         let max = scores.iter().copied().fold(f64::MIN, f64::max);
                         let weights: Vec<f64> = scores.iter().map(|s| (s - max).exp()).collect();
                         let total: f64 = weights.iter().sum();
-                        let expected: f64 = (0..length)
-                            .map(|j| weights[j] / total * at(text, j, 2, head, d))
-                            .sum();
-                        assert!(
-                            (found - expected).abs() < tolerance,
-                            "{found} against {expected}"
-                        );
+                        for d in 0..head_width {
+                            let found =
+                                f64::from(out[(text * seq + i) * width + head * head_width + d]);
+                            if i >= length {
+                                assert_eq!(found, 0.0, "a padded query row stays zero");
+                                continue;
+                            }
+                            let expected: f64 = (0..length)
+                                .map(|j| weights[j] / total * at(text, j, 2, head, d))
+                                .sum();
+                            assert!(
+                                (found - expected).abs() < tolerance,
+                                "{found} against {expected}"
+                            );
+                        }
                     }
                 }
             }

@@ -34,19 +34,6 @@ pub enum Kernel {
     Int8,
 }
 
-impl Kernel {
-    /// What attention's products multiply in beside this kernel's linear layers: bfloat16
-    /// with either reduced precision (the CPUs that have VNNI have BF16 too, but it is
-    /// checked), `f32` otherwise.
-    pub(crate) fn attention(self) -> crate::attention::Products {
-        use crate::attention::Products;
-        match self {
-            Kernel::Bf16 | Kernel::Int8 if quarry_kernels::bf16_supported() => Products::Bf16,
-            _ => Products::F32,
-        }
-    }
-}
-
 /// Rows of the output block a micro-kernel call computes.
 pub const MR: usize = quarry_kernels::MR;
 /// Columns of a weight panel: two 16-lane vectors.
@@ -512,8 +499,9 @@ impl Product<'_> {
 /// only a failing disk gets here.
 const STORED_READS: &str = "the prepared weights' file, open since the model loaded, reads";
 
-/// What the micro-kernel needs to know of a level beyond pulp's `Simd`.
-trait Lanes: pulp::Simd {
+/// What the micro-kernels (this GEMM's and attention's) need to know of a level beyond pulp's
+/// `Simd`.
+pub(crate) trait Lanes: pulp::Simd {
     /// Rows of the output block: `ROWS × 2` accumulators, two vectors of weights and a
     /// broadcast input fit the level's registers.
     const ROWS: usize;

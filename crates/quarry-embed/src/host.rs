@@ -352,7 +352,6 @@ impl HostLayer {
             seq,
             heads,
             width / heads,
-            kernel.attention(),
         );
         self.attention_output
             .forward_into(&context, attended, kernel);

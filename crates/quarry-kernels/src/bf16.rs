@@ -39,37 +39,12 @@ impl Bf16Weights {
     /// `weight` (`k × n`, row-major: inputs by outputs) rounded to bfloat16 and packed.
     pub fn pack(weight: &[f32], k: usize, n: usize) -> Self {
         assert_eq!(weight.len(), k * n, "a {k} × {n} weight");
-        Self::from_rows(k, n, |i| &weight[i * n..(i + 1) * n])
-    }
-
-    /// A `k × n` weight given by its rows, `row(i)` for `i` in `0..k` (`n` values each):
-    /// attention's values, each a slice of a wider row of states.
-    pub fn from_rows<'a>(k: usize, n: usize, row: impl Fn(usize) -> &'a [f32]) -> Self {
+        let row = |i: usize| &weight[i * n..(i + 1) * n];
         Self {
             k,
             n,
             panels: packing::panels::<2>(row, k, n, |w, _| u32::from(to_bf16(w))),
         }
-    }
-
-    /// A `k × n` weight given by its columns, `column(j)` for `j` in `0..n` (`k` values each):
-    /// attention's keys, whose rows are the columns of `Kᵀ`. Needs AVX-512 BF16.
-    pub fn from_columns<'a>(k: usize, n: usize, column: impl Fn(usize) -> &'a [f32]) -> Self {
-        let isa = Bf16Isa::detect();
-        let steps = k.div_ceil(2);
-        let mut panels = vec![[0u32; NR]; n.div_ceil(NR) * steps];
-        let mut lanes = vec![0u32; steps];
-        for j in 0..n {
-            let values = column(j);
-            assert_eq!(values.len(), k, "columns of {k} values");
-            lanes[steps - 1] = 0;
-            simd::to_bf16_halves(isa, values, bytemuck::cast_slice_mut(&mut lanes));
-            let panel = &mut panels[j / NR * steps..(j / NR + 1) * steps];
-            for (step, &lane) in panel.iter_mut().zip(&lanes) {
-                step[j % NR] = lane;
-            }
-        }
-        Self { k, n, panels }
     }
 
     /// Weights packed before, from [`Bf16Weights::packed`]; `None` where `panels` is not
@@ -409,27 +384,6 @@ mod tests {
     fn matches_the_reference_on_the_model_shapes() {
         for (m, k, n) in [(1, 384, 1152), (37, 384, 1536), (20, 1536, 384)] {
             check(m, k, n, 5);
-        }
-    }
-
-    #[test]
-    fn weights_packed_by_rows_or_by_columns_are_the_same() {
-        if !crate::bf16_supported() {
-            crate::skipped(
-                "quarry_kernels::bf16::tests::weights_packed_by_rows_or_by_columns_are_the_same",
-                "AVX-512 BF16",
-            );
-            return;
-        }
-        for (k, n) in [(32, 70), (33, 5), (1, 1)] {
-            let w = matrix(k * n, 4);
-            let transposed: Vec<f32> = (0..n * k).map(|i| w[(i % k) * n + i / k]).collect();
-            let by_columns = Bf16Weights::from_columns(k, n, |j| &transposed[j * k..(j + 1) * k]);
-            assert_eq!(
-                by_columns.packed(),
-                Bf16Weights::pack(&w, k, n).packed(),
-                "{k} × {n}"
-            );
         }
     }
 
