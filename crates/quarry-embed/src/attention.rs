@@ -42,7 +42,17 @@ pub fn attention(
                 let start = token * 3 * width + part * width + head * head_width;
                 &rows[start..start + head_width]
             };
-            on_host_simd!(simd, simd => fused(simd, &column, length, head_width, scale))
+            // The buffers move into the closure, which makes it `FnOnce` alone: its body is
+            // then what pulp calls under the level's instructions, and is inlined there. A
+            // closure that is also `Fn` is called through a shim, which a body this large
+            // did not get inlined through, and ran without them at a tenth of the speed.
+            let operands = OPERANDS.take();
+            let (attended, operands) = on_host_simd!(
+                simd,
+                simd => fused(simd, operands, &column, length, head_width, scale)
+            );
+            OPERANDS.set(operands);
+            attended
         })
         .collect();
     let mut out = vec![0.0; lengths.len() * seq * width];
@@ -76,23 +86,22 @@ thread_local! {
 /// `softmax(Q Kᵀ / √d) V` for one text and head, a tile of [`Lanes::ROWS`] queries at a time:
 /// the tile's scores (a few kilobytes, in L1) are computed, exponentiated and multiplied by
 /// the values before the next tile's, and each row is divided by its sum once, at the end.
-/// `column(part, token)` is the token's query (part 0), key (1) or value (2).
+/// `column(part, token)` is the token's query (part 0), key (1) or value (2); `operands`
+/// are the thread's buffers, handed back.
 #[inline(always)]
 fn fused<'a, S: Lanes>(
     simd: S,
+    mut operands: Operands,
     column: &impl Fn(usize, usize) -> &'a [f32],
     length: usize,
     head_width: usize,
     scale: f32,
-) -> Vec<f32> {
+) -> (Vec<f32>, Operands) {
     let pair = 2 * S::F32_LANES;
     let width = head_width.next_multiple_of(pair);
     let keys_width = length.next_multiple_of(pair);
     let tiles = length.div_ceil(S::ROWS);
     let mut attended = vec![0.0; length * head_width];
-    // Taken out and put back rather than borrowed in a closure: the closure would be compiled
-    // without the level's instructions.
-    let mut operands = OPERANDS.take();
     {
         let Operands {
             queries,
@@ -145,8 +154,7 @@ fn fused<'a, S: Lanes>(
             }
         }
     }
-    OPERANDS.set(operands);
-    attended
+    (attended, operands)
 }
 
 /// `Σₛ a[r · a_stride + s] · b[s · b_stride + c]` for the [`Lanes::ROWS`] rows `r` of `a`
