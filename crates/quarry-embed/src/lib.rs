@@ -68,24 +68,24 @@
 //! products) compute in a [`Precision`]: `f32`, bf16 or int8 through the `quarry-kernels`
 //! crate: bf16 with AVX-512 BF16, int8 with AVX-512 VNNI, AVX-VNNI, AVX2's 16-bit products
 //! or NEON's dot product (weights scaled per output column once at load, each input row
-//! quantised over its own range as a product reads it, exact integer sums: the same on all). Attention's two
-//! products run in bf16 where the CPU has AVX-512 BF16 and a reduced precision is in use, in
-//! `f32` otherwise; layer norms, softmax, GELU and pooling stay `f32`. [`EmbedderOptions::precision`] is a
+//! quantised over its own range as a product reads it, exact integer sums: the same on all).
+//! Attention, layer norms, softmax, GELU and pooling stay `f32`. [`EmbedderOptions::precision`] is a
 //! [`PrecisionChoice`]: `auto` (the default) takes the fastest this machine runs, int8 then
 //! bf16 then `f32` (on a GPU, `f32`); `QUARRY_PRECISION` sets it. The precision is part of the
 //! [`ModelFingerprint`], so vectors of two precisions never share an index.
 //!
 //! On the project's machine (2 cores of an AMD EPYC with AVX-512 BF16 and VNNI), in one run
-//! (`bench-suite/reports/embed-2d4f68f.md`), sequences a second at 256 / 128 tokens, batch 32:
+//! (`bench-suite/reports/embed-e0c2387.md`), sequences a second at 256 / 128 tokens, batch 32:
 //!
 //! | | f32 | bf16 | int8 | PyTorch fp32 | PyTorch bf16 | ONNX Runtime int8 |
 //! |---|---:|---:|---:|---:|---:|---:|
-//! | 256 tokens | 42.2 | 69.8 | 80.2 | 26.2 | 55.2 | 60.3 |
-//! | 128 tokens | 99.3 | 178.2 | 192.8 | 57.2 | 140.4 | 142.0 |
+//! | 256 tokens | 52.1 | 90.3 | 95.1 | 27.4 | 65.6 | 59.7 |
+//! | 128 tokens | 115.6 | 221.1 | 239.1 | 56.5 | 155.1 | 145.0 |
 //!
-//! Lowest cosine to PyTorch fp32's vectors there: bf16 0.99997, int8 0.9974 (ONNX Runtime's
-//! int8 0.984). The linear layers are then no longer the larger part of a pass: attention,
-//! in bf16, takes about two fifths of an int8 pass at 256 tokens, GELU a tenth.
+//! Lowest cosine to PyTorch fp32's vectors there: bf16 0.99997, int8 0.9979 (ONNX Runtime's
+//! int8 0.988). The linear layers are then no longer the larger part of a pass: attention,
+//! fused, still takes about a third of an int8 pass at 256 tokens (two fifths before it
+//! was fused, measured by leaving it out).
 //!
 //! ```
 //! use quarry_embed::{DEFAULT_MODEL, Embedder, EmbedderOptions, Precision, PrecisionChoice};
@@ -112,8 +112,8 @@
 //! or NEON, capped by `QUARRY_CPU`), the whole encoder on the host
 //! ([`bert::BertModel::pack_for_host`], kernels written once over pulp's `Simd`): the token embeddings, the linear layers on
 //! [`gemm::PackedLinear`] (weights packed once at load; query, key and value as one product),
-//! attention per text and head over the text's own tokens (a vectorised `exp` in the
-//! softmax), the residuals and layer norms. Burn runs the pooling, and everything on any
+//! attention per text and head over the text's own tokens (fused: a tile of queries at a
+//! time, no `L × L` matrix), the residuals and layer norms. Burn runs the pooling, and everything on any
 //! other CPU or backend; the parity tests hold on both paths. The first load saves the host
 //! model beside the model's files (prepared weights), which later loads read straight into
 //! place ([`Embedder::weights_source`]).
