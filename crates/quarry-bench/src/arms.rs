@@ -1,7 +1,7 @@
 //! Arms: the rankings a run compares, from quarry's own configurations to the controls that
 //! validate the harness, and the settings and ablations that derive one arm from another.
 
-use quarry_engine::{LegWeights, SearchMode};
+use quarry_engine::{Fusion, LegWeights, SearchMode};
 use quarry_rank::{CapDecay, LayerKind, RankingConfig};
 use quarry_store::LexicalWeights;
 use serde::{Deserialize, Serialize};
@@ -36,6 +36,9 @@ pub enum Ranker {
         /// The lexical leg's field weights.
         #[serde(default)]
         lexical: LexicalWeights,
+        /// How the legs' hits are fused.
+        #[serde(default)]
+        fusion: Fusion,
     },
     /// semble 0.7.0 from PyPI, searching with BM25 and its own ranking (dense weight 0: its
     /// model cannot be downloaded here), through `bench-suite/peer_semble.py`: the peer to
@@ -67,6 +70,7 @@ impl Arm {
                 embed_header: true,
                 legs: LegWeights::default(),
                 lexical: LexicalWeights::default(),
+                fusion: Fusion::default(),
             },
         }
     }
@@ -103,7 +107,7 @@ impl Arm {
         ]
     }
 
-    /// This arm with `key` set to `value`, named `key=value`: `mode`, `embed-header`,
+    /// This arm with `key` set to `value`, named `key=value`: `mode`, `embed-header`, `fusion` (`rank` or `score`),
     /// `diversity-cap` (the per-file cap, `max_per_file`), `legs.SHAPE` (the dense leg's
     /// weight for `identifier`, `question`, `sentence` or `phrase` queries), `lexical.FIELD` (a lexical
     /// field's weight) or any [`RankingConfig`] field (dashes for underscores; a dot reaches
@@ -129,7 +133,7 @@ impl Arm {
             serde_json::from_str(value).unwrap_or_else(|_| Value::String(value.into()));
         let key_path = match key {
             "diversity-cap" => "ranking.max_per_file".to_owned(),
-            "mode" | "embed-header" => key.replace('-', "_"),
+            "mode" | "embed-header" | "fusion" => key.replace('-', "_"),
             other if other.starts_with("legs.") || other.starts_with("lexical.") => {
                 other.replace('-', "_")
             }
@@ -153,6 +157,7 @@ impl Arm {
                     [
                         "mode",
                         "embed-header",
+                        "fusion",
                         "diversity-cap",
                         "legs.*",
                         "lexical.*",
@@ -258,12 +263,14 @@ impl Arm {
                 embed_header,
                 legs,
                 lexical,
+                fusion,
             } => Some(EngineSettings {
                 mode: *mode,
                 ranking: ranking.clone(),
                 embed_header: *embed_header,
                 legs: *legs,
                 lexical: *lexical,
+                fusion: *fusion,
             }),
             Ranker::Semble | Ranker::Ripgrep | Ranker::Random | Ranker::Oracle => None,
         }
@@ -288,6 +295,7 @@ struct EngineSettings {
     embed_header: bool,
     legs: LegWeights,
     lexical: LexicalWeights,
+    fusion: Fusion,
 }
 
 impl EngineSettings {
@@ -298,6 +306,7 @@ impl EngineSettings {
             embed_header: self.embed_header,
             legs: self.legs,
             lexical: self.lexical,
+            fusion: self.fusion,
         }
     }
 }
@@ -386,6 +395,12 @@ mod tests {
             panic!("not an engine arm")
         };
         assert_eq!((legs.sentence, lexical.name), (0.6, 5.0));
+        let Ranker::Engine { fusion, .. } = hybrid.with_setting("fusion", "score").unwrap().ranker
+        else {
+            panic!("not an engine arm")
+        };
+        assert_eq!(fusion, Fusion::Score);
+        assert!(hybrid.with_setting("fusion", "votes").is_err());
         assert!(hybrid.with_setting("lexical.colour", "1").is_err());
         assert!(Arm::peers()[0].with_setting("mode", "lexical").is_err());
     }

@@ -557,6 +557,7 @@ fn answer(
             ranking,
             legs,
             lexical,
+            fusion,
             ..
         } => {
             let options = SearchOptions {
@@ -565,6 +566,7 @@ fn answer(
                 mode: *mode,
                 legs: *legs,
                 lexical: *lexical,
+                fusion: *fusion,
             };
             let started = Instant::now();
             let response = engine.search(&case.query, &options)?;

@@ -26,8 +26,8 @@
 //!   [`quarry_changes::detect_changes`]): changed files are chunked again, only new chunks are
 //!   embedded, each batch commits atomically, the import graph's PageRank is stored per file,
 //!   and the vector index is saved.
-//! - [`Engine::search`] runs the dense and lexical legs, fuses them by reciprocal rank
-//!   ([`RRF_K`], weights by [`LegWeights`]) and ranks the candidates with one
+//! - [`Engine::search`] runs the dense and lexical legs, fuses their scores ([`Fusion`],
+//!   weights by [`LegWeights`]) and ranks the candidates with one
 //!   [`quarry_rank::Pipeline`] built from the options, led by a cross-encoder rerank when
 //!   [`Engine::with_reranker`] provided one.
 //! - [`Engine::related`] searches from a stored chunk's vector ("more like this").
@@ -67,7 +67,8 @@ pub use related::{RelatedOptions, RelatedResponse};
 pub use request::{MAX_PATH_GLOBS, ResultRequest};
 pub use root::check_root;
 pub use search::{
-    LegWeights, MAX_QUERY_BYTES, RRF_K, SearchMode, SearchOptions, SearchResponse, SearchResult,
+    Fusion, LegWeights, MAX_QUERY_BYTES, RRF_K, SearchMode, SearchOptions, SearchResponse,
+    SearchResult,
 };
 pub use status::{Coverage, Stale, Status};
 pub use symbols::{DEFINITIONS_DATA, SYMBOL_LEG_DEPTH, SymbolHit, SymbolMatch};
