@@ -891,9 +891,9 @@ fn inode(path: &Path) -> u64 {
 }
 
 /// A lexical search for `word` over `scope` finds it in `path` (waiting for the index to
-/// take the change in, up to ten seconds).
+/// take the change in, up to thirty seconds: ten were once too few on two busy cores).
 fn eventually_found(client: &mut Client, word: &str, scope: &str, path: &str) {
-    let deadline = Instant::now() + Duration::from_secs(10);
+    let deadline = Instant::now() + Duration::from_secs(30);
     loop {
         let found = client.call(
             "semantic_search",
