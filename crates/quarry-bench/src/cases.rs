@@ -33,6 +33,10 @@ pub struct Case {
     /// Files that also count as a good hit, but are not required.
     #[serde(default)]
     pub secondary: Vec<Target>,
+    /// The shape of question it was written to test, where it was: reports score each
+    /// shape apart.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shape: Option<Shape>,
 }
 
 impl Case {
@@ -94,6 +98,38 @@ impl Category {
             Category::Semantic => "semantic",
             Category::Architecture => "architecture",
             Category::Doc => "doc",
+        }
+    }
+}
+
+/// A shape of question where quarry once ranked the wrong file first (issue 41): the cases
+/// written for one make it visible in every report.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Shape {
+    /// A concept spread over many chunks of one large file, which is the answer: against a
+    /// small sibling with one dense chunk.
+    SpreadConcept,
+    /// An answer of two files, neither enough alone.
+    TwoFiles,
+    /// A capitalised type name whose lowercase namesakes (functions, variables, macros)
+    /// exist: the type's definition is the answer.
+    TypeName,
+    /// Code in a large C or C++ header.
+    LargeHeader,
+    /// A short noun phrase (`connection pool`, `retry backoff`), not a question.
+    NounPhrase,
+}
+
+impl Shape {
+    /// The name used in case files and reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            Shape::SpreadConcept => "spread-concept",
+            Shape::TwoFiles => "two-files",
+            Shape::TypeName => "type-name",
+            Shape::LargeHeader => "large-header",
+            Shape::NounPhrase => "noun-phrase",
         }
     }
 }

@@ -61,6 +61,7 @@ pub fn doc_cases(chunks: &[StoredChunk], per_corpus: usize) -> Vec<DocCase> {
                     lines: Some(doc.answer),
                 }],
                 secondary: Vec::new(),
+                shape: None,
             },
             comment: doc.comment,
         })
@@ -341,6 +342,7 @@ mod tests {
                 query: "q".into(),
                 relevant: vec!["src/a.rs:4-4".parse().unwrap()],
                 secondary: Vec::new(),
+                shape: None,
             },
             comment: (2, 3),
         };

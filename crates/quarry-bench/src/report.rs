@@ -322,10 +322,14 @@ impl Report {
                 .find(|c| c.name == case.corpus)
                 .map(CorpusReport::family)
         };
-        let sections: [(&str, Key); 6] = [
+        let sections: [(&str, Key); 7] = [
             (
                 "By category",
                 Box::new(|c| Some(c.category.name().to_owned())),
+            ),
+            (
+                "By shape (the cases written for a shape of question)",
+                Box::new(|c| c.shape.map(|shape| shape.name().to_owned())),
             ),
             ("By corpus", Box::new(|c| Some(c.corpus.clone()))),
             (

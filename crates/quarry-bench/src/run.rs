@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::BenchError;
 use crate::arms::{Arm, Ranker};
-use crate::cases::{Case, CaseFile, Category, Split};
+use crate::cases::{Case, CaseFile, Category, Shape, Split};
 use crate::corpus::Corpus;
 use crate::docs::{self, DocCase};
 use crate::files::{Index, copy_files, list_files};
@@ -155,6 +155,9 @@ pub struct CaseResult {
     /// Whether the case is held out from tuning ([`Case::held_out`]).
     #[serde(default)]
     pub held_out: bool,
+    /// The shape of question it tests, where it was written for one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shape: Option<Shape>,
     /// Its scores.
     pub scores: Scores,
     /// The top results, `path:start-end`.
@@ -361,6 +364,7 @@ pub fn run(
                         category: case.category,
                         query: case.query.clone(),
                         held_out: case.held_out(&corpus.name),
+                        shape: case.shape,
                         scores,
                         top: hits
                             .iter()
