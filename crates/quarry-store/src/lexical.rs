@@ -27,7 +27,6 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use quarry_chunk::Language;
-use serde::{Deserialize, Serialize};
 use tantivy::indexer::IndexWriterOptions;
 use tantivy::query::{
     BooleanQuery, BoostQuery, ConstScoreQuery, Occur, Query, TermQuery, TermSetQuery,
@@ -43,6 +42,7 @@ mod analysis;
 mod collect;
 mod health;
 mod stats;
+mod weights;
 
 pub use analysis::CodeTokenizer;
 use analysis::{comments, query_tokens};
@@ -50,6 +50,7 @@ use collect::{TopChunks, rescore};
 pub(crate) use health::{Depth, inspect};
 use health::{damaged, guarded, reading};
 use stats::{LiveStatistics, TokenTotals};
+pub use weights::LexicalWeights;
 
 /// The name [`CodeTokenizer`] is registered under. It is part of the schema, so changing the
 /// tokenizer's rules together with this name makes existing indexes another schema, which
@@ -80,67 +81,6 @@ const TOKEN_COUNTS: [&str; 6] = [
     "tokens_comments",
     "tokens_body",
 ];
-
-/// How much a query term's BM25 score in each field of a chunk counts. A weight of 0 leaves
-/// the field out of the query (the benchmark's ablations).
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct LexicalWeights {
-    /// The chunk's symbol name (`parse_config`): a match here is a definition. As much as
-    /// the body: the ranking's definition layer raises definitions of the name a query asks
-    /// for, and a heavier name field lifts every function named after a common word.
-    pub name: f32,
-    /// The symbols enclosing it (`Router` for `Router::merge`).
-    pub container: f32,
-    /// Its file's name without the extension (`router` for `src/router.rs`).
-    pub file: f32,
-    /// Its file's directories (`src`, `routing`).
-    pub dirs: f32,
-    /// Its comments and docstrings: what the code says it does, in words.
-    pub comments: f32,
-    /// Its whole text.
-    pub body: f32,
-}
-
-impl Default for LexicalWeights {
-    fn default() -> Self {
-        Self {
-            name: 1.0,
-            container: 1.0,
-            file: 1.5,
-            dirs: 0.5,
-            comments: 0.5,
-            body: 1.0,
-        }
-    }
-}
-
-impl LexicalWeights {
-    /// Checks that every weight is finite and at least 0, and one is above 0.
-    pub fn validate(&self) -> Result<(), String> {
-        let weights = self.fields();
-        if let Some((field, weight)) = weights.iter().find(|(_, w)| !w.is_finite() || *w < 0.0) {
-            return Err(format!(
-                "lexical weight {field} must be finite and at least 0, not {weight}"
-            ));
-        }
-        if weights.iter().all(|(_, w)| *w == 0.0) {
-            return Err("every lexical weight is 0: the lexical leg would find nothing".into());
-        }
-        Ok(())
-    }
-
-    fn fields(&self) -> [(&'static str, f32); 6] {
-        [
-            (NAME, self.name),
-            (CONTAINER, self.container),
-            (FILE, self.file),
-            (DIRS, self.dirs),
-            (COMMENTS, self.comments),
-            (BODY, self.body),
-        ]
-    }
-}
 
 /// Memory for each indexing thread before it flushes a segment (tantivy's minimum is 15 MB).
 const MEMORY_PER_THREAD: usize = 32 << 20;
