@@ -3,26 +3,25 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use quarry_chunk::ChunkId;
-use redb::{Builder, ConcurrencyMode, Database, ReadOnlyDatabase, ReadableDatabase, ReadableTable};
+use redb::{Builder, ConcurrencyMode, Database, ReadOnlyDatabase, ReadableDatabase};
 
 use crate::StoreError;
 use crate::ann::{AnnIndex, DenseStrategy, EXACT_SCAN_BELOW};
 use crate::filter::Filter;
 use crate::index_dir::{FileIdentity, INDEX_DIR, create_index_dir, index_dir};
 use crate::lexical::LexicalIndex;
-use crate::records::{
-    CHUNKS, DRIFT, DRIFT_BASE, Drift, FILE_DATA, FILES, FileState, IndexSettings, META, PENDING,
-    SCHEMA_VERSION, StoredChunk, VECTORS, encode, meta_keys,
-};
+use crate::records::{Drift, FileState, IndexSettings, META, SCHEMA_VERSION, StoredChunk};
 
 mod batch;
 mod rebuild;
+mod settings;
 mod snapshot;
 
 use rebuild::remove_staged;
+use settings::stored_settings;
 
 pub use batch::Batch;
 pub(crate) use batch::VectorChanges;
@@ -411,60 +410,6 @@ impl Store {
         &self.path
     }
 
-    fn check_or_record_settings(&self) -> Result<(), StoreError> {
-        let Handle::Writer(db) = &self.db else {
-            unreachable!("only a writer records settings")
-        };
-        let error = |e: redb::Error| database_error(&self.path, e);
-        let txn = db.begin_write().map_err(|e| error(e.into()))?;
-        {
-            // Readers expect every table, even in an empty index.
-            txn.open_table(FILES).map_err(|e| error(e.into()))?;
-            txn.open_table(CHUNKS).map_err(|e| error(e.into()))?;
-            txn.open_table(VECTORS).map_err(|e| error(e.into()))?;
-            txn.open_table(DRIFT).map_err(|e| error(e.into()))?;
-            txn.open_table(PENDING).map_err(|e| error(e.into()))?;
-            txn.open_table(DRIFT_BASE).map_err(|e| error(e.into()))?;
-            txn.open_table(FILE_DATA).map_err(|e| error(e.into()))?;
-            let mut meta = txn.open_table(META).map_err(|e| error(e.into()))?;
-            let stored = stored_settings(&meta).map_err(|e| error(e.into()))?;
-            if stored.version.is_none() {
-                meta.insert(meta_keys::SCHEMA_VERSION, &SCHEMA_VERSION.to_le_bytes()[..])
-                    .map_err(|e| error(e.into()))?;
-                meta.insert(meta_keys::SETTINGS, &encode(&self.settings)[..])
-                    .map_err(|e| error(e.into()))?;
-                let created = SystemTime::now()
-                    .duration_since(UNIX_EPOCH)
-                    .map_or(1, |d| d.as_nanos() as u64);
-                meta.insert(meta_keys::GENERATION, &created.to_le_bytes()[..])
-                    .map_err(|e| error(e.into()))?;
-            } else {
-                self.check_stored(stored)?;
-            }
-        }
-        txn.commit().map_err(|e| error(e.into()))
-    }
-
-    /// Compares what an existing index records with what this handle was opened for.
-    fn check_stored(&self, stored: StoredSettings) -> Result<(), StoreError> {
-        match (stored.version, stored.settings) {
-            (Some(found), _) if found != SCHEMA_VERSION => Err(StoreError::SchemaMismatch {
-                path: self.path.clone(),
-                found,
-                expected: SCHEMA_VERSION,
-            }),
-            (Some(_), Some(Ok(stored))) if stored != self.settings => {
-                Err(StoreError::SettingsMismatch {
-                    path: self.path.clone(),
-                    stored: describe(&stored),
-                    wanted: describe(&self.settings),
-                })
-            }
-            (Some(_), Some(Ok(_))) => Ok(()),
-            _ => Err(self.corrupt("the index settings are missing or unreadable".into())),
-        }
-    }
-
     /// Starts a batch of changes, committed atomically by [`Batch::commit`].
     pub fn write(&self) -> Result<Batch<'_>, StoreError> {
         let Handle::Writer(db) = &self.db else {
@@ -590,23 +535,6 @@ fn unpoisoned<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
         .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
-/// What an index records about itself; `None` where it records nothing (a new index).
-struct StoredSettings {
-    version: Option<u32>,
-    settings: Option<Result<IndexSettings, String>>,
-}
-
-fn stored_settings(
-    meta: &impl ReadableTable<&'static str, &'static [u8]>,
-) -> Result<StoredSettings, redb::StorageError> {
-    Ok(StoredSettings {
-        version: meta
-            .get(meta_keys::SCHEMA_VERSION)?
-            .map(|v| decode_version(v.value())),
-        settings: meta.get(meta_keys::SETTINGS)?.map(|v| decode(v.value())),
-    })
-}
-
 /// How long a writer's open retries a lock that looks taken. A process that another thread
 /// forks just as the last writer lets go shares that writer's open files, and so its locks,
 /// until it executes its program (a millisecond or so): a lock released a moment ago may
@@ -674,17 +602,6 @@ pub(crate) fn decode<T: serde::de::DeserializeOwned>(bytes: &[u8]) -> Result<T, 
 
 fn decode_u64(bytes: &[u8]) -> u64 {
     bytes.try_into().map(u64::from_le_bytes).unwrap_or(0)
-}
-
-fn decode_version(bytes: &[u8]) -> u32 {
-    bytes.try_into().map(u32::from_le_bytes).unwrap_or(0)
-}
-
-fn describe(settings: &IndexSettings) -> String {
-    format!(
-        "model {} ({} dimensions), chunker {}",
-        settings.model, settings.dimensions, settings.chunker
-    )
 }
 
 pub(crate) fn database_error(path: &Path, error: redb::Error) -> StoreError {
