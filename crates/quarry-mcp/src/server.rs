@@ -7,10 +7,10 @@ use std::sync::{Arc, Condvar, Mutex, RwLock};
 use std::time::Duration;
 
 use quarry_engine::model::ModelDir;
-use quarry_engine::view::{Page, Partial, RelatedView, ResultView, SearchView, StatusView, json};
+use quarry_engine::view::{RelatedView, SearchView, StatusView, json};
 use quarry_engine::{
-    ChunkId, Config, Coverage, Engine, EngineError, EngineOptions, RankingConfig, RelatedOptions,
-    ResultRequest, SearchOptions, quoted,
+    ChunkId, Config, Coverage, Engine, EngineError, EngineOptions, RelatedOptions, SearchOptions,
+    quoted,
 };
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::model::{
@@ -26,10 +26,14 @@ use serde_json::Value;
 
 use crate::McpError;
 use crate::stdio;
+use arguments::{input_schema, output_schema, parse};
+use paging::paged_ranking;
 
+mod arguments;
 mod calls;
 mod changes;
 mod indexer;
+mod paging;
 mod protocol;
 mod watch;
 
@@ -371,54 +375,6 @@ impl Server {
     }
 }
 
-/// A tool's input schema, from its argument type.
-fn input_schema<Args: JsonSchema + 'static>() -> Arc<JsonObject> {
-    rmcp::handler::server::common::schema_for_type::<Args>()
-}
-
-/// A tool's output schema, from the view it returns: clients may check results against it.
-fn output_schema<View: JsonSchema + 'static>() -> Arc<JsonObject> {
-    rmcp::handler::server::common::schema_for_output::<View>()
-}
-
-/// `arguments` as `Args`, or a message naming the argument at fault: one the schema lacks
-/// (serde would ignore it, and a misspelt `max_results` would silently do nothing), or one
-/// of the wrong type.
-fn parse<Args: DeserializeOwned + JsonSchema + 'static>(
-    arguments: JsonObject,
-) -> Result<Args, String> {
-    let schema = input_schema::<Args>();
-    let known: Vec<&String> = schema
-        .get("properties")
-        .and_then(Value::as_object)
-        .map(|p| p.keys().collect())
-        .unwrap_or_default();
-    let unknown: Vec<&String> = arguments.keys().filter(|k| !known.contains(k)).collect();
-    if !unknown.is_empty() {
-        // Quoted: a key may be empty or odd.
-        let mut named: Vec<String> = unknown
-            .iter()
-            .take(UNKNOWN_NAMED)
-            .map(|k| quoted(k))
-            .collect();
-        if unknown.len() > UNKNOWN_NAMED {
-            named.push(format!("and {} more", unknown.len() - UNKNOWN_NAMED));
-        }
-        let known: Vec<&str> = known.iter().map(|k| k.as_str()).collect();
-        return Err(format!(
-            "unknown argument {}; the arguments are: {}",
-            named.join(", "),
-            known.join(", ")
-        ));
-    }
-    serde_path_to_error::deserialize(Value::Object(arguments)).map_err(|error| {
-        match error.path().to_string().as_str() {
-            "." => format!("invalid arguments: {}", protocol::serde_fault(&error)),
-            path => format!("argument {path}: {}", protocol::serde_fault(&error)),
-        }
-    })
-}
-
 impl Shared {
     /// Runs `work` on the engine (waiting out a forced rebuild's swap), its index opened
     /// again first where another process's rebuild replaced it.
@@ -650,32 +606,6 @@ impl Shared {
     fn coverage(&self) -> Result<Coverage, String> {
         self.with_engine(|engine| Ok(Coverage::of(engine.store().counts().map_err(message)?)))
     }
-
-    /// One page of `ranked` under the token budget (`head`, the view the page goes into, has
-    /// the rest of the response), where the page sits, and, while indexing runs or chunks
-    /// wait for vectors, why it may be incomplete.
-    fn page(
-        &self,
-        head: &impl Serialize,
-        ranked: Vec<ResultView>,
-        offset: usize,
-        page: usize,
-        coverage: Coverage,
-    ) -> (Vec<ResultView>, Option<Page>, Option<Partial>) {
-        let budget = self.options.max_tokens.saturating_mul(BYTES_PER_TOKEN);
-        // What the page carries besides its results, with room for the paging fields.
-        let overhead = json_len(head) + 400;
-        let (shown, next_offset) = fit_page(ranked, offset, page, budget.saturating_sub(overhead));
-        let partial = self.partial(coverage).map(|note| Partial {
-            partial: true,
-            note,
-        });
-        let page = Page {
-            offset,
-            next_offset,
-        };
-        (shown, Some(page), partial)
-    }
 }
 
 /// `index status`: the index's health and what the background indexer is doing.
@@ -689,71 +619,8 @@ struct StatusWithIndexing {
     watch: Value,
 }
 
-/// The length of `view` as JSON.
-fn json_len(view: &impl Serialize) -> usize {
-    serde_json::to_string(view)
-        .expect("views serialise to JSON")
-        .len()
-}
-
-/// The page of `ranked` (all results up to the page's end) from `offset`, at most `page`
-/// results and `budget` bytes of JSON, and the next page's offset if there may be more.
-/// A first result over the budget alone is kept with its `text` cut to fit.
-fn fit_page(
-    ranked: Vec<ResultView>,
-    offset: usize,
-    page: usize,
-    budget: usize,
-) -> (Vec<ResultView>, Option<usize>) {
-    let ranked_len = ranked.len();
-    let mut used = 0;
-    let mut shown = Vec::new();
-    for mut result in ranked.into_iter().skip(offset).take(page) {
-        let mut size = json_len(&result);
-        if used + size > budget {
-            if !shown.is_empty() {
-                break;
-            }
-            if let Some(text) = &result.chunk.text {
-                let keep = budget.saturating_sub(size - text.len());
-                // JSON escapes can double a character's size; keep half to be safe.
-                result.chunk.text = Some(text.chars().take(keep / 2).collect());
-                result.text_truncated = true;
-                size = json_len(&result);
-            }
-        }
-        used += size;
-        shown.push(result);
-    }
-    let next = offset + shown.len();
-    // A full ranking may go on; a short one ended at its last result.
-    let more = next < ranked_len || ranked_len == offset + page;
-    let next = (more && !shown.is_empty()).then_some(next);
-    (shown, next)
-}
-
-/// How many unknown arguments an error names.
-const UNKNOWN_NAMED: usize = 5;
-
 /// How long a search waits for the indexer's first phase before answering anyway.
 const SEARCHABLE_WAIT: Duration = Duration::from_secs(60);
-
-/// Four bytes of JSON per token: a cautious estimate for code and English.
-const BYTES_PER_TOKEN: usize = 4;
-
-/// The ranking for a page at `offset`: the request's limit is the page size, the ranking
-/// keeps the results up to the page's end, and its candidates are those of the first page
-/// (see [`RankingConfig::offset`]), so that every page is a slice of one ranking.
-fn paged_ranking(
-    request: &ResultRequest,
-    config: &Config,
-    offset: usize,
-) -> (RankingConfig, usize) {
-    let mut ranking = request.ranking(config);
-    let page = ranking.limit;
-    ranking.offset = offset;
-    (ranking, page)
-}
 
 fn message(error: impl Into<EngineError>) -> String {
     error.into().to_string()
@@ -812,109 +679,3 @@ const CALL_THREAD_KEEP_ALIVE: Duration = Duration::from_secs(1);
 
 /// How long the server, stopping, waits for its last answers to be written.
 const OUTPUT_DRAIN: Duration = Duration::from_secs(5);
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::{IndexArgs, SearchArgs};
-    use quarry_engine::view::ChunkView;
-    use quarry_engine::{ChunkKind, Language};
-    use serde_json::json;
-
-    fn results(n: usize, text: &str) -> Vec<ResultView> {
-        (0..n)
-            .map(|i| ResultView {
-                chunk: ChunkView {
-                    chunk_id: format!("{i:032x}"),
-                    path: "src/lib.rs".into(),
-                    start_line: 1,
-                    end_line: 1,
-                    language: Language::Rust,
-                    kind: ChunkKind::Function,
-                    symbol: None,
-                    container: Vec::new(),
-                    snippet: String::new(),
-                    text: Some(text.into()),
-                },
-                score: 0.5,
-                explanation: None,
-                text_truncated: false,
-            })
-            .collect()
-    }
-
-    #[test]
-    fn pages_stop_at_the_limit_or_the_budget() {
-        let (shown, next) = fit_page(results(10, "x"), 0, 4, 10_000);
-        assert_eq!((shown.len(), next), (4, Some(4)));
-        let (shown, next) = fit_page(results(10, "x"), 6, 4, 10_000);
-        assert_eq!(
-            (shown.len(), next),
-            (4, Some(10)),
-            "a full ranking may go on"
-        );
-        let (shown, next) = fit_page(results(7, "x"), 4, 4, 10_000);
-        assert_eq!((shown.len(), next), (3, None), "a short ranking has ended");
-        let one = json_len(&results(1, "x")[0]);
-        let (shown, next) = fit_page(results(10, "x"), 0, 4, 2 * one + 1);
-        assert_eq!(
-            (shown.len(), next),
-            (2, Some(2)),
-            "the budget leaves the rest for the next page"
-        );
-        assert_eq!(fit_page(results(3, "x"), 5, 4, 10_000), (vec![], None));
-    }
-
-    #[test]
-    fn a_single_result_over_the_budget_is_cut_to_fit() {
-        let (shown, next) = fit_page(results(2, &"long line\n".repeat(500)), 0, 2, 1000);
-        assert_eq!((shown.len(), next), (1, Some(1)));
-        assert!(json_len(&shown[0]) <= 1000);
-        assert!(shown[0].text_truncated);
-    }
-
-    #[test]
-    fn arguments_are_parsed_with_the_culprit_named() {
-        let object = |value: Value| value.as_object().unwrap().clone();
-        let args: SearchArgs = parse(object(
-            json!({"query": "q", "limit": 3, "paths": ["src/**"]}),
-        ))
-        .unwrap();
-        assert_eq!(
-            (args.limit, args.request(None).paths),
-            (Some(3), vec!["src/**".to_owned()])
-        );
-        let error = parse::<SearchArgs>(object(json!({"query": "q", "limit": "ten"}))).unwrap_err();
-        assert!(error.starts_with("argument limit: invalid type"), "{error}");
-        let error =
-            parse::<SearchArgs>(object(json!({"query": "q", "max_results": 5}))).unwrap_err();
-        assert!(
-            error.contains("unknown argument \"max_results\"") && error.contains("limit"),
-            "{error}"
-        );
-        let error = parse::<SearchArgs>(object(json!({}))).unwrap_err();
-        assert!(error.contains("missing field `query`"), "{error}");
-        let error = parse::<IndexArgs>(object(json!({"action": "explode"}))).unwrap_err();
-        assert!(
-            error.contains("action") && error.contains("build"),
-            "{error}"
-        );
-    }
-
-    #[test]
-    fn schemas_are_objects_that_describe_every_argument() {
-        let schema = input_schema::<SearchArgs>();
-        assert_eq!(schema["type"], "object");
-        for (name, property) in schema["properties"].as_object().unwrap() {
-            assert!(
-                property.get("description").is_some(),
-                "{name} has no description"
-            );
-        }
-        assert_eq!(
-            input_schema::<SearchArgs>(),
-            schema,
-            "the same schema every time"
-        );
-    }
-}
