@@ -104,7 +104,7 @@ impl Category {
 
 /// A shape of question where quarry once ranked the wrong file first (issue 41): the cases
 /// written for one make it visible in every report.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Shape {
     /// A concept spread over many chunks of one large file, which is the answer: against a

@@ -5,7 +5,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
-use quarry_bench::cases::{CaseFile, Category};
+use quarry_bench::cases::{CaseFile, Category, Shape};
 use quarry_bench::corpus::{CorporaFile, Manifest, Suite, manifest_path};
 
 fn suite_dir() -> PathBuf {
@@ -166,4 +166,61 @@ fn the_symbol_corpora_cover_c_cpp_and_large_repositories() {
             case.id
         );
     }
+}
+
+/// The cases written for the shapes of question where the wrong file once came first (issue
+/// 41): every shape several times, over many corpora, a third of them held out, each shaped
+/// as its name says.
+#[test]
+fn the_shape_cases_cover_every_shape() {
+    let (corpora, case_files) = load();
+    let mut by_shape: BTreeMap<Shape, usize> = BTreeMap::new();
+    let mut corpora_with_shapes = BTreeSet::new();
+    let mut held_out = 0;
+    for (corpus, file) in corpora.corpora.iter().zip(&case_files) {
+        for case in &file.cases {
+            let Some(shape) = case.shape else { continue };
+            *by_shape.entry(shape).or_default() += 1;
+            corpora_with_shapes.insert(corpus.name.as_str());
+            held_out += usize::from(case.held_out(&corpus.name));
+            let problem = match shape {
+                Shape::TwoFiles => (case.relevant.len() < 2).then_some("names two files or more"),
+                Shape::TypeName => {
+                    let capitalised = case.query.starts_with(|c: char| c.is_ascii_uppercase());
+                    let spanned = case.relevant.iter().all(|t| t.lines.is_some());
+                    (!capitalised || !spanned)
+                        .then_some("is a capitalised name answered by a definition's lines")
+                }
+                Shape::NounPhrase => {
+                    let words = case.query.split_whitespace().count();
+                    (!(2..=4).contains(&words) || case.query.ends_with('?'))
+                        .then_some("is a phrase of two to four words, not a question")
+                }
+                Shape::LargeHeader => (!["c", "cpp"].contains(&corpus.language.as_str()))
+                    .then_some("is asked of a C or C++ corpus"),
+                Shape::SpreadConcept => None,
+            };
+            if let Some(problem) = problem {
+                panic!(
+                    "{}/{}: a {} case {problem}",
+                    corpus.name,
+                    case.id,
+                    shape.name()
+                );
+            }
+        }
+    }
+    let total: usize = by_shape.values().sum();
+    assert!(total >= 60, "{total} shape cases: {by_shape:?}");
+    assert_eq!(by_shape.len(), 5, "every shape: {by_shape:?}");
+    assert!(
+        by_shape.values().all(|&n| n >= 8),
+        "each shape eight times or more: {by_shape:?}"
+    );
+    assert!(
+        corpora_with_shapes.len() >= 10,
+        "{} corpora",
+        corpora_with_shapes.len()
+    );
+    assert!(held_out * 5 >= total, "{held_out} of {total} held out");
 }
