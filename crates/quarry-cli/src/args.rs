@@ -12,7 +12,7 @@ use quarry_mcp::ServerOptions;
     name = "quarry",
     version,
     about = "Semantic code search, local and offline",
-    after_help = "Defaults for search options can be set in .quarry/config.toml (see the README)."
+    after_help = "Defaults for search options can be set in .quarry/config.toml (see docs/reference.md)."
 )]
 pub struct Cli {
     #[command(subcommand)]
@@ -285,5 +285,61 @@ fn unit_interval(text: &str) -> Result<f32, String> {
         Ok(value) if (0.0..=1.0).contains(&value) => Ok(value),
         Ok(value) => Err(format!("{value} is not a number from 0 to 1")),
         Err(_) => Err(format!("{text:?} is not a number; give one from 0 to 1")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory;
+
+    use super::Cli;
+
+    /// The reference every flag must be named in.
+    const REFERENCE: &str = include_str!("../../../docs/reference.md");
+
+    /// `--long` of every visible argument of `command` and its subcommands, each with the
+    /// command line that takes it.
+    fn long_flags(command: &clap::Command, path: &str, flags: &mut Vec<(String, String)>) {
+        for arg in command.get_arguments().filter(|arg| !arg.is_hide_set()) {
+            if let Some(long) = arg.get_long() {
+                flags.push((path.to_owned(), format!("--{long}")));
+            }
+        }
+        for sub in command.get_subcommands().filter(|sub| !sub.is_hide_set()) {
+            long_flags(sub, &format!("{path} {}", sub.get_name()), flags);
+        }
+    }
+
+    /// docs/reference.md names every flag of every command: a flag added to the CLI without
+    /// a word in the reference fails here.
+    #[test]
+    fn every_flag_is_in_the_reference() {
+        let mut command = Cli::command();
+        command.build();
+        let mut flags = Vec::new();
+        long_flags(&command, "quarry", &mut flags);
+        assert!(
+            flags.iter().any(|(_, flag)| flag == "--max-per-file"),
+            "the walk found the flags: {flags:?}"
+        );
+        let missing: Vec<String> = flags
+            .iter()
+            .filter(|(_, flag)| {
+                // Followed by a character that cannot continue the flag's name, so that
+                // `--include-source-file` does not count for `--include-source`.
+                !REFERENCE.match_indices(flag.as_str()).any(|(at, _)| {
+                    REFERENCE[at + flag.len()..]
+                        .chars()
+                        .next()
+                        .is_none_or(|next| !(next.is_ascii_alphanumeric() || next == '-'))
+                })
+            })
+            .map(|(path, flag)| format!("{path} {flag}"))
+            .collect();
+        assert!(
+            missing.is_empty(),
+            "docs/reference.md does not name these flags: {}",
+            missing.join(", ")
+        );
     }
 }
