@@ -185,8 +185,8 @@ impl Pipeline {
     /// The pipeline `config` describes, in this order:
     ///
     /// 1. [`CrossEncoderRerank`], when a `reranker` is given;
-    /// 2. [`FileEvidence`];
-    /// 3. [`Definition`];
+    /// 2. [`Definition`];
+    /// 3. [`FileEvidence`];
     /// 4. [`PathMatch`];
     /// 5. [`PathPenalty`];
     /// 6. [`SourceBoost`];
