@@ -15,8 +15,8 @@ use std::io::{self, Read, Seek, Write};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
-use crate::gemm::NR;
 use crate::loading::ModelFingerprint;
+use quarry_kernels::NR;
 
 /// The file's layout version: bump it when the arrays or their packing change.
 const FORMAT: u32 = 3;

@@ -8,29 +8,18 @@ use std::time::{Duration, Instant};
 use quarry_changes::{GitUse, TreeFile, content_hash};
 use quarry_chunk::{Chunk, ChunkId, Chunker, DEFINITIONS_VERSION};
 use quarry_graph::{FileImports, FileKey, GraphBuilder, PageRankConfig};
-use quarry_store::{
-    Batch, Check, FileState, IndexPart, PROJECT_SCOPE, Store, StoredChunk, scope_of,
-};
+use quarry_store::{Check, FileState, IndexPart, PROJECT_SCOPE, Store, StoredChunk, scope_of};
 use rayon::prelude::*;
 
-use crate::symbols::{DEFINITIONS_DATA, FileDefinitions};
+use crate::file_data::{
+    DEFINITIONS_DATA, IMPORTS_DATA, LINKS_DATA, PAGERANK_DATA, decode_file_data, set_file_data,
+};
+use crate::symbols::FileDefinitions;
 use crate::{Engine, EngineError};
 
 mod plan;
 
 pub(crate) use plan::Plan;
-
-/// The per-file data name under which a file's import-graph [`quarry_graph::FileScore`] is stored.
-pub const PAGERANK_DATA: &str = "pagerank";
-
-/// The per-file data name under which the files a file imports or is imported by are
-/// stored, as a JSON list of paths.
-pub const LINKS_DATA: &str = "links";
-
-/// The per-file data name under which a project file's [`FileImports`] are stored, taken
-/// from the syntax tree the chunker parsed: the import graph is rebuilt from them without
-/// reading or parsing a file again.
-pub const IMPORTS_DATA: &str = "imports";
 
 /// What an indexing run is doing, for progress bars.
 #[derive(Debug, Clone, PartialEq)]
@@ -585,28 +574,4 @@ impl Engine {
 fn lexical_needs_repair(store: &Store) -> Result<bool, EngineError> {
     let damage = store.check(Check::Quick)?;
     Ok(damage.iter().any(|d| d.part == IndexPart::Lexical))
-}
-
-/// Stores `value` as JSON under the file data name `data` of the file at `path`.
-fn set_file_data<T: serde::Serialize + ?Sized>(
-    batch: &mut Batch<'_>,
-    path: &str,
-    data: &'static str,
-    value: &T,
-) -> Result<(), EngineError> {
-    let bytes = serde_json::to_vec(value).expect("file data serialises to JSON");
-    Ok(batch.set_file_data(path, data, &bytes)?)
-}
-
-/// The file data `data` stored for the file at `path`.
-pub(crate) fn decode_file_data<T: serde::de::DeserializeOwned>(
-    path: &str,
-    data: &'static str,
-    bytes: &[u8],
-) -> Result<T, EngineError> {
-    serde_json::from_slice(bytes).map_err(|e| EngineError::CorruptFileData {
-        path: path.to_owned(),
-        data,
-        message: e.to_string(),
-    })
 }

@@ -39,6 +39,7 @@
 
 mod config;
 mod error;
+mod file_data;
 mod index;
 mod libraries;
 mod related;
@@ -61,7 +62,8 @@ use quarry_store::{IndexSettings, Store, StoreError};
 
 pub use config::{CONFIG_FILE, Config, Detail, IndexDefaults, SearchDefaults};
 pub use error::EngineError;
-pub use index::{Embedded, IMPORTS_DATA, IndexEvent, IndexReport, LINKS_DATA, PAGERANK_DATA};
+pub use file_data::{DEFINITIONS_DATA, IMPORTS_DATA, LINKS_DATA, PAGERANK_DATA};
+pub use index::{Embedded, IndexEvent, IndexReport};
 pub use libraries::{ALL_SCOPES, LIBRARIES_FILE, Libraries, MAX_LIBRARY_NAME, library_scope};
 pub use related::{RelatedOptions, RelatedResponse};
 pub use request::{MAX_PATH_GLOBS, ResultRequest};
@@ -71,7 +73,7 @@ pub use search::{
     SearchResult,
 };
 pub use status::{Coverage, Stale, Status};
-pub use symbols::{DEFINITIONS_DATA, SYMBOL_LEG_DEPTH, SymbolHit, SymbolMatch};
+pub use symbols::{SYMBOL_LEG_DEPTH, SymbolHit, SymbolMatch};
 
 // What front ends name from the crates below the engine, so that they depend on it alone.
 pub use quarry_chunk::{ChunkId, ChunkIdPrefix, ChunkKind, Language};

@@ -7,7 +7,7 @@ const AMBIGUOUS_SHOWN: usize = 5;
 use quarry_rank::{LayerKind, QueryTerms, RankingConfig, Summary};
 use quarry_store::{Filter, StoredChunk};
 
-use crate::index::{LINKS_DATA, decode_file_data};
+use crate::file_data::{LINKS_DATA, decode_file_data};
 use crate::{Coverage, Engine, EngineError, SearchResult};
 
 /// What a related search asks for.

@@ -8,7 +8,7 @@ use quarry_rank::{Explanation, Pipeline, QueryShape, QueryTerms, RankingConfig, 
 use quarry_store::{Filter, Hit, LexicalWeights, Store, StoredChunk};
 use serde::{Deserialize, Serialize};
 
-use crate::index::{PAGERANK_DATA, decode_file_data};
+use crate::file_data::{PAGERANK_DATA, decode_file_data};
 use crate::symbols::SymbolHit;
 use crate::{Coverage, Engine, EngineError};
 use quarry_graph::FileScore;

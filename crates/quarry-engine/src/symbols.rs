@@ -13,11 +13,7 @@ use quarry_text::{file_stem, fold_name as fold};
 use serde::{Deserialize, Serialize};
 
 use crate::EngineError;
-use crate::index::decode_file_data;
-
-/// The file data name under which a file's [`Definition`]s are stored
-/// ([`FileDefinitions`]).
-pub const DEFINITIONS_DATA: &str = "definitions";
+use crate::file_data::{DEFINITIONS_DATA, decode_file_data};
 
 /// A file's definitions as the index stores them, with the chunker's
 /// [`DEFINITIONS_VERSION`] that listed them.

@@ -68,6 +68,7 @@ mod error;
 mod filter;
 mod index_dir;
 mod lexical;
+mod panics;
 mod pending;
 mod records;
 mod search;

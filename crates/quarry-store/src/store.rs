@@ -508,11 +508,11 @@ pub(crate) fn open_database<D>(
     open: impl FnOnce(&Builder) -> Result<D, redb::DatabaseError>,
 ) -> Result<D, StoreError> {
     let builder = builder(cache_bytes);
-    match crate::damage::catch_quietly(|| open(&builder)) {
+    match crate::panics::catch_quietly(|| open(&builder)) {
         Ok(opened) => opened.map_err(|e| database_error(path, e.into())),
         Err(panic) => Err(corrupt(
             path,
-            format!("redb panicked: {}", crate::damage::panic_message(&*panic)),
+            format!("redb panicked: {}", crate::panics::panic_message(&*panic)),
         )),
     }
 }

@@ -11,8 +11,7 @@ use anyhow::{Context, Result};
 use rmcp::model::CallToolRequestParams;
 use serde_json::{Value, json};
 
-use crate::bench::follow::{Served, call, rss_kib};
-use crate::bench::mcp::QUERIES;
+use crate::bench::follow::{QUERIES, Served, call, rss_kib};
 
 /// How long the server rests before its memory is read, and after the burst.
 const REST: Duration = Duration::from_secs(10);

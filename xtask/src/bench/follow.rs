@@ -8,12 +8,35 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail, ensure};
+use quarry_bench::stats::percentile;
 use rmcp::ServiceExt;
 use rmcp::model::CallToolRequestParams;
 use rmcp::service::{Peer, RoleClient, RunningService};
 use serde_json::{Value, json};
 
 use crate::bench::common::largest_source_files;
+
+/// Questions an agent working on an async runtime might ask (tokio's sources are the
+/// reference corpus); other repositories get them too, which only changes what is found.
+pub(super) const QUERIES: [&str; 10] = [
+    "wake the task blocked on a full channel",
+    "spawn a task onto the runtime",
+    "how does the timer wheel fire expired timers",
+    "read from an async reader until a delimiter",
+    "graceful shutdown of the runtime",
+    "JoinHandle::abort",
+    "acquire semaphore permits fairly",
+    "block_in_place",
+    "cooperative scheduling budget",
+    "bounded mpsc channel send",
+];
+
+/// p50 and p95 of `millis`.
+pub(super) fn summary(millis: &[f64]) -> (f64, f64) {
+    let mut sorted = millis.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    (percentile(&sorted, 0.5), percentile(&sorted, 0.95))
+}
 
 /// What the follow bench measures.
 #[derive(clap::Args)]
@@ -406,7 +429,7 @@ async fn soak(served: &Served, files: &[PathBuf], args: &FollowArgs) -> Result<S
                     tokio::time::sleep(Duration::from_millis(50)).await;
                     continue;
                 }
-                let query = super::mcp::QUERIES[i % super::mcp::QUERIES.len()];
+                let query = QUERIES[i % QUERIES.len()];
                 let called = Instant::now();
                 match call(&peer, "semantic_search", json!({"query": query})).await {
                     Ok(_) => millis.push(called.elapsed().as_secs_f64() * 1000.0),
@@ -472,11 +495,11 @@ async fn soak(served: &Served, files: &[PathBuf], args: &FollowArgs) -> Result<S
 impl Followed {
     pub fn json(&self) -> Value {
         let edits = &self.edits;
-        let (l50, l95) = super::mcp::summary(&edits.lexical_ms);
-        let (v50, v95) = super::mcp::summary(&edits.vector_ms);
+        let (l50, l95) = summary(&edits.lexical_ms);
+        let (v50, v95) = summary(&edits.vector_ms);
         let (cpu, read, written) = edits.cost.per_edit();
         let quantiles = |values: &[f64]| {
-            let (p50, p95) = super::mcp::summary(values);
+            let (p50, p95) = summary(values);
             json!({"p50": p50, "p95": p95})
         };
         let mut value = json!({
@@ -498,7 +521,7 @@ impl Followed {
             },
         });
         if let Some(soak) = &self.soak {
-            let (s50, s95) = super::mcp::summary(&soak.search_ms);
+            let (s50, s95) = summary(&soak.search_ms);
             value["soak"] = json!({
                 "minutes": soak.minutes,
                 "clients": soak.clients,
@@ -519,9 +542,9 @@ impl Followed {
 
     pub fn markdown(&self) -> String {
         let edits = &self.edits;
-        let (l50, l95) = super::mcp::summary(&edits.lexical_ms);
-        let (v50, v95) = super::mcp::summary(&edits.vector_ms);
-        let (x50, x95) = super::mcp::summary(&edits.run_ms);
+        let (l50, l95) = summary(&edits.lexical_ms);
+        let (v50, v95) = summary(&edits.vector_ms);
+        let (x50, x95) = summary(&edits.run_ms);
         let (cpu, read, written) = edits.cost.per_edit();
         let idle = &self.idle;
         let mut text = format!(
@@ -547,7 +570,7 @@ impl Followed {
             idle.unwatched_cpu_s,
         );
         if let Some(soak) = &self.soak {
-            let (s50, s95) = super::mcp::summary(&soak.search_ms);
+            let (s50, s95) = summary(&soak.search_ms);
             text.push_str(&format!(
                 "\n## Soak\n\n{:.1} minutes: an edit every {} s ({} edits) while {} callers \
                  searched without pause over the server's session ({} searches, p50 {s50:.1} ms, \

@@ -7,30 +7,14 @@ use std::process::Command;
 use std::time::Instant;
 
 use anyhow::{Context, Result, ensure};
-use quarry_bench::stats::percentile;
 use quarry_embed::{DEFAULT_MODEL, EmbedderOptions};
 use quarry_engine::{Engine, EngineOptions, SearchOptions};
 use serde_json::{Value, json};
 
 use crate::bench::burst::{self, Burst};
 use crate::bench::common::{append_comment, git_commit, largest_source_files, write_report};
-use crate::bench::follow::{self, FollowArgs, Served};
+use crate::bench::follow::{self, FollowArgs, QUERIES, Served, summary};
 use crate::model::provisioner;
-
-/// Questions an agent working on an async runtime might ask (tokio's sources are the
-/// reference corpus); other repositories get them too, which only changes what is found.
-pub(super) const QUERIES: [&str; 10] = [
-    "wake the task blocked on a full channel",
-    "spawn a task onto the runtime",
-    "how does the timer wheel fire expired timers",
-    "read from an async reader until a delimiter",
-    "graceful shutdown of the runtime",
-    "JoinHandle::abort",
-    "acquire semaphore permits fairly",
-    "block_in_place",
-    "cooperative scheduling budget",
-    "bounded mpsc channel send",
-];
 
 /// `cargo xtask bench mcp`'s options.
 #[derive(clap::Args)]
@@ -235,13 +219,6 @@ fn rust_client_latencies(quarry: &Path, root: &Path, calls: usize) -> Result<Vec
         served.client.cancel().await?;
         Ok(millis)
     })
-}
-
-/// p50 and p95 of `millis`.
-pub(super) fn summary(millis: &[f64]) -> (f64, f64) {
-    let mut sorted = millis.to_vec();
-    sorted.sort_by(f64::total_cmp);
-    (percentile(&sorted, 0.5), percentile(&sorted, 0.95))
 }
 
 /// The load test: concurrent MCP callers and a CLI search loop while the server re-indexes.

@@ -8,7 +8,8 @@ use std::path::PathBuf;
 use quarry_changes::{GitUse, TreeFile, detect_changes, detect_changes_in, relative_paths};
 use quarry_store::{FileState, Store, scope_of};
 
-use crate::symbols::{DEFINITIONS_DATA, FileDefinitions};
+use crate::file_data::DEFINITIONS_DATA;
+use crate::symbols::FileDefinitions;
 use crate::{Engine, EngineError};
 
 /// What an indexing run has to do, over the project and every library, in stored paths.

@@ -18,7 +18,9 @@ use quarry_engine::INDEX_DIR;
 use serde_json::{Value, json};
 
 use super::Shared;
-use super::watch::POLL_INTERVAL;
+
+/// How often the polling fallback looks at the tree.
+pub(super) const POLL_INTERVAL: Duration = Duration::from_secs(2);
 
 /// How long the tree must be quiet before a batch of changes is applied.
 pub(super) const QUIET: Duration = Duration::from_millis(100);

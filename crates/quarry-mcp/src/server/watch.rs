@@ -16,17 +16,15 @@ use std::collections::HashSet;
 use std::path::{Component, Path, PathBuf};
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Weak};
-use std::time::Duration;
 
 use notify::{Event, EventKind, PollWatcher, RecursiveMode, Watcher};
 use quarry_engine::{INDEX_DIR, LIBRARIES_FILE};
 
 use super::Shared;
-use super::changes::{GitState, LONGEST_DELAY, Watch, cookie_number, is_ignore_file};
+use super::changes::{
+    GitState, LONGEST_DELAY, POLL_INTERVAL, Watch, cookie_number, is_ignore_file,
+};
 use super::indexer::{Run, Started, start};
-
-/// How often the polling fallback looks at the tree.
-pub(super) const POLL_INTERVAL: Duration = Duration::from_secs(2);
 
 /// Whether the event watcher follows each directory on its own, as inotify does (and the
 /// polling fallback, always): then an ignored directory gets no watch. FSEvents and

@@ -10,7 +10,7 @@ use tantivy::directory::Directory;
 use tantivy::{Index, TantivyError};
 
 use crate::StoreError;
-use crate::damage::{catch_quietly, panic_message};
+use crate::panics::{catch_quietly, panic_message};
 
 /// The file a search that found the index damaged leaves in its directory: the reason on
 /// the first line, then the segments it had loaded, one per line. A writer that opens the

@@ -297,11 +297,11 @@ impl Snapshot<'_> {
         &self,
         body: impl FnOnce(&redb::ReadTransaction) -> Result<T, redb::Error>,
     ) -> Result<T, StoreError> {
-        match crate::damage::catch_quietly(|| body(&self.txn)) {
+        match crate::panics::catch_quietly(|| body(&self.txn)) {
             Ok(read) => read.map_err(|e| database_error(self.path, e)),
             Err(panic) => Err(self.corrupt(format!(
                 "redb panicked: {}",
-                crate::damage::panic_message(&*panic)
+                crate::panics::panic_message(&*panic)
             ))),
         }
     }
