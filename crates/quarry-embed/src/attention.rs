@@ -102,56 +102,54 @@ fn fused<'a, S: Lanes>(
     let keys_width = length.next_multiple_of(pair);
     let tiles = length.div_ceil(S::ROWS);
     let mut attended = vec![0.0; length * head_width];
-    {
-        let Operands {
-            queries,
-            keys,
-            values,
-            scores,
-        } = &mut operands;
-        for (buffer, len) in [
-            (&mut *queries, tiles * S::ROWS * width),
-            (&mut *keys, width * keys_width),
-            (&mut *values, length * width),
-            (&mut *scores, S::ROWS * keys_width),
-        ] {
-            buffer.clear();
-            buffer.resize(len, 0.0);
+    let Operands {
+        queries,
+        keys,
+        values,
+        scores,
+    } = &mut operands;
+    for (buffer, len) in [
+        (&mut *queries, tiles * S::ROWS * width),
+        (&mut *keys, width * keys_width),
+        (&mut *values, length * width),
+        (&mut *scores, S::ROWS * keys_width),
+    ] {
+        buffer.clear();
+        buffer.resize(len, 0.0);
+    }
+    for token in 0..length {
+        let row = token * width;
+        for (q, &x) in queries[row..row + head_width]
+            .iter_mut()
+            .zip(column(0, token))
+        {
+            *q = x * scale;
         }
-        for token in 0..length {
-            let row = token * width;
-            for (q, &x) in queries[row..row + head_width]
-                .iter_mut()
-                .zip(column(0, token))
-            {
-                *q = x * scale;
-            }
-            for (d, &k) in column(1, token).iter().enumerate() {
-                keys[d * keys_width + token] = k;
-            }
-            values[row..row + head_width].copy_from_slice(column(2, token));
+        for (d, &k) in column(1, token).iter().enumerate() {
+            keys[d * keys_width + token] = k;
         }
-        for (tile, out) in attended.chunks_mut(S::ROWS * head_width).enumerate() {
-            let tile_queries = &queries[tile * S::ROWS * width..(tile + 1) * S::ROWS * width];
-            for first in (0..keys_width).step_by(pair) {
-                let block = multiply(simd, tile_queries, width, &keys[first..], keys_width, width);
-                store(simd, &block, &mut scores[first..], keys_width, pair);
+        values[row..row + head_width].copy_from_slice(column(2, token));
+    }
+    for (tile, out) in attended.chunks_mut(S::ROWS * head_width).enumerate() {
+        let tile_queries = &queries[tile * S::ROWS * width..(tile + 1) * S::ROWS * width];
+        for first in (0..keys_width).step_by(pair) {
+            let block = multiply(simd, tile_queries, width, &keys[first..], keys_width, width);
+            store(simd, &block, &mut scores[first..], keys_width, pair);
+        }
+        let mut inverse = [0.0; MR];
+        for (row, inverse) in scores.chunks_mut(keys_width).zip(&mut inverse) {
+            *inverse = 1.0 / exponentiate(simd, &mut row[..length]);
+        }
+        for first in (0..head_width).step_by(pair) {
+            let mut block = multiply(simd, scores, keys_width, &values[first..], width, length);
+            for (row, &inverse) in block.iter_mut().zip(&inverse) {
+                let inverse = simd.splat_f32s(inverse);
+                row.iter_mut()
+                    .for_each(|lanes| *lanes = simd.mul_f32s(*lanes, inverse));
             }
-            let mut inverse = [0.0; MR];
-            for (row, inverse) in scores.chunks_mut(keys_width).zip(&mut inverse) {
-                *inverse = 1.0 / exponentiate(simd, &mut row[..length]);
-            }
-            for first in (0..head_width).step_by(pair) {
-                let mut block = multiply(simd, scores, keys_width, &values[first..], width, length);
-                for (row, &inverse) in block.iter_mut().zip(&inverse) {
-                    let inverse = simd.splat_f32s(inverse);
-                    row.iter_mut()
-                        .for_each(|lanes| *lanes = simd.mul_f32s(*lanes, inverse));
-                }
-                let rows = out.len() / head_width;
-                let columns = pair.min(head_width - first);
-                store(simd, &block[..rows], &mut out[first..], head_width, columns);
-            }
+            let rows = out.len() / head_width;
+            let columns = pair.min(head_width - first);
+            store(simd, &block[..rows], &mut out[first..], head_width, columns);
         }
     }
     (attended, operands)
