@@ -83,6 +83,35 @@ fn git_repo() -> tempfile::TempDir {
     repo
 }
 
+/// A fresh directory holding `files` (path and content): with `in_git`, a new git repository
+/// with them committed, and that commit.
+fn tree<P: AsRef<str>, C: AsRef<str>>(
+    in_git: bool,
+    files: &[(P, C)],
+) -> (tempfile::TempDir, Option<String>) {
+    let dir = if in_git {
+        git_repo()
+    } else {
+        tempfile::tempdir().unwrap()
+    };
+    for (path, content) in files {
+        write(dir.path(), path.as_ref(), content.as_ref());
+    }
+    let commit = in_git.then(|| commit_all(dir.path()));
+    (dir, commit)
+}
+
+/// A plain directory (not a git repository) holding `files`.
+fn plain_tree(files: &[(&str, &str)]) -> tempfile::TempDir {
+    tree(false, files).0
+}
+
+/// A new git repository with `files` committed, and the commit.
+fn git_tree(files: &[(&str, &str)]) -> (tempfile::TempDir, String) {
+    let (repo, commit) = tree(true, files);
+    (repo, commit.unwrap())
+}
+
 /// Commits everything and returns the new HEAD.
 fn commit_all(root: &Path) -> String {
     git(root, &["add", "-A"]);
@@ -100,17 +129,18 @@ fn detect(root: &Path, indexed: &[FileState], commit: Option<&str>) -> ChangeSet
 
 #[test]
 fn walk_honours_gitignore_outside_git_and_skips_quarry_and_hidden() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = plain_tree(&[
+        (".gitignore", "target/\n*.log\n"),
+        ("sub/.ignore", "generated.rs\n"),
+        ("src/lib.rs", "fn a() {}"),
+        ("sub/keep.rs", "fn b() {}"),
+        ("sub/generated.rs", "fn c() {}"),
+        ("target/debug/out.rs", "fn d() {}"),
+        ("run.log", "log"),
+        (".quarry/index.redb", "db"),
+        (".github/workflows/ci.yml", "on: push"),
+    ]);
     let root = dir.path();
-    write(root, ".gitignore", "target/\n*.log\n");
-    write(root, "sub/.ignore", "generated.rs\n");
-    write(root, "src/lib.rs", "fn a() {}");
-    write(root, "sub/keep.rs", "fn b() {}");
-    write(root, "sub/generated.rs", "fn c() {}");
-    write(root, "target/debug/out.rs", "fn d() {}");
-    write(root, "run.log", "log");
-    write(root, ".quarry/index.redb", "db");
-    write(root, ".github/workflows/ci.yml", "on: push");
 
     let walked = walk(root).unwrap();
     assert_eq!(paths(&walked.files), ["src/lib.rs", "sub/keep.rs"]);
@@ -127,17 +157,16 @@ fn walk_honours_gitignore_outside_git_and_skips_quarry_and_hidden() {
 
 #[test]
 fn walk_in_git_skips_dot_git_ignored_and_excluded_files() {
-    let repo = git_repo();
-    let root = repo.path();
-    write(root, ".gitignore", "*.tmp\n");
-    write(root, ".git/info/exclude", "secret/\n");
-    write(root, "a.rs", "fn a() {}");
-    write(root, "scratch.tmp", "x");
-    write(root, "secret/key.rs", "fn k() {}");
-    write(root, ".quarry/index.redb", "db");
-    commit_all(root);
+    let (repo, _) = git_tree(&[
+        (".gitignore", "*.tmp\n"),
+        (".git/info/exclude", "secret/\n"),
+        ("a.rs", "fn a() {}"),
+        ("scratch.tmp", "x"),
+        ("secret/key.rs", "fn k() {}"),
+        (".quarry/index.redb", "db"),
+    ]);
 
-    assert_eq!(paths(&walk(root).unwrap().files), ["a.rs"]);
+    assert_eq!(paths(&walk(repo.path()).unwrap().files), ["a.rs"]);
 }
 
 #[test]
@@ -151,16 +180,11 @@ fn a_missing_root_is_an_error() {
 #[test]
 fn nothing_changed_reads_nothing() {
     for in_git in [false, true] {
-        let dir = if in_git {
-            git_repo()
-        } else {
-            tempfile::tempdir().unwrap()
-        };
+        let files: Vec<_> = (0..20)
+            .map(|i| (format!("src/m{i}.rs"), format!("fn f{i}() {{}}")))
+            .collect();
+        let (dir, commit) = tree(in_git, &files);
         let root = dir.path();
-        for i in 0..20 {
-            write(root, &format!("src/m{i}.rs"), &format!("fn f{i}() {{}}"));
-        }
-        let commit = in_git.then(|| commit_all(root));
         let indexed = index(root);
 
         let changes = detect(root, &indexed, commit.as_deref());
@@ -181,19 +205,18 @@ fn nothing_changed_reads_nothing() {
 #[test]
 fn added_modified_deleted_renamed_and_touched() {
     for in_git in [false, true] {
-        let dir = if in_git {
-            git_repo()
-        } else {
-            tempfile::tempdir().unwrap()
-        };
+        let (dir, commit) = tree(
+            in_git,
+            &[
+                ("a.rs", "fn a() {}"),
+                ("b.rs", "fn b() { 1 }"),
+                ("c.rs", "fn c() { 22 }"),
+                ("d.rs", "fn d() { 333 }"),
+                ("e.rs", "fn e() { 4444 }"),
+                ("f.rs", "fn f() { 55555 }"),
+            ],
+        );
         let root = dir.path();
-        write(root, "a.rs", "fn a() {}");
-        write(root, "b.rs", "fn b() { 1 }");
-        write(root, "c.rs", "fn c() { 22 }");
-        write(root, "d.rs", "fn d() { 333 }");
-        write(root, "e.rs", "fn e() { 4444 }");
-        write(root, "f.rs", "fn f() { 55555 }");
-        let commit = in_git.then(|| commit_all(root));
         let indexed = index(root);
 
         write(root, "new.rs", "fn new() { 1 + 2 + 3 }");
@@ -242,10 +265,8 @@ fn added_modified_deleted_renamed_and_touched() {
 
 #[test]
 fn duplicate_content_is_renamed_once() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = plain_tree(&[("one.rs", "same"), ("two.rs", "same")]);
     let root = dir.path();
-    write(root, "one.rs", "same");
-    write(root, "two.rs", "same");
     let indexed = index(root);
     fs::remove_file(root.join("one.rs")).unwrap();
     fs::rename(root.join("two.rs"), root.join("three.rs")).unwrap();
@@ -260,11 +281,10 @@ fn duplicate_content_is_renamed_once() {
 
 #[test]
 fn large_files_hash_as_content_hash_does() {
-    let dir = tempfile::tempdir().unwrap();
-    let root = dir.path();
     let big: String = (0..40_000).map(|i| format!("{i}\n")).collect();
     assert!(big.len() > 150_000);
-    write(root, "big.txt", &big);
+    let dir = plain_tree(&[("big.txt", big.as_str())]);
+    let root = dir.path();
     let indexed = index(root);
     bump_mtime(root, "big.txt");
 
@@ -285,11 +305,8 @@ fn same_size_edit(root: &Path, path: &str) {
 
 #[test]
 fn a_same_size_edit_keeping_the_mtime_is_caught_by_git() {
-    let repo = git_repo();
+    let (repo, commit) = git_tree(&[("a.rs", "fn a() { 1 }"), ("b.rs", "fn b() {}")]);
     let root = repo.path();
-    write(root, "a.rs", "fn a() { 1 }");
-    write(root, "b.rs", "fn b() {}");
-    let commit = commit_all(root);
     let indexed = index(root);
     same_size_edit(root, "a.rs");
 
@@ -300,10 +317,7 @@ fn a_same_size_edit_keeping_the_mtime_is_caught_by_git() {
 
 #[test]
 fn a_same_size_edit_keeping_the_mtime_is_caught_in_a_subdirectory_root() {
-    let repo = git_repo();
-    write(repo.path(), "top.rs", "fn top() {}");
-    write(repo.path(), "sub/a.rs", "fn a() { 1 }");
-    let commit = commit_all(repo.path());
+    let (repo, commit) = git_tree(&[("top.rs", "fn top() {}"), ("sub/a.rs", "fn a() { 1 }")]);
     let root = repo.path().join("sub");
     let indexed = index(&root);
     assert_eq!(indexed.len(), 1);
@@ -325,9 +339,8 @@ fn a_same_size_edit_keeping_the_mtime_is_caught_in_a_subdirectory_root() {
 /// missed, by design (reading every file on every run is what the chain avoids).
 #[test]
 fn a_same_size_edit_keeping_the_mtime_is_missed_outside_git() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = plain_tree(&[("a.rs", "fn a() { 1 }")]);
     let root = dir.path();
-    write(root, "a.rs", "fn a() { 1 }");
     let indexed = index(root);
     same_size_edit(root, "a.rs");
 
@@ -338,11 +351,8 @@ fn a_same_size_edit_keeping_the_mtime_is_missed_outside_git() {
 
 #[test]
 fn git_trouble_falls_back_to_mtime_and_size_and_says_so() {
-    let repo = git_repo();
+    let (repo, first) = git_tree(&[("a.rs", "fn a() { 1 }"), ("b.rs", "fn b() {}")]);
     let root = repo.path();
-    write(root, "a.rs", "fn a() { 1 }");
-    write(root, "b.rs", "fn b() {}");
-    let first = commit_all(root);
     let indexed = index(root);
     write(root, "b.rs", "fn b() { changed }");
 
@@ -390,11 +400,12 @@ fn odd_entries_do_not_abort() {
     use std::os::unix::ffi::OsStrExt;
     use std::os::unix::fs::{PermissionsExt, symlink};
 
-    let dir = tempfile::tempdir().unwrap();
+    let dir = plain_tree(&[
+        ("a.rs", "fn a() {}"),
+        ("locked/inner.rs", "fn inner() {}"),
+        ("secret.rs", "fn secret() {}"),
+    ]);
     let root = dir.path();
-    write(root, "a.rs", "fn a() {}");
-    write(root, "locked/inner.rs", "fn inner() {}");
-    write(root, "secret.rs", "fn secret() {}");
     let indexed = index(root);
 
     fs::write(root.join(OsStr::from_bytes(b"bad\xffname.rs")), "x").unwrap();
@@ -446,13 +457,14 @@ fn odd_entries_do_not_abort() {
 
 #[test]
 fn a_scoped_detection_looks_only_at_the_reported_paths_with_the_trees_rules() {
-    let dir = tempfile::tempdir().unwrap();
+    let dir = plain_tree(&[
+        (".gitignore", "build/\n"),
+        ("src/a.rs", "fn a() { 1 }"),
+        ("src/b.rs", "fn b() {}\n"),
+        ("src/deep/c.rs", "fn c() {}\n"),
+        ("docs/d.md", "# d\n"),
+    ]);
     let root = dir.path();
-    write(root, ".gitignore", "build/\n");
-    write(root, "src/a.rs", "fn a() { 1 }");
-    write(root, "src/b.rs", "fn b() {}\n");
-    write(root, "src/deep/c.rs", "fn c() {}\n");
-    write(root, "docs/d.md", "# d\n");
     let indexed = index(root);
 
     // Changed everywhere, reported in src/ only.
