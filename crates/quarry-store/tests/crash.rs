@@ -5,6 +5,8 @@
 //! repository): it rewrites every file of a small tree in each batch, all files carrying the
 //! batch's number, so a half-applied batch would show as files of two numbers.
 
+mod common;
+
 use quarry_chunk::{ChunkKind, Language};
 use std::process::Command;
 use std::time::Duration;
@@ -17,11 +19,7 @@ const CHUNKS_PER_FILE: u64 = 5;
 const WRITER: &str = "QUARRY_STORE_CRASH_WRITER";
 
 fn settings() -> IndexSettings {
-    IndexSettings {
-        model: "crash-test".into(),
-        dimensions: 8,
-        chunker: "v1".into(),
-    }
+    common::settings("crash-test", 8)
 }
 
 /// Writes batch after batch until killed.

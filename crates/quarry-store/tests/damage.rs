@@ -24,21 +24,11 @@ const CHUNKS_PER_FILE: usize = 10;
 const GRAPH_FROM: u64 = 300;
 
 fn settings() -> IndexSettings {
-    IndexSettings {
-        model: "damage-test".into(),
-        dimensions: DIMENSIONS,
-        chunker: "v1".into(),
-    }
+    common::settings("damage-test", DIMENSIONS)
 }
 
 fn unit(seed: u64) -> Vec<f32> {
-    let mut rng = Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1);
-    let mut v: Vec<f32> = (0..DIMENSIONS)
-        .map(|_| (rng.next() >> 40) as f32 / (1u64 << 24) as f32 - 0.5)
-        .collect();
-    let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt();
-    v.iter_mut().for_each(|x| *x /= norm);
-    v
+    common::unit(seed, DIMENSIONS)
 }
 
 const WORDS: &[&str] = &[
@@ -120,9 +110,7 @@ fn build(root: &Path, graph: bool) {
     }
     put(&store, 5..9, 10_000);
     // After tantivy's merges, a file removed and two added: segments with deletes.
-    let mut batch = store.write().unwrap();
-    batch.remove_file(&path_of(30)).unwrap();
-    batch.commit().unwrap();
+    common::remove_file(&store, &path_of(30));
     put(&store, FILES..FILES + 2, 0);
     store.checkpoint().unwrap();
 }

@@ -18,11 +18,7 @@ use quarry_store::{
 const DIMENSIONS: usize = 4;
 
 fn settings() -> IndexSettings {
-    IndexSettings {
-        model: "incremental-test".into(),
-        dimensions: DIMENSIONS,
-        chunker: "v1".into(),
-    }
+    common::settings("incremental-test", DIMENSIONS)
 }
 
 /// Words of code: common ones (most chunks hold them) and rarer ones, in several naming
@@ -99,6 +95,20 @@ fn chunk(rng: &mut Rng, next_id: &mut u128, path: &str) -> StoredChunk {
         end_line: 3,
         text: text(rng, &name, length),
     }
+}
+
+/// Adds file `i` of `count` new chunks to `files`, and returns its path.
+fn add_file(
+    files: &mut Files,
+    rng: &mut Rng,
+    next_id: &mut u128,
+    i: usize,
+    count: usize,
+) -> String {
+    let path = path(i);
+    let chunks = (0..count).map(|_| chunk(rng, next_id, &path)).collect();
+    files.insert(path.clone(), chunks);
+    path
 }
 
 fn path(i: usize) -> String {
@@ -208,11 +218,8 @@ fn incremental_updates_rank_lexical_searches_as_a_clean_build() {
     let mut next_id = 0u128;
     let mut files = Files::new();
     for i in 0..60 {
-        let path = path(i);
-        let chunks = (0..1 + below(&mut rng, 8))
-            .map(|_| chunk(&mut rng, &mut next_id, &path))
-            .collect();
-        files.insert(path, chunks);
+        let count = 1 + below(&mut rng, 8);
+        add_file(&mut files, &mut rng, &mut next_id, i, count);
     }
     let incremental_dir = tempfile::tempdir().unwrap();
     let incremental = fresh(incremental_dir.path(), &files);
@@ -245,13 +252,15 @@ fn incremental_updates_rank_lexical_searches_as_a_clean_build() {
         edited.retain(|p| *p != removed);
         files.remove(&removed);
         for _ in 0..2 {
-            let path = path(next_file);
+            let count = 1 + below(&mut rng, 5);
+            edited.push(add_file(
+                &mut files,
+                &mut rng,
+                &mut next_id,
+                next_file,
+                count,
+            ));
             next_file += 1;
-            let chunks = (0..1 + below(&mut rng, 5))
-                .map(|_| chunk(&mut rng, &mut next_id, &path))
-                .collect();
-            files.insert(path.clone(), chunks);
-            edited.push(path);
         }
         let changed: Vec<(&String, &Vec<StoredChunk>)> =
             files.iter().filter(|(p, _)| edited.contains(p)).collect();
@@ -291,11 +300,7 @@ fn measure_a_one_file_edit_on_a_larger_index() {
     let mut next_id = 0u128;
     let mut files = Files::new();
     for i in 0..800 {
-        let path = path(i);
-        let chunks = (0..6)
-            .map(|_| chunk(&mut rng, &mut next_id, &path))
-            .collect();
-        files.insert(path, chunks);
+        add_file(&mut files, &mut rng, &mut next_id, i, 6);
     }
     let dir = tempfile::tempdir().unwrap();
     let started = Instant::now();

@@ -3,6 +3,8 @@
 //! left exactly as it was.
 #![cfg(unix)]
 
+mod common;
+
 use std::fs;
 use std::os::unix::fs::symlink;
 use std::path::{Path, PathBuf};
@@ -11,11 +13,7 @@ use quarry_chunk::{ChunkKind, Language};
 use quarry_store::{FileState, IndexSettings, Store, StoreError, StoredChunk};
 
 fn settings() -> IndexSettings {
-    IndexSettings {
-        model: "links".into(),
-        dimensions: 2,
-        chunker: "v1".into(),
-    }
+    common::settings("links", 2)
 }
 
 /// An index of one file, with its lexical index and a checkpoint's rows written.

@@ -1,6 +1,8 @@
 //! Searching a real on-disk index: the HNSW graph against the exact scan, the lexical index,
 //! filters inside both, drift, and the derived indexes' repair.
 
+mod common;
+
 use quarry_chunk::{ChunkKind, Language};
 use std::collections::HashSet;
 use std::path::Path;
@@ -19,27 +21,11 @@ const FILES: usize = 300;
 const GRAPH_FROM: u64 = 2_000;
 
 fn settings() -> IndexSettings {
-    IndexSettings {
-        model: "search-test".into(),
-        dimensions: DIMENSIONS,
-        chunker: "v1".into(),
-    }
+    common::settings("search-test", DIMENSIONS)
 }
 
-/// A deterministic unit vector (xorshift; no dependency).
 fn unit(seed: u64) -> Vec<f32> {
-    let mut state = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-    let mut v: Vec<f32> = (0..DIMENSIONS)
-        .map(|_| {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            (state >> 40) as f32 / (1u64 << 24) as f32 - 0.5
-        })
-        .collect();
-    let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt();
-    v.iter_mut().for_each(|x| *x /= norm);
-    v
+    common::unit(seed, DIMENSIONS)
 }
 
 fn chunk(id: u128, path: &str, text: &str) -> StoredChunk {
@@ -97,12 +83,62 @@ fn open(root: &Path) -> Store {
     store
 }
 
+/// A reader of the index at `root`, as [`open`] sets a writer up.
+fn open_reader(root: &Path) -> Store {
+    let mut store = Store::open_read_only(root, settings()).unwrap();
+    store.set_exact_scan_below(GRAPH_FROM);
+    store
+}
+
 /// A large index whose graph a checkpoint built, searched through the graph.
 fn graph_index(root: &Path) -> Store {
     let mut store = large_index(root, FILES);
     store.checkpoint().unwrap();
     store.set_dense_strategy(DenseStrategy::Graph);
     store
+}
+
+/// The writer of the index at `root`, searching through its graph.
+fn open_graph(root: &Path) -> Store {
+    let mut store = open(root);
+    store.set_dense_strategy(DenseStrategy::Graph);
+    store
+}
+
+/// The ids of the one nearest chunk to `query`.
+fn top(store: &Store, query: &[f32]) -> Vec<u128> {
+    ids(&store.search_dense(query, 1, &Filter::default()).unwrap())
+}
+
+/// Commits file `removed`'s removal and a new file, `src/new.rs`, of one chunk `id` with
+/// `vector`.
+fn replace_file(store: &Store, removed: usize, id: u128, vector: &[f32]) {
+    let mut batch = store.write().unwrap();
+    batch.remove_file(&path_of(removed)).unwrap();
+    batch
+        .put_file(
+            &state("src/new.rs", &[id]),
+            &[(chunk(id, "src/new.rs", "new"), vector)],
+        )
+        .unwrap();
+    batch.commit().unwrap();
+}
+
+/// Searches `store` for each chunk of file `removed`, `k` deep, and asserts that none of
+/// them comes back; returns each chunk's vector with its hits.
+fn search_removed(store: &Store, removed: u128, k: usize) -> Vec<(Vec<f32>, Vec<Hit>)> {
+    let first = removed * CHUNKS_PER_FILE as u128;
+    (first..first + CHUNKS_PER_FILE as u128)
+        .map(|id| {
+            let query = unit(id as u64);
+            let hits = store.search_dense(&query, k, &Filter::default()).unwrap();
+            assert!(
+                hits.iter().all(|h| h.id.0 / 10 != removed),
+                "a removed chunk came back"
+            );
+            (query, hits)
+        })
+        .collect()
 }
 
 /// Mean share of the exact top `k` that the searched top `k` holds, over 40 queries.
@@ -156,10 +192,7 @@ fn the_graph_agrees_with_the_exact_scan_with_and_without_filters() {
     assert!(hits.iter().all(|h| h.id.0 / 10 == 42));
 
     // A vector finds its own chunk first.
-    let hits = store
-        .search_dense(&unit(2345), 1, &Filter::default())
-        .unwrap();
-    assert_eq!(ids(&hits), [2345]);
+    assert_eq!(top(&store, &unit(2345)), [2345]);
     assert!(store.notes().is_empty(), "{:?}", store.notes());
 
     // As calibrated (the graph or a scan, whichever was faster) and scanned in memory.
@@ -193,8 +226,7 @@ fn searches_scan_the_database_until_a_checkpoint_builds_the_graph() {
 fn a_small_index_is_scanned_in_memory_and_follows_the_writers_commits() {
     let repo = tempfile::tempdir().unwrap();
     let writer = large_index(repo.path(), 100);
-    let mut reader = Store::open_read_only(repo.path(), settings()).unwrap();
-    reader.set_exact_scan_below(GRAPH_FROM);
+    let reader = open_reader(repo.path());
     let python = Filter::default().language(Language::Python);
     for filter in [Filter::default(), python] {
         for q in 0..10 {
@@ -211,30 +243,14 @@ fn a_small_index_is_scanned_in_memory_and_follows_the_writers_commits() {
     );
 
     // The rows the first search read follow later commits: one file gone, one added.
-    let mut batch = writer.write().unwrap();
-    batch.remove_file(&path_of(7)).unwrap();
     let (new_id, vector) = (77_000_000u128, unit(654_321));
-    batch
-        .put_file(
-            &state("src/new.rs", &[new_id]),
-            &[(chunk(new_id, "src/new.rs", "new"), &vector[..])],
-        )
-        .unwrap();
-    batch.commit().unwrap();
-    let hits = reader.search_dense(&vector, 1, &Filter::default()).unwrap();
-    assert_eq!(ids(&hits), [new_id]);
-    for removed in 70..80u64 {
-        let hits = reader
-            .search_dense(&unit(removed), 100, &Filter::default())
-            .unwrap();
-        assert!(
-            hits.iter().all(|h| h.id.0 / 10 != 7),
-            "a removed chunk came back"
-        );
+    replace_file(&writer, 7, new_id, &vector);
+    assert_eq!(top(&reader, &vector), [new_id]);
+    for (query, hits) in search_removed(&reader, 7, 100) {
         assert_eq!(
             hits,
             reader
-                .search_exact(&unit(removed), 100, &Filter::default())
+                .search_exact(&query, 100, &Filter::default())
                 .unwrap()
         );
     }
@@ -279,46 +295,20 @@ fn the_graph_follows_removals_and_additions_and_survives_reopening() {
     {
         let store = graph_index(repo.path());
         // Changes after the checkpoint reach the next process through the database.
-        let mut batch = store.write().unwrap();
-        batch.remove_file(&path_of(5)).unwrap();
-        let new_id = 99_000_000u128;
-        let vector = unit(123_456);
-        batch
-            .put_file(
-                &state("src/new.rs", &[new_id]),
-                &[(chunk(new_id, "src/new.rs", "new"), &vector[..])],
-            )
-            .unwrap();
-        batch.commit().unwrap();
+        replace_file(&store, 5, 99_000_000, &unit(123_456));
     }
-    let mut store = open(repo.path());
-    store.set_dense_strategy(DenseStrategy::Graph);
-    let hits = store
-        .search_dense(&unit(123_456), 1, &Filter::default())
-        .unwrap();
-    assert_eq!(ids(&hits), [99_000_000]);
+    let store = open_graph(repo.path());
+    assert_eq!(top(&store, &unit(123_456)), [99_000_000]);
     let info = store.vector_index().unwrap().unwrap();
     assert_eq!(info.nodes - info.live, CHUNKS_PER_FILE, "tombstones");
-    for removed in 50..60u64 {
-        let hits = store
-            .search_dense(&unit(removed), 10, &Filter::default())
-            .unwrap();
-        assert!(
-            hits.iter().all(|h| h.id.0 / 10 != 5),
-            "a removed chunk came back"
-        );
-    }
+    search_removed(&store, 5, 10);
     assert!(recall(&store, 10, &Filter::default()) >= 0.97);
     assert!(store.notes().is_empty(), "{:?}", store.notes());
 
     // A reader in the same state sees the same.
-    let mut reader = Store::open_read_only(repo.path(), settings()).unwrap();
-    reader.set_exact_scan_below(GRAPH_FROM);
+    let mut reader = open_reader(repo.path());
     reader.set_dense_strategy(DenseStrategy::Graph);
-    let hits = reader
-        .search_dense(&unit(123_456), 1, &Filter::default())
-        .unwrap();
-    assert_eq!(ids(&hits), [99_000_000]);
+    assert_eq!(top(&reader, &unit(123_456)), [99_000_000]);
 }
 
 #[test]
@@ -330,12 +320,8 @@ fn a_damaged_graph_is_scanned_around_said_so_and_rebuilt_at_the_checkpoint() {
     bytes.truncate(bytes.len() / 2);
     std::fs::write(&graph, bytes).unwrap();
 
-    let mut store = open(repo.path());
-    store.set_dense_strategy(DenseStrategy::Graph);
-    let hits = store
-        .search_dense(&unit(77), 1, &Filter::default())
-        .unwrap();
-    assert_eq!(ids(&hits), [77]);
+    let store = open_graph(repo.path());
+    assert_eq!(top(&store, &unit(77)), [77]);
     assert!(store.vector_index().unwrap().is_none());
     let notes = store.notes();
     assert!(
@@ -349,6 +335,17 @@ fn a_damaged_graph_is_scanned_around_said_so_and_rebuilt_at_the_checkpoint() {
     );
     assert!(recall(&store, 10, &Filter::default()) >= 0.97);
     assert_eq!(store.notes().len(), 1, "reported once");
+}
+
+/// The ids the lexical index finds for `query`, unfiltered.
+fn lexical(store: &Store, query: &str) -> Vec<u128> {
+    ids(&store.search_lexical(query, 10, &Filter::default()).unwrap())
+}
+
+/// Stores `a.rs`, of one chunk, `fn alpha() {}` (id 1), in the index at `root`, and closes it.
+fn index_alpha(root: &Path) {
+    let store = Store::open(root, settings()).unwrap();
+    put_texts(&store, &[("a.rs", &[(1, "fn alpha() {}")])]);
 }
 
 /// Files of Rust and Python snippets for the lexical index.
@@ -430,46 +427,26 @@ fn lexical_search_finds_identifiers_across_naming_conventions_with_filters_insid
     assert!(found("", &Filter::default()).is_empty());
 
     // Removed chunks leave the lexical index with the file.
-    let mut batch = store.write().unwrap();
-    batch.remove_file("tools/settings.py").unwrap();
-    batch.commit().unwrap();
+    common::remove_file(&store, "tools/settings.py");
     assert_eq!(found("parseConfig", &Filter::default()), [1, 4]);
 
     // Another process reading sees the writer's commits.
     let reader = Store::open_read_only(repo.path(), settings()).unwrap();
-    assert_eq!(
-        ids(&reader
-            .search_lexical("load_file", 10, &Filter::default())
-            .unwrap()),
-        [2]
-    );
+    assert_eq!(lexical(&reader, "load_file"), [2]);
     put_texts(&store, &[("src/late.rs", &[(9, "fn arrived_late() {}")])]);
-    assert_eq!(
-        ids(&reader
-            .search_lexical("arrived late", 10, &Filter::default())
-            .unwrap()),
-        [9]
-    );
+    assert_eq!(lexical(&reader, "arrived late"), [9]);
 }
 
 #[test]
 fn a_lexical_index_behind_the_database_is_rebuilt_on_open() {
     let repo = tempfile::tempdir().unwrap();
-    {
-        let store = Store::open(repo.path(), settings()).unwrap();
-        put_texts(&store, &[("a.rs", &[(1, "fn alpha() {}")])]);
-    }
+    index_alpha(repo.path());
     // As if the process had died between the database's commit and the lexical index's.
     std::fs::remove_dir_all(repo.path().join(".quarry/lexical")).unwrap();
     std::fs::create_dir(repo.path().join(".quarry/lexical")).unwrap();
     std::fs::write(repo.path().join(".quarry/lexical/meta.json"), b"{ not json").unwrap();
     let store = Store::open(repo.path(), settings()).unwrap();
-    assert_eq!(
-        ids(&store
-            .search_lexical("alpha", 10, &Filter::default())
-            .unwrap()),
-        [1]
-    );
+    assert_eq!(lexical(&store, "alpha"), [1]);
 }
 
 #[test]
@@ -512,9 +489,7 @@ fn reindexed_files_record_their_drift() {
     );
     assert_eq!(store.indexed_commit().unwrap().as_deref(), Some("0123abcd"));
 
-    let mut batch = store.write().unwrap();
-    batch.remove_file("a.rs").unwrap();
-    batch.commit().unwrap();
+    common::remove_file(&store, "a.rs");
     let snapshot = store.snapshot().unwrap();
     assert_eq!(snapshot.drift("a.rs").unwrap(), None);
     assert_eq!(snapshot.file_data("a.rs", "pagerank").unwrap(), None);
@@ -523,17 +498,9 @@ fn reindexed_files_record_their_drift() {
 #[test]
 fn a_rebuild_replaces_the_derived_indexes_too() {
     let repo = tempfile::tempdir().unwrap();
-    {
-        let store = Store::open(repo.path(), settings()).unwrap();
-        put_texts(&store, &[("a.rs", &[(1, "fn alpha() {}")])]);
-    }
+    index_alpha(repo.path());
     let store = Store::rebuild(repo.path(), settings()).unwrap();
-    assert!(
-        store
-            .search_lexical("alpha", 10, &Filter::default())
-            .unwrap()
-            .is_empty()
-    );
+    assert!(lexical(&store, "alpha").is_empty());
     assert_eq!(store.chunk(ChunkId(1)).unwrap(), None);
     let error = store
         .search_dense(&[1.0], 1, &Filter::default())
@@ -546,10 +513,7 @@ fn a_rebuild_replaces_the_derived_indexes_too() {
 #[test]
 fn a_rebuild_given_up_leaves_nothing_staged() {
     let repo = tempfile::tempdir().unwrap();
-    {
-        let store = Store::open(repo.path(), settings()).unwrap();
-        put_texts(&store, &[("a.rs", &[(1, "fn alpha() {}")])]);
-    }
+    index_alpha(repo.path());
     let staged = Store::stage(repo.path(), settings()).unwrap();
     put_texts(&staged, &[("b.rs", &[(2, "fn beta() {}")])]);
     assert!(Store::is_rebuilding(repo.path()));
@@ -583,22 +547,20 @@ fn add_files(store: &Store, files: std::ops::Range<usize>) {
 
 /// The chunk the vector index in memory finds nearest to chunk `id`'s own vector.
 fn nearest(store: &Store, id: u128) -> u128 {
-    ids(&store
-        .search_dense(&unit(id as u64), 1, &Filter::default())
-        .unwrap())[0]
+    top(store, &unit(id as u64))[0]
 }
 
 #[test]
 fn a_writer_sharing_its_readers_vector_index_keeps_it_current_and_saves_it_after_many_changes() {
     let repo = tempfile::tempdir().unwrap();
     drop(graph_index(repo.path()));
-    let scanning = |mut store: Store| {
-        store.set_exact_scan_below(GRAPH_FROM);
+    let scanning = |root: &Path| {
+        let mut store = open_reader(root);
         store.set_dense_strategy(DenseStrategy::Scan);
         store
     };
     // A long-lived reader, whose first search loads the saved graph.
-    let reader = scanning(Store::open_read_only(repo.path(), settings()).unwrap());
+    let reader = scanning(repo.path());
     assert_eq!(nearest(&reader, 42), 42);
     let saved = repo.path().join(".quarry/vectors/meta.bin");
     let saved_before = std::fs::read(&saved).unwrap();
@@ -608,9 +570,7 @@ fn a_writer_sharing_its_readers_vector_index_keeps_it_current_and_saves_it_after
     assert!(writer.share_vectors(&reader));
     // Two files added, one removed: 30 vectors in, 10 out, over two commits.
     add_files(&writer, 1_000..1_002);
-    let mut batch = writer.write().unwrap();
-    batch.remove_file(&path_of(5)).unwrap();
-    batch.commit().unwrap();
+    common::remove_file(&writer, &path_of(5));
     writer.checkpoint().unwrap();
     assert_ne!(
         std::fs::read(&saved).unwrap(),
@@ -628,7 +588,7 @@ fn a_writer_sharing_its_readers_vector_index_keeps_it_current_and_saves_it_after
 
     // The reader sees every commit through the index they share; a process that loads the
     // older copy on disk catches up to the same answers.
-    let fresh = scanning(Store::open_read_only(repo.path(), settings()).unwrap());
+    let fresh = scanning(repo.path());
     for store in [&reader, &fresh] {
         for id in [10_000u128, 10_019, 10_025] {
             assert_eq!(nearest(store, id), id);

@@ -54,20 +54,27 @@ fn put(store: &Store, files: &[TestFile]) {
     batch.commit().unwrap();
 }
 
+/// Two chunks, 1 and 2, along the first and second axes.
+const TWO_CHUNKS: &[(u128, [f32; 3])] = &[(1, [1.0, 0.0, 0.0]), (2, [0.0, 1.0, 0.0])];
+
+/// A fresh index in a temporary repository.
+fn new_store() -> (tempfile::TempDir, Store) {
+    let repo = tempfile::tempdir().unwrap();
+    let store = Store::open(repo.path(), settings()).unwrap();
+    (repo, store)
+}
+
+/// A fresh index holding `files`.
+fn store_with(files: &[TestFile]) -> (tempfile::TempDir, Store) {
+    let (repo, store) = new_store();
+    put(&store, files);
+    (repo, store)
+}
+
 #[test]
 fn files_chunks_and_vectors_survive_reopening() {
-    let repo = tempfile::tempdir().unwrap();
-    {
-        let store = Store::open(repo.path(), settings()).unwrap();
-        put(
-            &store,
-            &[(
-                "src/a.rs",
-                "rust",
-                &[(1, [1.0, 0.0, 0.0]), (2, [0.0, 1.0, 0.0])],
-            )],
-        );
-    }
+    let (repo, store) = store_with(&[("src/a.rs", "rust", TWO_CHUNKS)]);
+    drop(store);
     let store = Store::open(repo.path(), settings()).unwrap();
     assert_eq!(
         store.file("src/a.rs").unwrap(),
@@ -85,16 +92,7 @@ fn files_chunks_and_vectors_survive_reopening() {
 
 #[test]
 fn reindexing_a_file_keeps_unchanged_chunks_and_drops_removed_ones() {
-    let repo = tempfile::tempdir().unwrap();
-    let store = Store::open(repo.path(), settings()).unwrap();
-    put(
-        &store,
-        &[(
-            "a.py",
-            "python",
-            &[(1, [1.0, 0.0, 0.0]), (2, [0.0, 1.0, 0.0])],
-        )],
-    );
+    let (_repo, store) = store_with(&[("a.py", "python", TWO_CHUNKS)]);
 
     // Chunk 1 is unchanged (listed, not given), 2 is gone, 3 is new.
     let mut batch = store.write().unwrap();
@@ -121,15 +119,10 @@ fn reindexing_a_file_keeps_unchanged_chunks_and_drops_removed_ones() {
 
 #[test]
 fn removing_a_file_removes_its_chunks() {
-    let repo = tempfile::tempdir().unwrap();
-    let store = Store::open(repo.path(), settings()).unwrap();
-    put(
-        &store,
-        &[
-            ("a.py", "python", &[(1, [1.0, 0.0, 0.0])]),
-            ("b.py", "python", &[(2, [0.0, 1.0, 0.0])]),
-        ],
-    );
+    let (_repo, store) = store_with(&[
+        ("a.py", "python", &[(1, [1.0, 0.0, 0.0])]),
+        ("b.py", "python", &[(2, [0.0, 1.0, 0.0])]),
+    ]);
     let mut batch = store.write().unwrap();
     batch.remove_file("a.py").unwrap();
     batch.remove_file("never-indexed.py").unwrap();
@@ -141,9 +134,7 @@ fn removing_a_file_removes_its_chunks() {
 
 #[test]
 fn a_batch_that_is_not_committed_changes_nothing() {
-    let repo = tempfile::tempdir().unwrap();
-    let store = Store::open(repo.path(), settings()).unwrap();
-    put(&store, &[("a.py", "python", &[(1, [1.0, 0.0, 0.0])])]);
+    let (_repo, store) = store_with(&[("a.py", "python", &[(1, [1.0, 0.0, 0.0])])]);
     {
         let mut batch = store.write().unwrap();
         batch.remove_file("a.py").unwrap();
@@ -162,8 +153,7 @@ fn a_batch_that_is_not_committed_changes_nothing() {
 
 #[test]
 fn vectors_of_the_wrong_length_are_refused() {
-    let repo = tempfile::tempdir().unwrap();
-    let store = Store::open(repo.path(), settings()).unwrap();
+    let (_repo, store) = new_store();
     let mut batch = store.write().unwrap();
     let error = batch
         .put_file(
@@ -186,11 +176,8 @@ fn vectors_of_the_wrong_length_are_refused() {
 
 #[test]
 fn another_model_is_refused_until_the_index_is_rebuilt() {
-    let repo = tempfile::tempdir().unwrap();
-    put(
-        &Store::open(repo.path(), settings()).unwrap(),
-        &[("a.py", "python", &[(1, [1.0, 0.0, 0.0])])],
-    );
+    let (repo, store) = store_with(&[("a.py", "python", &[(1, [1.0, 0.0, 0.0])])]);
+    drop(store);
     let other = IndexSettings {
         model: "other-model@2#def".into(),
         ..settings()
@@ -214,24 +201,19 @@ fn another_model_is_refused_until_the_index_is_rebuilt() {
 
 #[test]
 fn exact_search_ranks_by_cosine_and_filters_before_the_cut() {
-    let repo = tempfile::tempdir().unwrap();
-    let store = Store::open(repo.path(), settings()).unwrap();
-    put(
-        &store,
-        &[
-            (
-                "src/a.rs",
-                "rust",
-                &[(1, [1.0, 0.0, 0.0]), (2, [0.8, 0.6, 0.0])],
-            ),
-            (
-                "src/b.py",
-                "python",
-                &[(3, [0.6, 0.8, 0.0]), (4, [0.0, 0.0, 1.0])],
-            ),
-            ("tests/c.py", "python", &[(5, [0.0, 1.0, 0.0])]),
-        ],
-    );
+    let (_repo, store) = store_with(&[
+        (
+            "src/a.rs",
+            "rust",
+            &[(1, [1.0, 0.0, 0.0]), (2, [0.8, 0.6, 0.0])],
+        ),
+        (
+            "src/b.py",
+            "python",
+            &[(3, [0.6, 0.8, 0.0]), (4, [0.0, 0.0, 1.0])],
+        ),
+        ("tests/c.py", "python", &[(5, [0.0, 1.0, 0.0])]),
+    ]);
     let query = [1.0, 0.0, 0.0];
     let ids = |hits: Vec<quarry_store::Hit>| hits.into_iter().map(|h| h.id.0).collect::<Vec<_>>();
 
@@ -282,11 +264,8 @@ fn an_invalid_glob_is_reported() {
 
 #[test]
 fn a_damaged_index_file_is_reported_with_the_fix() {
-    let repo = tempfile::tempdir().unwrap();
-    {
-        let store = Store::open(repo.path(), settings()).unwrap();
-        put(&store, &[("a.py", "python", &[(1, [1.0, 0.0, 0.0])])]);
-    }
+    let (repo, store) = store_with(&[("a.py", "python", &[(1, [1.0, 0.0, 0.0])])]);
+    drop(store);
     let path = Store::database_path(repo.path());
     let bytes = std::fs::read(&path).unwrap();
 
@@ -317,8 +296,7 @@ fn a_damaged_index_file_is_reported_with_the_fix() {
 
 #[test]
 fn a_second_writer_gets_a_clear_error() {
-    let repo = tempfile::tempdir().unwrap();
-    let _first = Store::open(repo.path(), settings()).unwrap();
+    let (repo, _first) = new_store();
     let error = Store::open(repo.path(), settings()).unwrap_err();
     assert!(matches!(error, StoreError::Locked { .. }), "{error}");
 }
@@ -360,8 +338,7 @@ fn pending_ids(store: &Store) -> Vec<u128> {
 
 #[test]
 fn pending_chunks_are_found_by_words_first_and_by_meaning_once_embedded() {
-    let repo = tempfile::tempdir().unwrap();
-    let store = Store::open(repo.path(), settings()).unwrap();
+    let (_repo, store) = new_store();
     put_pending(&store, "a.rs", &[1, 2], &[1, 2]);
 
     let counts = store.counts().unwrap();
@@ -408,8 +385,7 @@ fn pending_chunks_are_found_by_words_first_and_by_meaning_once_embedded() {
 
 #[test]
 fn a_file_changed_or_removed_before_its_vectors_came_leaves_nothing_pending() {
-    let repo = tempfile::tempdir().unwrap();
-    let store = Store::open(repo.path(), settings()).unwrap();
+    let (_repo, store) = new_store();
     put_pending(&store, "a.rs", &[1, 2], &[1, 2]);
     put_pending(&store, "b.rs", &[3], &[3]);
     // a.rs changes: chunk 2 goes, chunk 4 comes; chunk 1 is still waiting.
@@ -428,8 +404,7 @@ fn a_file_changed_or_removed_before_its_vectors_came_leaves_nothing_pending() {
 
 #[test]
 fn drift_waits_until_every_new_chunk_has_its_vector() {
-    let repo = tempfile::tempdir().unwrap();
-    let store = Store::open(repo.path(), settings()).unwrap();
+    let (_repo, store) = new_store();
     put_pending(&store, "a.rs", &[1, 2], &[1, 2]);
     put_vectors(&store, &[(1, [1.0, 0.0, 0.0]), (2, [0.0, 1.0, 0.0])]);
     // A new file has no drift, whenever its vectors come.
@@ -454,8 +429,7 @@ fn drift_waits_until_every_new_chunk_has_its_vector() {
 
 #[test]
 fn an_index_reopened_read_only_sees_what_is_pending() {
-    let repo = tempfile::tempdir().unwrap();
-    let store = Store::open(repo.path(), settings()).unwrap();
+    let (repo, store) = new_store();
     put_pending(&store, "a.rs", &[1], &[1]);
     let reader = Store::open_read_only(repo.path(), settings()).unwrap();
     assert_eq!(pending_ids(&reader), [1]);
