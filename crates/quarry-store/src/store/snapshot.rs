@@ -4,7 +4,8 @@ use std::collections::HashSet;
 use std::path::Path;
 
 use quarry_chunk::ChunkId;
-use redb::{ReadableTable, ReadableTableMetadata};
+use redb::{ReadableTable, ReadableTableMetadata, TableDefinition};
+use serde::de::DeserializeOwned;
 
 use super::{Counts, Hit, corrupt, database_error, decode, decode_u64};
 use crate::StoreError;
@@ -26,33 +27,17 @@ pub struct Snapshot<'a> {
 impl Snapshot<'_> {
     /// What the index knows about the file at `path`.
     pub fn file(&self, path: &str) -> Result<Option<FileState>, StoreError> {
-        self.read(|txn| {
-            let files = txn.open_table(FILES)?;
-            Ok(files.get(path)?.map(|v| decode(v.value())).transpose())
-        })?
-        .map_err(|message| self.corrupt(message))
+        self.record(FILES, path)
     }
 
     /// Every file in the index, by path.
     pub fn files(&self) -> Result<Vec<FileState>, StoreError> {
-        self.read(|txn| {
-            let files = txn.open_table(FILES)?;
-            let mut all = Vec::new();
-            for entry in files.iter()? {
-                all.push(decode(entry?.1.value()));
-            }
-            Ok(all.into_iter().collect::<Result<Vec<_>, _>>())
-        })?
-        .map_err(|message| self.corrupt(message))
+        self.records(FILES)
     }
 
     /// The chunk with `id`.
     pub fn chunk(&self, id: ChunkId) -> Result<Option<StoredChunk>, StoreError> {
-        self.read(|txn| {
-            let chunks = txn.open_table(CHUNKS)?;
-            Ok(chunks.get(id.0)?.map(|v| decode(v.value())).transpose())
-        })?
-        .map_err(|message| self.corrupt(message))
+        self.record(CHUNKS, id.0)
     }
 
     /// The chunks with `ids`, in their order, `None` for those the index lacks: the table is
@@ -106,26 +91,13 @@ impl Snapshot<'_> {
 
     /// The drift of the file at `path`'s last re-index, if it was re-indexed.
     pub fn drift(&self, path: &str) -> Result<Option<Drift>, StoreError> {
-        self.read(|txn| {
-            let drift = txn.open_table(DRIFT)?;
-            Ok(drift.get(path)?.map(|v| decode(v.value())).transpose())
-        })?
-        .map_err(|message| self.corrupt(message))
+        self.record(DRIFT, path)
     }
 
     /// Files whose last re-index drifted by `threshold` or more on average, most drifted
     /// first (then by path).
     pub fn drifts(&self, threshold: f32) -> Result<Vec<Drift>, StoreError> {
-        let mut drifts = self
-            .read(|txn| {
-                let table = txn.open_table(DRIFT)?;
-                let mut all = Vec::new();
-                for entry in table.iter()? {
-                    all.push(decode::<Drift>(entry?.1.value()));
-                }
-                Ok(all.into_iter().collect::<Result<Vec<_>, _>>())
-            })?
-            .map_err(|message| self.corrupt(message))?;
+        let mut drifts: Vec<Drift> = self.records(DRIFT)?;
         drifts.retain(|d| d.average >= threshold);
         drifts.sort_by(|a, b| b.average.total_cmp(&a.average).then(a.path.cmp(&b.path)));
         Ok(drifts)
@@ -293,6 +265,35 @@ impl Snapshot<'_> {
     /// Runs `body` on this snapshot's transaction. redb may panic on a damaged file rather
     /// than return an error ("a plain open makes no such promise"): such a panic is
     /// [`StoreError::Corrupt`] too.
+    /// The record under `key` in `table`, decoded; `None` where there is none.
+    fn record<K: redb::Key + 'static, T: DeserializeOwned>(
+        &self,
+        table: TableDefinition<K, &[u8]>,
+        key: K::SelfType<'_>,
+    ) -> Result<Option<T>, StoreError> {
+        self.read(|txn| {
+            let table = txn.open_table(table)?;
+            Ok(table.get(key)?.map(|v| decode(v.value())).transpose())
+        })?
+        .map_err(|message| self.corrupt(message))
+    }
+
+    /// Every record of `table`, decoded, in key order.
+    fn records<K: redb::Key + 'static, T: DeserializeOwned>(
+        &self,
+        table: TableDefinition<K, &[u8]>,
+    ) -> Result<Vec<T>, StoreError> {
+        self.read(|txn| {
+            let table = txn.open_table(table)?;
+            let mut all = Vec::new();
+            for entry in table.iter()? {
+                all.push(decode(entry?.1.value()));
+            }
+            Ok(all.into_iter().collect::<Result<Vec<_>, _>>())
+        })?
+        .map_err(|message| self.corrupt(message))
+    }
+
     pub(crate) fn read<T>(
         &self,
         body: impl FnOnce(&redb::ReadTransaction) -> Result<T, redb::Error>,
