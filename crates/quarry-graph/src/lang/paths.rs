@@ -24,6 +24,11 @@ pub(crate) fn collect_c(found: &Found<'_, '_, '_>, sink: &mut Sink) {
     push(sink, path, bases, Suffixes::Exact);
 }
 
+/// The `@path` capture's text when it is a plain string literal (Ruby, Lua, Zig).
+fn literal_path<'s>(found: &Found<'_, '_, 's>) -> Option<&'s str> {
+    literal(found, found.get("path")?, "string_content")
+}
+
 pub(crate) const RUBY: &str = r#"
 (call
   !receiver
@@ -38,10 +43,7 @@ pub(crate) const RUBY: &str = r#"
 "#;
 
 pub(crate) fn collect_ruby(found: &Found<'_, '_, '_>, sink: &mut Sink) {
-    let Some(path) = found
-        .get("path")
-        .and_then(|s| literal(found, s, "string_content"))
-    else {
+    let Some(path) = literal_path(found) else {
         return;
     };
     let bases = match found.text_of("function") {
@@ -59,10 +61,7 @@ pub(crate) const LUA: &str = r#"
 "#;
 
 pub(crate) fn collect_lua(found: &Found<'_, '_, '_>, sink: &mut Sink) {
-    let Some(path) = found
-        .get("path")
-        .and_then(|s| literal(found, s, "string_content"))
-    else {
+    let Some(path) = literal_path(found) else {
         return;
     };
     if found.text_of("function") == "require" {
@@ -82,10 +81,7 @@ pub(crate) const ZIG: &str = r#"
 
 pub(crate) fn collect_zig(found: &Found<'_, '_, '_>, sink: &mut Sink) {
     // `@import("std")` names a package: no such file, so it counts as external.
-    if let Some(path) = found
-        .get("path")
-        .and_then(|s| literal(found, s, "string_content"))
-    {
+    if let Some(path) = literal_path(found) {
         push(sink, path, Bases::FileDir, Suffixes::Exact);
     }
 }

@@ -66,20 +66,8 @@ pub(crate) fn collect_scala(found: &Found<'_, '_, '_>, sink: &mut Sink) {
 
 /// The package of a top-level Scala definition; `None` for a nested one.
 fn scala_package(found: &Found<'_, '_, '_>, sink: &Sink, declaration: Node<'_>) -> Option<String> {
-    let mut parts = Vec::new();
-    let mut node = declaration;
-    loop {
-        let parent = node.parent()?;
-        match parent.kind() {
-            "compilation_unit" => break,
-            "template_body" => {
-                let clause = parent.parent().filter(|c| c.kind() == "package_clause")?;
-                parts.push(dotted(found.text(clause.child_by_field_name("name")?)));
-                node = clause;
-            }
-            _ => return None,
-        }
-    }
+    let (mut parts, _) =
+        enclosing_namespaces(found, declaration, "template_body", "package_clause")?;
     parts.push(sink.namespace.clone());
     parts.reverse();
     Some(
@@ -168,34 +156,47 @@ pub(crate) fn collect_csharp(found: &Found<'_, '_, '_>, sink: &mut Sink) {
 /// The namespace of a type declared directly in namespaces (block or file-scoped);
 /// `None` for a nested type.
 fn csharp_namespace(found: &Found<'_, '_, '_>, declaration: Node<'_>) -> Option<String> {
-    let mut parts = Vec::new();
+    let (mut parts, root) = enclosing_namespaces(
+        found,
+        declaration,
+        "declaration_list",
+        "namespace_declaration",
+    )?;
+    let mut cursor = root.walk();
+    let file_scoped = root
+        .named_children(&mut cursor)
+        .find(|n| n.kind() == "file_scoped_namespace_declaration")
+        .and_then(|n| n.child_by_field_name("name"));
+    if let Some(name) = file_scoped {
+        parts.push(dotted(found.text(name)));
+    }
+    parts.reverse();
+    Some(parts.join("."))
+}
+
+/// The names of the `namespace` nodes (Scala's package clauses, C#'s namespaces) whose
+/// `body` holds `declaration` directly, innermost first, with the file's root; `None` when
+/// anything else (a class, a function) encloses it.
+fn enclosing_namespaces<'t>(
+    found: &Found<'_, '_, '_>,
+    declaration: Node<'t>,
+    body: &str,
+    namespace: &str,
+) -> Option<(Vec<String>, Node<'t>)> {
+    let mut names = Vec::new();
     let mut node = declaration;
     loop {
         let parent = node.parent()?;
         match parent.kind() {
-            "declaration_list" => {
-                let namespace = parent
-                    .parent()
-                    .filter(|n| n.kind() == "namespace_declaration")?;
-                parts.push(dotted(found.text(namespace.child_by_field_name("name")?)));
-                node = namespace;
-            }
-            "compilation_unit" => {
-                let mut cursor = parent.walk();
-                let file_scoped = parent
-                    .named_children(&mut cursor)
-                    .find(|n| n.kind() == "file_scoped_namespace_declaration")
-                    .and_then(|n| n.child_by_field_name("name"));
-                if let Some(name) = file_scoped {
-                    parts.push(dotted(found.text(name)));
-                }
-                break;
+            "compilation_unit" => return Some((names, parent)),
+            kind if kind == body => {
+                let enclosing = parent.parent().filter(|n| n.kind() == namespace)?;
+                names.push(dotted(found.text(enclosing.child_by_field_name("name")?)));
+                node = enclosing;
             }
             _ => return None,
         }
     }
-    parts.reverse();
-    Some(parts.join("."))
 }
 
 pub(crate) const PHP: &str = r#"
