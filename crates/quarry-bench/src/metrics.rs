@@ -83,33 +83,18 @@ impl Scores {
 
     /// The mean of each metric over `scores` (`None` for none).
     pub fn mean<'a>(scores: impl IntoIterator<Item = &'a Scores>) -> Option<Scores> {
-        let mut sum = [0.0; METRICS.len()];
-        let mut n = 0usize;
-        for s in scores {
-            for (total, name) in sum.iter_mut().zip(METRICS) {
-                *total += s.get(name);
-            }
-            n += 1;
-        }
-        (n > 0).then(|| {
-            let [
-                ndcg10,
-                ndcg5,
-                file_ndcg10,
-                recall10,
-                mrr,
-                rubric,
-                distinct_files,
-            ] = sum.map(|t| t / n as f64);
-            Scores {
-                ndcg10,
-                ndcg5,
-                file_ndcg10,
-                recall10,
-                mrr,
-                rubric,
-                distinct_files,
-            }
+        let scores: Vec<&Scores> = scores.into_iter().collect();
+        let mean = |metric: fn(&Scores) -> f64| {
+            scores.iter().fold(0.0, |sum, s| sum + metric(s)) / scores.len() as f64
+        };
+        (!scores.is_empty()).then(|| Scores {
+            ndcg10: mean(|s| s.ndcg10),
+            ndcg5: mean(|s| s.ndcg5),
+            file_ndcg10: mean(|s| s.file_ndcg10),
+            recall10: mean(|s| s.recall10),
+            mrr: mean(|s| s.mrr),
+            rubric: mean(|s| s.rubric),
+            distinct_files: mean(|s| s.distinct_files),
         })
     }
 }
