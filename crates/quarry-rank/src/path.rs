@@ -578,80 +578,90 @@ mod tests {
         }
     }
 
+    /// Asserts that `predicate` holds for every text of `holds` and for none of `fails`.
+    fn check(predicate: fn(&str) -> bool, holds: &[&str], fails: &[&str]) {
+        for text in holds {
+            assert!(predicate(text), "{text}");
+        }
+        for text in fails {
+            assert!(!predicate(text), "{text}");
+        }
+    }
+
     #[test]
     fn source_dirs_count_at_any_depth_but_not_as_the_file_name() {
-        assert!(under_source_dir("src/lib.rs"));
-        assert!(under_source_dir("crates/quarry-rank/src/chain.rs"));
-        assert!(under_source_dir("pkg/api/server.go"));
-        assert!(under_source_dir("Sources/App/main.swift"));
-        assert!(!under_source_dir("scripts/release.sh"));
-        assert!(!under_source_dir("lib"));
-        assert!(!under_source_dir("build.rs"));
+        check(
+            under_source_dir,
+            &[
+                "src/lib.rs",
+                "crates/quarry-rank/src/chain.rs",
+                "pkg/api/server.go",
+                "Sources/App/main.swift",
+            ],
+            &["scripts/release.sh", "lib", "build.rs"],
+        );
     }
 
     #[test]
     fn queries_about_tests() {
-        for query in [
-            "tests for the parser",
-            "where is parse tested",
-            "test_parse_config",
-            "testParseConfig",
-            "mock http client",
-            "fixture loading",
-            "rspec spec for user",
-        ] {
-            assert!(about_tests(query), "{query}");
-        }
-        for query in [
-            "parse config",
-            "latest release",
-            "contest scoring",
-            "attestation",
-        ] {
-            assert!(!about_tests(query), "{query}");
-        }
+        check(
+            about_tests,
+            &[
+                "tests for the parser",
+                "where is parse tested",
+                "test_parse_config",
+                "testParseConfig",
+                "mock http client",
+                "fixture loading",
+                "rspec spec for user",
+            ],
+            &[
+                "parse config",
+                "latest release",
+                "contest scoring",
+                "attestation",
+            ],
+        );
     }
 
     #[test]
     fn queries_about_prose() {
-        for query in [
-            "how do I install quarry",
-            "where is the changelog",
-            "readme",
-        ] {
-            assert!(about_prose(query), "{query}");
-        }
-        for query in [
-            "how is the session saved",
-            "install_hooks",
-            "which function installs the handler guide",
-        ] {
-            assert!(!about_prose(query), "{query}");
-        }
+        check(
+            about_prose,
+            &[
+                "how do I install quarry",
+                "where is the changelog",
+                "readme",
+            ],
+            &[
+                "how is the session saved",
+                "install_hooks",
+                "which function installs the handler guide",
+            ],
+        );
     }
 
     #[test]
     fn queries_about_code() {
-        for query in [
-            "parse_config",
-            "where is parseConfig called",
-            "HashMap of chunks",
-            "fs::read_to_string",
-            "self.cache lookup",
-            "run() blocks",
-            "function that retries requests",
-            "which struct holds the settings",
-        ] {
-            assert!(about_code(query), "{query}");
-        }
-        for query in [
-            "how do I install quarry",
-            "license terms, e.g. for redistribution",
-            "what is the release process.",
-            "upgrade from 1.25 to 10.50",
-            "",
-        ] {
-            assert!(!about_code(query), "{query}");
-        }
+        check(
+            about_code,
+            &[
+                "parse_config",
+                "where is parseConfig called",
+                "HashMap of chunks",
+                "fs::read_to_string",
+                "self.cache lookup",
+                "run() blocks",
+                "function that retries requests",
+                "which struct holds the settings",
+            ],
+            &[
+                "how do I install quarry",
+                "license terms, e.g. for redistribution",
+                "what is the release process.",
+                "upgrade from 1.25 to 10.50",
+                "",
+            ],
+        );
     }
 }

@@ -260,33 +260,20 @@ mod tests {
 
     #[test]
     fn shapes_follow_the_query() {
-        assert_eq!(
-            QueryTerms::of("parse_config").shape(),
-            QueryShape::Identifier
-        );
-        assert_eq!(
-            QueryTerms::of("parseConfig").shape(),
-            QueryShape::Identifier
-        );
-        assert_eq!(QueryTerms::of("fs::read").shape(), QueryShape::Identifier);
-        assert_eq!(QueryTerms::of("parse").shape(), QueryShape::Phrase);
-        assert_eq!(QueryTerms::of("retry backoff").shape(), QueryShape::Phrase);
-        assert_eq!(
-            QueryTerms::of("where is the configuration file read").shape(),
-            QueryShape::Question
-        );
-        assert_eq!(
-            QueryTerms::of("does the cache expire entries?").shape(),
-            QueryShape::Question
-        );
-        assert_eq!(
-            QueryTerms::of("read the configuration file at startup").shape(),
-            QueryShape::Sentence
-        );
-        assert_eq!(
-            QueryTerms::of("how retries work").shape(),
-            QueryShape::Phrase
-        );
+        use QueryShape::{Identifier, Phrase, Question, Sentence};
+        for (query, shape) in [
+            ("parse_config", Identifier),
+            ("parseConfig", Identifier),
+            ("fs::read", Identifier),
+            ("parse", Phrase),
+            ("retry backoff", Phrase),
+            ("where is the configuration file read", Question),
+            ("does the cache expire entries?", Question),
+            ("read the configuration file at startup", Sentence),
+            ("how retries work", Phrase),
+        ] {
+            assert_eq!(QueryTerms::of(query).shape(), shape, "{query}");
+        }
     }
 
     #[test]
