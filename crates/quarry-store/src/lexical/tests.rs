@@ -5,8 +5,7 @@ use quarry_chunk::{ChunkKind, Language};
 
 #[test]
 fn a_definition_outranks_a_mention_and_weights_can_drop_a_field() {
-    let dir = tempfile::tempdir().unwrap();
-    let mut index = LexicalIndex::open_writer(dir.path()).unwrap();
+    let (_dir, mut index) = new_writer();
     let defining = chunk(1, "src/a.rs", "rust", "retry", "fn retry() { loop {} }");
     let mentioning = chunk(
         2,
@@ -71,10 +70,35 @@ fn all() -> LexicalFilter {
     LexicalFilter::default()
 }
 
+/// The ids `index` finds for `query` in its top 10, through `filter`, with the default
+/// weights.
+fn found_with(index: &LexicalIndex, query: &str, filter: &LexicalFilter) -> Vec<u128> {
+    ids(&index
+        .search(query, 10, filter, &LexicalWeights::default())
+        .unwrap())
+}
+
+/// [`found_with`] unfiltered.
+fn found(index: &LexicalIndex, query: &str) -> Vec<u128> {
+    found_with(index, query, &all())
+}
+
+/// An empty writer in a temporary directory.
+fn new_writer() -> (tempfile::TempDir, LexicalIndex) {
+    let dir = tempfile::tempdir().unwrap();
+    let index = LexicalIndex::open_writer(dir.path()).unwrap();
+    (dir, index)
+}
+
+/// Adds `chunks` to `index` in one commit, as generation `generation`.
+fn add(index: &mut LexicalIndex, chunks: &[StoredChunk], generation: u64) {
+    let added: Vec<&StoredChunk> = chunks.iter().collect();
+    index.apply(&[], &added, generation).unwrap();
+}
+
 /// A writer over a few chunks, committed as generation 1.
 fn sample() -> (tempfile::TempDir, LexicalIndex) {
-    let dir = tempfile::tempdir().unwrap();
-    let mut index = LexicalIndex::open_writer(dir.path()).unwrap();
+    let (dir, mut index) = new_writer();
     let chunks = [
         chunk(
             1,
@@ -98,81 +122,43 @@ fn sample() -> (tempfile::TempDir, LexicalIndex) {
             "def load(path):\n    return parseConfig(open(path).read())",
         ),
     ];
-    let added: Vec<&StoredChunk> = chunks.iter().collect();
-    index.apply(&[], &added, 1).unwrap();
+    add(&mut index, &chunks, 1);
     (dir, index)
 }
 
 #[test]
 fn an_identifier_finds_the_chunk_defining_it() {
     let (_dir, index) = sample();
-    let hits = index
-        .search("parse_config", 10, &all(), &LexicalWeights::default())
-        .unwrap();
-    assert_eq!(hits[0].0, 1);
-    let hits = index
-        .search("backoff", 10, &all(), &LexicalWeights::default())
-        .unwrap();
-    assert_eq!(ids(&hits), [2]);
-    assert!(
-        index
-            .search("nowhere", 10, &all(), &LexicalWeights::default())
-            .unwrap()
-            .is_empty()
-    );
+    assert_eq!(found(&index, "parse_config")[0], 1);
+    assert_eq!(found(&index, "backoff"), [2]);
+    assert!(found(&index, "nowhere").is_empty());
 }
 
 #[test]
 fn naming_conventions_match_each_other() {
     let (_dir, index) = sample();
     // camelCase query, snake_case definition (and the camelCase call in chunk 3).
-    let hits = index
-        .search("parseConfig", 10, &all(), &LexicalWeights::default())
-        .unwrap();
-    assert_eq!(ids(&hits).len(), 2);
-    assert!(ids(&hits).contains(&1));
+    let hits = found(&index, "parseConfig");
+    assert_eq!(hits.len(), 2);
+    assert!(hits.contains(&1));
     // snake_case query, camelCase call.
-    let hits = index
-        .search("parse_config", 10, &all(), &LexicalWeights::default())
-        .unwrap();
-    assert!(ids(&hits).contains(&3));
+    assert!(found(&index, "parse_config").contains(&3));
 }
 
 #[test]
 fn path_tokens_match() {
     let (_dir, index) = sample();
     for query in ["http", "client", "http_client"] {
-        assert_eq!(
-            ids(&index
-                .search(query, 10, &all(), &LexicalWeights::default())
-                .unwrap()),
-            [2],
-            "{query}"
-        );
+        assert_eq!(found(&index, query), [2], "{query}");
     }
-    assert_eq!(
-        ids(&index
-            .search("loader", 10, &all(), &LexicalWeights::default())
-            .unwrap()),
-        [3]
-    );
+    assert_eq!(found(&index, "loader"), [3]);
 }
 
 #[test]
 fn empty_queries_find_nothing() {
     let (_dir, index) = sample();
-    assert!(
-        index
-            .search("", 10, &all(), &LexicalWeights::default())
-            .unwrap()
-            .is_empty()
-    );
-    assert!(
-        index
-            .search("  -> ::", 10, &all(), &LexicalWeights::default())
-            .unwrap()
-            .is_empty()
-    );
+    assert!(found(&index, "").is_empty());
+    assert!(found(&index, "  -> ::").is_empty());
     assert!(
         index
             .search("retry", 0, &all(), &LexicalWeights::default())
@@ -183,8 +169,7 @@ fn empty_queries_find_nothing() {
 
 #[test]
 fn filters_apply_before_the_top_k_cut() {
-    let dir = tempfile::tempdir().unwrap();
-    let mut index = LexicalIndex::open_writer(dir.path()).unwrap();
+    let (_dir, mut index) = new_writer();
     // 50 strong matches in a.rs, 3 weak ones in b.py.
     let mut chunks = Vec::new();
     for id in 0..50 {
@@ -193,83 +178,49 @@ fn filters_apply_before_the_top_k_cut() {
     for id in 100..103 {
         chunks.push(chunk(id, "b.py", "python", "other", "calls decode once"));
     }
-    let added: Vec<&StoredChunk> = chunks.iter().collect();
-    index.apply(&[], &added, 1).unwrap();
+    add(&mut index, &chunks, 1);
 
-    let unfiltered = index
-        .search("decode", 10, &all(), &LexicalWeights::default())
-        .unwrap();
+    let unfiltered = found(&index, "decode");
     assert_eq!(unfiltered.len(), 10);
-    assert!(ids(&unfiltered).iter().all(|id| *id < 50));
+    assert!(unfiltered.iter().all(|id| *id < 50));
 
     let only_b = LexicalFilter {
         paths: Some(vec!["b.py".into()]),
         ..all()
     };
-    assert_eq!(
-        ids(&index
-            .search("decode", 10, &only_b, &LexicalWeights::default())
-            .unwrap()),
-        [100, 101, 102]
-    );
+    assert_eq!(found_with(&index, "decode", &only_b), [100, 101, 102]);
 
     let python = LexicalFilter {
         languages: vec![Language::Python],
         ..all()
     };
-    assert_eq!(
-        ids(&index
-            .search("decode", 10, &python, &LexicalWeights::default())
-            .unwrap()),
-        [100, 101, 102]
-    );
+    assert_eq!(found_with(&index, "decode", &python), [100, 101, 102]);
 
     let not_a = LexicalFilter {
         excluded_file: Some("a.rs".into()),
         ..all()
     };
-    assert_eq!(
-        ids(&index
-            .search("decode", 10, &not_a, &LexicalWeights::default())
-            .unwrap()),
-        [100, 101, 102]
-    );
+    assert_eq!(found_with(&index, "decode", &not_a), [100, 101, 102]);
 
     let both = LexicalFilter {
         paths: Some(vec!["a.rs".into(), "b.py".into()]),
         languages: vec![Language::Rust, Language::Python],
         excluded_file: Some("a.rs".into()),
     };
-    assert_eq!(
-        ids(&index
-            .search("decode", 10, &both, &LexicalWeights::default())
-            .unwrap()),
-        [100, 101, 102]
-    );
+    assert_eq!(found_with(&index, "decode", &both), [100, 101, 102]);
 
     let none = LexicalFilter {
         paths: Some(vec![]),
         ..all()
     };
-    assert!(
-        index
-            .search("decode", 10, &none, &LexicalWeights::default())
-            .unwrap()
-            .is_empty()
-    );
+    assert!(found_with(&index, "decode", &none).is_empty());
     // The filter alone matches nothing: only the query scores.
-    assert!(
-        index
-            .search("absent", 10, &only_b, &LexicalWeights::default())
-            .unwrap()
-            .is_empty()
-    );
+    assert!(found_with(&index, "absent", &only_b).is_empty());
 }
 
 #[test]
 fn ties_are_broken_by_chunk_id() {
-    let dir = tempfile::tempdir().unwrap();
-    let mut index = LexicalIndex::open_writer(dir.path()).unwrap();
+    let (_dir, mut index) = new_writer();
     // Identical documents, added in a scrambled order over several commits (segments).
     let order: Vec<u128> = (0..40).map(|i| (i * 17) % 40).collect();
     for (generation, ids) in order.chunks(10).enumerate() {
@@ -277,8 +228,7 @@ fn ties_are_broken_by_chunk_id() {
             .iter()
             .map(|&id| chunk(id, "same.rs", "rust", "same", "tie tie"))
             .collect();
-        let added: Vec<&StoredChunk> = chunks.iter().collect();
-        index.apply(&[], &added, generation as u64).unwrap();
+        add(&mut index, &chunks, generation as u64);
     }
     for k in [1, 5, 13, 40, 100] {
         let hits = index
@@ -294,12 +244,7 @@ fn ties_are_broken_by_chunk_id() {
 fn apply_removes_and_replaces_chunks() {
     let (_dir, mut index) = sample();
     index.apply(&[2], &[], 2).unwrap();
-    assert!(
-        index
-            .search("retry", 10, &all(), &LexicalWeights::default())
-            .unwrap()
-            .is_empty()
-    );
+    assert!(found(&index, "retry").is_empty());
 
     // Re-adding an indexed id replaces it, even twice over.
     let changed = chunk(
@@ -311,18 +256,8 @@ fn apply_removes_and_replaces_chunks() {
     );
     index.apply(&[], &[&changed], 3).unwrap();
     index.apply(&[], &[&changed], 3).unwrap();
-    assert_eq!(
-        ids(&index
-            .search("renamed", 10, &all(), &LexicalWeights::default())
-            .unwrap()),
-        [1]
-    );
-    assert!(
-        index
-            .search("toml", 10, &all(), &LexicalWeights::default())
-            .unwrap()
-            .is_empty()
-    );
+    assert_eq!(found(&index, "renamed"), [1]);
+    assert!(found(&index, "toml").is_empty());
     assert_eq!(index.generation(), Some(3));
 }
 
@@ -331,18 +266,8 @@ fn rebuild_replaces_everything() {
     let (_dir, mut index) = sample();
     let fresh = chunk(9, "new.rs", "rust", "fresh", "fn fresh() {}");
     index.rebuild([fresh].into_iter(), 7).unwrap();
-    assert!(
-        index
-            .search("retry", 10, &all(), &LexicalWeights::default())
-            .unwrap()
-            .is_empty()
-    );
-    assert_eq!(
-        ids(&index
-            .search("fresh", 10, &all(), &LexicalWeights::default())
-            .unwrap()),
-        [9]
-    );
+    assert!(found(&index, "retry").is_empty());
+    assert_eq!(found(&index, "fresh"), [9]);
     assert_eq!(index.generation(), Some(7));
 }
 
@@ -362,12 +287,7 @@ fn the_generation_survives_reopening() {
     }
     let index = LexicalIndex::open_writer(dir.path()).unwrap();
     assert_eq!(index.generation(), Some(41));
-    assert_eq!(
-        ids(&index
-            .search("f", 10, &all(), &LexicalWeights::default())
-            .unwrap()),
-        [1]
-    );
+    assert_eq!(found(&index, "f"), [1]);
     drop(index);
     let reader = LexicalIndex::open_reader(dir.path()).unwrap().unwrap();
     assert_eq!(reader.generation(), Some(41));
@@ -386,29 +306,14 @@ fn a_reader_sees_the_writers_commits_after_refresh() {
     let mut writer = LexicalIndex::open_writer(dir.path()).unwrap();
     let mut reader = LexicalIndex::open_reader(dir.path()).unwrap().unwrap();
     assert_eq!(reader.generation(), None);
-    assert!(
-        reader
-            .search("alpha", 10, &all(), &LexicalWeights::default())
-            .unwrap()
-            .is_empty()
-    );
+    assert!(found(&reader, "alpha").is_empty());
 
     let alpha = chunk(1, "a.rs", "rust", "alpha", "fn alpha() {}");
     writer.apply(&[], &[&alpha], 5).unwrap();
-    assert!(
-        reader
-            .search("alpha", 10, &all(), &LexicalWeights::default())
-            .unwrap()
-            .is_empty()
-    );
+    assert!(found(&reader, "alpha").is_empty());
     reader.refresh().unwrap();
     assert_eq!(reader.generation(), Some(5));
-    assert_eq!(
-        ids(&reader
-            .search("alpha", 10, &all(), &LexicalWeights::default())
-            .unwrap()),
-        [1]
-    );
+    assert_eq!(found(&reader, "alpha"), [1]);
     // Nothing new: nothing changes.
     reader.refresh().unwrap();
     assert_eq!(reader.generation(), Some(5));
@@ -416,12 +321,7 @@ fn a_reader_sees_the_writers_commits_after_refresh() {
     writer.apply(&[1], &[], 6).unwrap();
     reader.refresh().unwrap();
     assert_eq!(reader.generation(), Some(6));
-    assert!(
-        reader
-            .search("alpha", 10, &all(), &LexicalWeights::default())
-            .unwrap()
-            .is_empty()
-    );
+    assert!(found(&reader, "alpha").is_empty());
 
     let error = reader.apply(&[], &[&alpha], 7).unwrap_err();
     assert!(matches!(error, StoreError::ReadOnly { .. }), "{error}");
@@ -453,20 +353,10 @@ fn garbage_is_wiped_by_the_writer() {
     let mut index = LexicalIndex::open_writer(dir.path()).unwrap();
     assert_eq!(index.generation(), None);
     assert!(index.take_replaced().unwrap().contains("unreadable"));
-    assert!(
-        index
-            .search("retry", 10, &all(), &LexicalWeights::default())
-            .unwrap()
-            .is_empty()
-    );
+    assert!(found(&index, "retry").is_empty());
     let c = chunk(1, "a.rs", "rust", "again", "fn again() {}");
     index.apply(&[], &[&c], 2).unwrap();
-    assert_eq!(
-        ids(&index
-            .search("again", 10, &all(), &LexicalWeights::default())
-            .unwrap()),
-        [1]
-    );
+    assert_eq!(found(&index, "again"), [1]);
 }
 
 #[test]
@@ -484,24 +374,13 @@ fn another_schema_is_wiped_by_the_writer() {
 
 #[test]
 fn symbols_weigh_more_than_bodies() {
-    let dir = tempfile::tempdir().unwrap();
-    let mut index = LexicalIndex::open_writer(dir.path()).unwrap();
+    let (_dir, mut index) = new_writer();
     let caller = chunk(1, "a.rs", "rust", "main", "fn main() { tokenize(input) }");
     let mut definer = chunk(2, "b.rs", "rust", "tokenize", "fn tokenize(input: &str) {}");
     definer.container = vec!["Lexer".into()];
     index.apply(&[], &[&caller, &definer], 1).unwrap();
-    assert_eq!(
-        ids(&index
-            .search("tokenize", 10, &all(), &LexicalWeights::default())
-            .unwrap()),
-        [2, 1]
-    );
-    assert_eq!(
-        ids(&index
-            .search("lexer", 10, &all(), &LexicalWeights::default())
-            .unwrap()),
-        [2]
-    );
+    assert_eq!(found(&index, "tokenize"), [2, 1]);
+    assert_eq!(found(&index, "lexer"), [2]);
 }
 
 #[test]
