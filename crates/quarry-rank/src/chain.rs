@@ -47,14 +47,46 @@ impl Ranked {
     }
 }
 
-impl LayerReport {
-    /// Scales `ranked` by `factor` for this report's layer ([`Ranked::scale`]), counting it
-    /// as adjusted when the factor changed its score: the bookkeeping every rescoring layer
-    /// does.
-    pub(crate) fn scale(&mut self, ranked: &mut Ranked, factor: f32, effect: Effect) {
-        if ranked.scale(self.layer, factor, effect) {
-            self.adjusted += 1;
+/// One layer's turn at the candidates: the query, the list in ranking order, and the report
+/// of what the layer did to it.
+pub struct Pass<'a> {
+    /// The query.
+    pub query: &'a QueryTerms,
+    /// The candidates, in ranking order.
+    pub list: &'a mut Vec<Ranked>,
+    /// What the layer did to the candidates as a whole.
+    pub report: &'a mut LayerReport,
+}
+
+impl Pass<'_> {
+    /// Scales each candidate that `rescore` (called once per candidate, in order, with its
+    /// index) gives a factor and an effect for ([`Ranked::scale`]), counting it as adjusted
+    /// when the factor changed its score: the bookkeeping every rescoring layer does.
+    pub(crate) fn scale_each(
+        &mut self,
+        mut rescore: impl FnMut(usize, &Ranked) -> Option<(f32, Effect)>,
+    ) {
+        for (index, ranked) in self.list.iter_mut().enumerate() {
+            if let Some((factor, effect)) = rescore(index, ranked)
+                && ranked.scale(self.report.layer, factor, effect)
+            {
+                self.report.adjusted += 1;
+            }
         }
+    }
+
+    /// Keeps the candidates `keep` accepts (called once per candidate, in order, with its
+    /// index) and records the others as dropped.
+    pub(crate) fn keep_where(&mut self, mut keep: impl FnMut(usize, &Ranked) -> bool) {
+        let mut index = 0;
+        self.list.retain(|ranked| {
+            let kept = keep(index, ranked);
+            index += 1;
+            if !kept {
+                self.report.record_drop(&ranked.candidate.path);
+            }
+            kept
+        });
     }
 }
 
@@ -67,14 +99,9 @@ pub trait RankingLayer: Send + Sync {
     /// Which layer this is, for reports and explanations.
     fn kind(&self) -> LayerKind;
 
-    /// Rescores or drops candidates of `list` for `query`, recording in `report` what it
-    /// dropped and in each result's explanation what it changed.
-    fn apply(
-        &self,
-        query: &QueryTerms,
-        list: &mut Vec<Ranked>,
-        report: &mut LayerReport,
-    ) -> Result<(), RankError>;
+    /// Rescores or drops the candidates of `pass` for its query, recording in its report
+    /// what it dropped and in each result's explanation what it changed.
+    fn apply(&self, pass: &mut Pass<'_>) -> Result<(), RankError>;
 }
 
 /// One query's results, best first, with what the pipeline did.
@@ -120,7 +147,11 @@ pub fn apply_chain(
     };
     for layer in layers {
         let mut report = LayerReport::new(layer.kind(), list.len());
-        layer.apply(query, &mut list, &mut report)?;
+        layer.apply(&mut Pass {
+            query,
+            list: &mut list,
+            report: &mut report,
+        })?;
         sort(&mut list);
         report.kept = list.len();
         summary.layers.push(report);
@@ -162,24 +193,6 @@ fn ranking_order(a: &Ranked, b: &Ranked) -> Ordering {
         .then(x.start_line.cmp(&y.start_line))
         .then(x.end_line.cmp(&y.end_line))
         .then(x.id.cmp(&y.id))
-}
-
-/// Keeps the candidates `keep` accepts (called once per candidate, in order, with its
-/// index) and records the others as dropped.
-pub(crate) fn keep_where(
-    list: &mut Vec<Ranked>,
-    report: &mut LayerReport,
-    mut keep: impl FnMut(usize, &Ranked) -> bool,
-) {
-    let mut index = 0;
-    list.retain(|ranked| {
-        let kept = keep(index, ranked);
-        index += 1;
-        if !kept {
-            report.record_drop(&ranked.candidate.path);
-        }
-        kept
-    });
 }
 
 #[cfg(test)]

@@ -70,7 +70,7 @@ mod layers;
 mod path;
 mod query;
 
-pub use chain::{Ranked, Ranking, RankingLayer, apply_chain};
+pub use chain::{Pass, Ranked, Ranking, RankingLayer, apply_chain};
 pub use config::{MAX_LIMIT, MAX_PER_FILE, MAX_POOL, Pipeline, RankingConfig};
 pub use error::{ConfigError, RankError, RerankError};
 pub use explain::{Effect, Explanation, LayerKind, LayerReport, Step, Summary};

@@ -4,9 +4,7 @@ use std::fmt;
 
 use super::boost;
 use crate::path::{classify, under_source_dir};
-use crate::{
-    ConfigError, Effect, LayerKind, LayerReport, QueryTerms, RankError, Ranked, RankingLayer,
-};
+use crate::{ConfigError, Effect, LayerKind, Pass, RankError, RankingLayer};
 
 /// Multiplies the score of a chunk under a source directory (`src/`, `source/`, `lib/`,
 /// `pkg/`, `internal/`, `cmd/`, `app/`, at any depth) by a factor of at least 1.
@@ -31,22 +29,15 @@ impl RankingLayer for SourceBoost {
         LayerKind::SourceBoost
     }
 
-    fn apply(
-        &self,
-        _query: &QueryTerms,
-        list: &mut Vec<Ranked>,
-        report: &mut LayerReport,
-    ) -> Result<(), RankError> {
-        for ranked in list {
+    fn apply(&self, pass: &mut Pass<'_>) -> Result<(), RankError> {
+        let effect = Effect::Boosted {
+            factor: self.factor,
+        };
+        pass.scale_each(|_, ranked| {
             let source =
                 under_source_dir(&ranked.candidate.path) && classify(&ranked.candidate).is_empty();
-            let effect = Effect::Boosted {
-                factor: self.factor,
-            };
-            if source {
-                report.scale(ranked, self.factor, effect);
-            }
-        }
+            source.then(|| (self.factor, effect.clone()))
+        });
         Ok(())
     }
 }
@@ -108,23 +99,13 @@ impl RankingLayer for PageRankBoost {
         LayerKind::PageRank
     }
 
-    fn apply(
-        &self,
-        _query: &QueryTerms,
-        list: &mut Vec<Ranked>,
-        report: &mut LayerReport,
-    ) -> Result<(), RankError> {
-        for ranked in list {
+    fn apply(&self, pass: &mut Pass<'_>) -> Result<(), RankError> {
+        pass.scale_each(|_, ranked| {
             // A NaN percentile says nothing about the file.
-            let Some(percentile) =
-                (self.percentiles)(&ranked.candidate.path).filter(|p| !p.is_nan())
-            else {
-                continue;
-            };
+            let percentile = (self.percentiles)(&ranked.candidate.path).filter(|p| !p.is_nan())?;
             let factor = self.factor(percentile);
-            let effect = Effect::PageRank { percentile, factor };
-            report.scale(ranked, factor, effect);
-        }
+            Some((factor, Effect::PageRank { percentile, factor }))
+        });
         Ok(())
     }
 }

@@ -7,11 +7,7 @@ use serde::de::{self, Visitor};
 use serde::{Deserialize, Deserializer, Serialize};
 
 use super::penalty;
-use crate::chain::keep_where;
-use crate::{
-    ConfigError, Effect, LayerKind, LayerReport, QueryShape, QueryTerms, RankError, Ranked,
-    RankingLayer,
-};
+use crate::{ConfigError, Effect, LayerKind, Pass, QueryShape, RankError, RankingLayer};
 
 /// How [`DiversityCap`] treats a file's chunks beyond the cap.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -173,19 +169,15 @@ impl RankingLayer for DiversityCap {
         LayerKind::DiversityCap
     }
 
-    fn apply(
-        &self,
-        query: &QueryTerms,
-        list: &mut Vec<Ranked>,
-        report: &mut LayerReport,
-    ) -> Result<(), RankError> {
+    fn apply(&self, pass: &mut Pass<'_>) -> Result<(), RankError> {
         if self.max_per_file == 0 {
             return Ok(());
         }
         // Each chunk's place among its file's chunks, in score order, from 1. The map is
         // only counted in, never iterated, so its order cannot leak into the results.
         let mut seen: HashMap<&str, usize> = HashMap::new();
-        let nth: Vec<usize> = list
+        let nth: Vec<usize> = pass
+            .list
             .iter()
             .map(|ranked| {
                 let count = seen.entry(ranked.candidate.path.as_str()).or_default();
@@ -198,24 +190,25 @@ impl RankingLayer for DiversityCap {
                 let within = nth.iter().filter(|&&n| n <= self.max_per_file).count();
                 let mut empty_slots = self.limit.saturating_sub(within);
                 let mut keep = Vec::with_capacity(nth.len());
-                for (ranked, &n) in list.iter_mut().zip(&nth) {
+                for (ranked, &n) in pass.list.iter_mut().zip(&nth) {
                     // In score order, so the best of the set-aside chunks fill the slots.
                     let spill = n > self.max_per_file && empty_slots > 0;
                     if spill {
                         empty_slots -= 1;
-                        report.spilled += 1;
+                        pass.report.spilled += 1;
                         let effect = Effect::Spilled { nth_in_file: n };
                         ranked.record(LayerKind::DiversityCap, effect);
                     }
                     keep.push(n <= self.max_per_file || spill);
                 }
-                keep_where(list, report, |i, _| keep[i]);
+                pass.keep_where(|i, _| keep[i]);
             }
             CapMode::Soft { decay } => {
-                let decay = decay.for_shape(query.shape());
-                for (ranked, &n) in list.iter_mut().zip(&nth) {
+                let decay = decay.for_shape(pass.query.shape());
+                pass.scale_each(|index, _| {
+                    let n = nth[index];
                     if n <= self.max_per_file {
-                        continue;
+                        return None;
                     }
                     let exponent = i32::try_from(n - self.max_per_file).unwrap_or(i32::MAX);
                     let factor = decay.powi(exponent);
@@ -223,8 +216,8 @@ impl RankingLayer for DiversityCap {
                         nth_in_file: n,
                         factor,
                     };
-                    report.scale(ranked, factor, effect);
-                }
+                    Some((factor, effect))
+                });
             }
         }
         Ok(())

@@ -1,8 +1,7 @@
 //! [`Threshold`] and [`TopK`]: drop what is not good enough, then what does not fit.
 
 use super::check;
-use crate::chain::keep_where;
-use crate::{ConfigError, LayerKind, LayerReport, QueryTerms, RankError, Ranked, RankingLayer};
+use crate::{ConfigError, LayerKind, Pass, RankError, RankingLayer};
 
 /// Drops every candidate whose score is not above a threshold.
 ///
@@ -27,13 +26,8 @@ impl RankingLayer for Threshold {
         LayerKind::Threshold
     }
 
-    fn apply(
-        &self,
-        _query: &QueryTerms,
-        list: &mut Vec<Ranked>,
-        report: &mut LayerReport,
-    ) -> Result<(), RankError> {
-        keep_where(list, report, |_, ranked| ranked.score > self.above);
+    fn apply(&self, pass: &mut Pass<'_>) -> Result<(), RankError> {
+        pass.keep_where(|_, ranked| ranked.score > self.above);
         Ok(())
     }
 }
@@ -56,13 +50,8 @@ impl RankingLayer for TopK {
         LayerKind::TopK
     }
 
-    fn apply(
-        &self,
-        _query: &QueryTerms,
-        list: &mut Vec<Ranked>,
-        report: &mut LayerReport,
-    ) -> Result<(), RankError> {
-        keep_where(list, report, |i, _| i < self.k);
+    fn apply(&self, pass: &mut Pass<'_>) -> Result<(), RankError> {
+        pass.keep_where(|i, _| i < self.k);
         Ok(())
     }
 }

@@ -2,9 +2,7 @@
 
 use std::collections::{HashMap, HashSet};
 
-use crate::{
-    ConfigError, Effect, LayerKind, LayerReport, QueryTerms, RankError, Ranked, RankingLayer,
-};
+use crate::{ConfigError, Effect, LayerKind, Pass, RankError, RankingLayer};
 
 /// Raises the best chunk of each file by `1 + strength × share`, where `share` is the sum of
 /// the file's candidate scores over the largest such sum among the files (1 for the file
@@ -32,15 +30,11 @@ impl RankingLayer for FileEvidence {
         LayerKind::FileEvidence
     }
 
-    fn apply(
-        &self,
-        _query: &QueryTerms,
-        list: &mut Vec<Ranked>,
-        report: &mut LayerReport,
-    ) -> Result<(), RankError> {
+    fn apply(&self, pass: &mut Pass<'_>) -> Result<(), RankError> {
         // Only positive evidence counts; in ranking order, so the first of a file is its best.
+        let list = &*pass.list;
         let mut sums: HashMap<&str, f32> = HashMap::new();
-        for ranked in list.iter() {
+        for ranked in list {
             *sums.entry(ranked.candidate.path.as_str()).or_default() += ranked.score.max(0.0);
         }
         let largest = sums.values().copied().fold(0.0_f32, f32::max);
@@ -56,12 +50,11 @@ impl RankingLayer for FileEvidence {
                 })
                 .collect()
         };
-        for (ranked, share) in list.iter_mut().zip(shares) {
-            let Some(share) = share else { continue };
+        pass.scale_each(|index, _| {
+            let share = shares[index]?;
             let factor = 1.0 + self.strength * share;
-            let effect = Effect::FileEvidence { share, factor };
-            report.scale(ranked, factor, effect);
-        }
+            Some((factor, Effect::FileEvidence { share, factor }))
+        });
         Ok(())
     }
 }

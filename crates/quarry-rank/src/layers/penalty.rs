@@ -3,12 +3,8 @@
 use serde::{Deserialize, Serialize};
 
 use super::penalty;
-use crate::chain::keep_where;
 use crate::path::{about_prose, about_tests, classify};
-use crate::{
-    ConfigError, Effect, LayerKind, LayerReport, PathClass, QueryTerms, RankError, Ranked,
-    RankingLayer,
-};
+use crate::{ConfigError, Effect, LayerKind, Pass, PathClass, RankError, RankingLayer};
 
 /// What to do with test code (tests, fixtures, mocks).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -125,31 +121,24 @@ impl RankingLayer for PathPenalty {
         LayerKind::PathPenalty
     }
 
-    fn apply(
-        &self,
-        query: &QueryTerms,
-        list: &mut Vec<Ranked>,
-        report: &mut LayerReport,
-    ) -> Result<(), RankError> {
+    fn apply(&self, pass: &mut Pass<'_>) -> Result<(), RankError> {
         if self.include_tests == IncludeTests::Never {
-            keep_where(list, report, |_, ranked| {
-                !classify(&ranked.candidate).has_test_code()
-            });
+            pass.keep_where(|_, ranked| !classify(&ranked.candidate).has_test_code());
         }
-        let classes: Vec<_> = list.iter().map(|r| classify(&r.candidate)).collect();
+        let classes: Vec<_> = pass.list.iter().map(|r| classify(&r.candidate)).collect();
         let penalise_tests = match self.include_tests {
             IncludeTests::Always => false,
             // Whatever test code was there is gone.
             IncludeTests::Never => true,
             IncludeTests::Auto => {
                 let has_tests = classes.iter().any(|c| c.has_test_code());
-                if has_tests && about_tests(query.text()) {
-                    report
+                if has_tests && about_tests(pass.query.text()) {
+                    pass.report
                         .notes
                         .push("test code not penalised: the query is about tests".into());
                     false
                 } else if has_tests && classes.iter().all(|c| c.only_test_code()) {
-                    report
+                    pass.report
                         .notes
                         .push("test code not penalised: every candidate is test code".into());
                     false
@@ -158,17 +147,17 @@ impl RankingLayer for PathPenalty {
                 }
             }
         };
-        let penalise_docs = !about_prose(query.text());
+        let penalise_docs = !about_prose(pass.query.text());
         let has_prose = classes
             .iter()
             .any(|c| c.iter().any(|c| c == PathClass::Docs));
         if !penalise_docs && has_prose && self.factors.docs != 1.0 {
-            report
+            pass.report
                 .notes
                 .push("prose not penalised: the query asks for documentation".into());
         }
-        for (ranked, classes) in list.iter_mut().zip(classes) {
-            let applied: Vec<PathClass> = classes
+        pass.scale_each(|index, _| {
+            let applied: Vec<PathClass> = classes[index]
                 .iter()
                 .filter(|class| match class {
                     class if class.is_test_code() => penalise_tests,
@@ -182,8 +171,8 @@ impl RankingLayer for PathPenalty {
                 classes: applied,
                 factor,
             };
-            report.scale(ranked, factor, effect);
-        }
+            Some((factor, effect))
+        });
         Ok(())
     }
 }

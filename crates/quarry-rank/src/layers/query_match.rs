@@ -4,19 +4,19 @@
 use quarry_text::{file_stem, identifiers, stem, words};
 
 use super::boost;
-use crate::query::{QueryTerms, normalise, segments};
-use crate::{ConfigError, Effect, LayerKind, LayerReport, RankError, Ranked, RankingLayer};
+use crate::query::{normalise, segments};
+use crate::{ConfigError, Effect, LayerKind, Pass, RankError, Ranked, RankingLayer};
 
 /// Raises the chunks that define the symbol a query names over those that merely mention it.
 ///
 /// A chunk defines `name` when its symbol is `name` (compared without case and `_`, so
 /// `parse_config` finds `parseConfig`). When the whole query is the identifier
-/// ([`QueryTerms::symbol`]), a definition is scaled by `factor`; when the query qualifies it
+/// ([`QueryTerms::symbol`](crate::QueryTerms::symbol)), a definition is scaled by `factor`; when the query qualifies it
 /// (`Router::merge`, `pl.tablex.deepcompare`) and the qualifier names neither an enclosing
 /// symbol nor the file, by `√factor` only. Identifiers inside a query in words
-/// ([`QueryTerms::identifiers`]) earn the square root of what they would alone: the query
+/// ([`QueryTerms::identifiers`](crate::QueryTerms::identifiers)) earn the square root of what they would alone: the query
 /// may only mention them. Where the caller's definitions table resolved the query
-/// ([`QueryTerms::with_definitions`]), the chunks it resolved to are the definitions raised,
+/// ([`QueryTerms::with_definitions`](crate::QueryTerms::with_definitions)), the chunks it resolved to are the definitions raised,
 /// whatever their own names.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Definition {
@@ -76,13 +76,8 @@ impl RankingLayer for Definition {
         LayerKind::Definition
     }
 
-    fn apply(
-        &self,
-        query: &QueryTerms,
-        list: &mut Vec<Ranked>,
-        report: &mut LayerReport,
-    ) -> Result<(), RankError> {
-        let terms = query;
+    fn apply(&self, pass: &mut Pass<'_>) -> Result<(), RankError> {
+        let terms = pass.query;
         let wanted: Vec<Wanted> = match terms.symbol() {
             Some(segments) => Wanted::of(segments, self.factor).into_iter().collect(),
             None => terms
@@ -99,26 +94,22 @@ impl RankingLayer for Definition {
             Some(_) => self.factor,
             None => self.factor.sqrt(),
         };
-        for ranked in list.iter_mut() {
+        pass.scale_each(|_, ranked| {
             let factor = match terms.has_definitions() {
                 true => terms.resolves_to(ranked.candidate.id).then_some(resolved),
                 false => wanted
                     .iter()
                     .filter_map(|w| w.factor(ranked))
                     .max_by(f32::total_cmp),
-            };
-            let Some(factor) = factor else {
-                continue;
-            };
-            let effect = Effect::Defines { factor };
-            report.scale(ranked, factor, effect);
-        }
+            }?;
+            Some((factor, Effect::Defines { factor }))
+        });
         Ok(())
     }
 }
 
 /// Raises chunks whose file is named after the query's words: `1 + strength × share`, where
-/// `share` is the fraction of the query's [`keywords`](QueryTerms::keywords) found among the
+/// `share` is the fraction of the query's [`keywords`](crate::QueryTerms::keywords) found among the
 /// words of the file's name and its directory's (`src/routing/router.rs`: `routing`,
 /// `router`). Words match when their stems are equal or one begins the other and both have
 /// four letters or more (`config` and `configuration`).
@@ -143,25 +134,20 @@ impl RankingLayer for PathMatch {
         LayerKind::PathMatch
     }
 
-    fn apply(
-        &self,
-        query: &QueryTerms,
-        list: &mut Vec<Ranked>,
-        report: &mut LayerReport,
-    ) -> Result<(), RankError> {
-        let keywords = query.keywords();
+    fn apply(&self, pass: &mut Pass<'_>) -> Result<(), RankError> {
+        let keywords = pass.query.keywords();
         if keywords.is_empty() || self.strength == 0.0 {
             return Ok(());
         }
         let mut by_path: std::collections::HashMap<String, Vec<String>> =
             std::collections::HashMap::new();
-        for ranked in list.iter_mut() {
+        pass.scale_each(|_, ranked| {
             let matched = by_path
                 .entry(ranked.candidate.path.clone())
                 .or_insert_with(|| matched_keywords(keywords, &ranked.candidate.path))
                 .clone();
             if matched.is_empty() {
-                continue;
+                return None;
             }
             let share = matched.len() as f32 / keywords.len() as f32;
             let factor = 1.0 + self.strength * share;
@@ -169,8 +155,8 @@ impl RankingLayer for PathMatch {
                 words: matched,
                 factor,
             };
-            report.scale(ranked, factor, effect);
-        }
+            Some((factor, effect))
+        });
         Ok(())
     }
 }
@@ -201,7 +187,7 @@ fn matched_keywords(keywords: &[String], path: &str) -> Vec<String> {
 mod tests {
     use super::*;
     use crate::chain::tests::candidate;
-    use crate::{RankingLayer, apply_chain};
+    use crate::{QueryTerms, RankingLayer, apply_chain};
     use quarry_chunk::StoredChunk;
 
     fn symbol(path: &str, line: usize, name: &str, container: &[&str]) -> StoredChunk {

@@ -2,9 +2,7 @@
 //! together. The model lives elsewhere (quarry-embed's `CrossEncoder`, whose `relevance`
 //! method has [`Reranker::rerank`]'s shape, adapted by the engine); this is its interface.
 
-use crate::{
-    Effect, LayerKind, LayerReport, QueryTerms, RankError, Ranked, RankingLayer, RerankError,
-};
+use crate::{Effect, LayerKind, Pass, RankError, RankingLayer, RerankError};
 
 /// Scores how relevant each text is to a query.
 pub trait Reranker: Send + Sync {
@@ -35,12 +33,12 @@ impl RankingLayer for CrossEncoderRerank {
         LayerKind::Rerank
     }
 
-    fn apply(
-        &self,
-        query: &QueryTerms,
-        list: &mut Vec<Ranked>,
-        report: &mut LayerReport,
-    ) -> Result<(), RankError> {
+    fn apply(&self, pass: &mut Pass<'_>) -> Result<(), RankError> {
+        let Pass {
+            query,
+            list,
+            report,
+        } = pass;
         if list.is_empty() {
             return Ok(());
         }
@@ -75,6 +73,7 @@ impl RankingLayer for CrossEncoderRerank {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::QueryTerms;
     use crate::chain::tests::{WordOverlap, outline, run};
 
     #[test]
