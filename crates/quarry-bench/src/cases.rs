@@ -288,19 +288,16 @@ mod tests {
         );
         let file = CaseFile::load(&path).unwrap();
         assert_eq!(file.cases[0].relevant[0].lines, Some((1, 2)));
-        write("corpus: c\ncases:\n  - {id: TC-01, category: symbol, query: q, relevant: []}\n");
-        assert!(
-            CaseFile::load(&path)
-                .unwrap_err()
-                .to_string()
-                .contains("TC-01 names no relevant")
-        );
-        write("corpus: c\ncases:\n  - {id: TC-01, category: vibes, query: q, relevant: [a]}\n");
-        assert!(
-            CaseFile::load(&path)
-                .unwrap_err()
-                .to_string()
-                .contains("c.yaml")
-        );
+        for (case, error) in [
+            (
+                "category: symbol, query: q, relevant: []",
+                "TC-01 names no relevant",
+            ),
+            ("category: vibes, query: q, relevant: [a]", "c.yaml"),
+        ] {
+            write(&format!("corpus: c\ncases:\n  - {{id: TC-01, {case}}}\n"));
+            let message = CaseFile::load(&path).unwrap_err().to_string();
+            assert!(message.contains(error), "{message}");
+        }
     }
 }
