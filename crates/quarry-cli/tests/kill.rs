@@ -13,7 +13,7 @@ use serde_json::Value;
 
 mod support;
 
-use support::{quarry, text};
+use support::{quarry, quarry_ok, text};
 
 /// Kills per run of the test: half while files are read, half while chunks are embedded.
 const KILLS: usize = 20;
@@ -144,8 +144,7 @@ fn an_index_killed_anywhere_resumes_to_a_clean_build() {
         while_embedding >= 3,
         "too few kills while embedding: {while_embedding}"
     );
-    let out = quarry(repo.path(), &["index", "--json"]);
-    assert!(out.status.success(), "{}", text(&out.stderr));
+    quarry_ok(repo.path(), &["index", "--json"]);
 
     let (files, vectors) = contents(repo.path());
     assert_eq!(files, clean_files, "the same files with the same chunk ids");

@@ -12,7 +12,7 @@ use quarry_testkit::shop;
 
 mod support;
 
-use support::{quarry, text};
+use support::{quarry, quarry_ok, text};
 
 /// One indexed copy of the shop for every test here: searched by its words (no model run),
 /// never written after the first search.
@@ -20,8 +20,7 @@ fn indexed() -> &'static Path {
     static REPO: OnceLock<tempfile::TempDir> = OnceLock::new();
     REPO.get_or_init(|| {
         let repo = shop();
-        let out = quarry(repo.path(), &["search", "retry", "--mode", "lexical"]);
-        assert!(out.status.success(), "{}", text(&out.stderr));
+        quarry_ok(repo.path(), &["search", "retry", "--mode", "lexical"]);
         repo
     })
     .path()

@@ -5,12 +5,11 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use quarry_testkit::shop;
 use serde_json::Value;
 
 mod support;
 
-use support::{quarry, text};
+use support::{indexed_shop, json, quarry, text};
 
 fn start_rebuild(root: &Path) -> Child {
     Command::new(env!("CARGO_BIN_EXE_quarry"))
@@ -42,9 +41,7 @@ fn search(root: &Path, query: &str, mode: &str) -> Vec<String> {
 
 #[test]
 fn searches_beside_a_forced_rebuild_answer_from_the_live_index() {
-    let repo = shop();
-    let out = quarry(repo.path(), &["index"]);
-    assert!(out.status.success(), "{}", text(&out.stderr));
+    let repo = indexed_shop();
     let lexical = search(repo.path(), "retry with backoff", "lexical");
     let hybrid = search(repo.path(), "retry a failed request", "hybrid");
     assert!(!lexical.is_empty() && !hybrid.is_empty());
@@ -65,9 +62,7 @@ fn searches_beside_a_forced_rebuild_answer_from_the_live_index() {
     while rebuild.try_wait().unwrap().is_none() {
         assert!(Instant::now() < deadline, "the rebuild did not finish");
         answers_as_before();
-        let status = quarry(repo.path(), &["status", "--json"]);
-        assert!(status.status.success(), "{}", text(&status.stderr));
-        let status: Value = serde_json::from_slice(&status.stdout).unwrap();
+        let status = json(repo.path(), &["status", "--json"]);
         assert_eq!(status["coverage"]["embedded"], status["coverage"]["chunks"]);
         beside += 1;
     }
@@ -80,9 +75,7 @@ fn searches_beside_a_forced_rebuild_answer_from_the_live_index() {
 
 #[test]
 fn a_killed_rebuild_leaves_the_live_index_as_it_was() {
-    let repo = shop();
-    let out = quarry(repo.path(), &["index"]);
-    assert!(out.status.success(), "{}", text(&out.stderr));
+    let repo = indexed_shop();
     let before = search(repo.path(), "retry a failed request", "hybrid");
 
     let mut rebuild = start_rebuild(repo.path());
@@ -102,9 +95,7 @@ fn a_killed_rebuild_leaves_the_live_index_as_it_was() {
         search(repo.path(), "retry a failed request", "hybrid"),
         before
     );
-    let out = quarry(repo.path(), &["index", "--json"]);
-    assert!(out.status.success(), "{}", text(&out.stderr));
-    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let report = json(repo.path(), &["index", "--json"]);
     assert_eq!(report["files_read"], 0, "the live index is whole");
     assert_eq!(report["chunks_embedded"], 0);
     assert!(

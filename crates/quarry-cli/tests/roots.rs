@@ -10,14 +10,7 @@ use serde_json::Value;
 
 mod support;
 
-use support::{quarry, text};
-
-/// Runs quarry, expects failure, and returns its standard error.
-fn failure(dir: &Path, args: &[&str]) -> String {
-    let out = quarry(dir, args);
-    assert!(!out.status.success(), "{args:?}: {}", text(&out.stdout));
-    text(&out.stderr)
-}
+use support::{failure, quarry, quarry_ok, text};
 
 #[test]
 fn system_directories_are_refused_as_roots_and_left_alone() {
@@ -75,7 +68,7 @@ fn read_only_commands_create_nothing_and_failed_ones_leave_nothing() {
 #[test]
 fn a_chunk_id_prefix_of_eight_digits_is_enough() {
     let repo = shop();
-    let out = quarry(
+    let out = quarry_ok(
         repo.path(),
         &[
             "search",
@@ -84,7 +77,6 @@ fn a_chunk_id_prefix_of_eight_digits_is_enough() {
             "--wait",
         ],
     );
-    assert!(out.status.success(), "{}", text(&out.stderr));
     let json: Value = serde_json::from_slice(&out.stdout).unwrap();
     // A description leans on the dense leg: its weight shows as written, not as an f32.
     let raw = text(&out.stdout);
@@ -94,8 +86,7 @@ fn a_chunk_id_prefix_of_eight_digits_is_enough() {
     );
     let id = json["results"][0]["chunk_id"].as_str().unwrap().to_owned();
 
-    let whole = quarry(repo.path(), &["related", &id, "--json"]);
-    assert!(whole.status.success(), "{}", text(&whole.stderr));
+    let whole = quarry_ok(repo.path(), &["related", &id, "--json"]);
     for prefix in [&id[..8], &id[..12], &id.to_uppercase()[..10]] {
         let short = quarry(repo.path(), &["related", prefix, "--json"]);
         assert!(short.status.success(), "{prefix}: {}", text(&short.stderr));

@@ -13,7 +13,7 @@ use serde_json::{Value, json};
 
 mod support;
 
-use support::{mcp_client, quarry, text};
+use support::{indexed_shop, mcp_client, quarry_ok, text};
 
 /// Files the `storm` branch adds.
 const STORM_FILES: usize = 2000;
@@ -146,8 +146,7 @@ fn a_serving_mcp_follows_edits_deletions_renames_and_a_checkout_storm() {
     let clean = tempfile::tempdir().unwrap();
     quarry_testkit::copy_dir(dir, clean.path());
     fs::remove_dir_all(clean.path().join(".quarry")).unwrap();
-    let built = quarry(clean.path(), &["index"]);
-    assert!(built.status.success(), "{}", text(&built.stderr));
+    quarry_ok(clean.path(), &["index"]);
     let followed = chunk_ids(dir);
     assert_eq!(followed.len(), 8 + STORM_FILES, "{:?}", followed.keys());
     assert!(
@@ -161,10 +160,8 @@ fn a_serving_mcp_follows_edits_deletions_renames_and_a_checkout_storm() {
 /// message, not a crash.
 #[test]
 fn unwatched_and_polled_trees_and_a_removed_root() {
-    let repo = quarry_testkit::shop();
+    let repo = indexed_shop();
     let dir = repo.path();
-    let out = quarry(dir, &["index"]);
-    assert!(out.status.success(), "{}", text(&out.stderr));
     let doomed = quarry_testkit::shop();
     // A branch for the polled server to be checked out under it.
     let polled = shop_with_a_branch("extra", |at| {

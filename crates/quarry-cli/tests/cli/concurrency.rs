@@ -19,12 +19,21 @@ fn make_unwritable(file: &Path) -> bool {
         && fs::OpenOptions::new().write(true).open(file).is_err()
 }
 
+/// Starts `quarry index` in `dir`, its output piped.
+fn spawn_index(dir: &Path) -> std::process::Child {
+    Command::new(env!("CARGO_BIN_EXE_quarry"))
+        .arg("index")
+        .current_dir(dir)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
 #[test]
 fn a_search_over_an_index_it_cannot_write_answers_from_the_last_commit() {
-    let repo = shop();
+    let repo = indexed_shop();
     let dir = repo.path();
-    let out = quarry(dir, &["index"]);
-    assert!(out.status.success(), "{}", text(&out.stderr));
     let config = dir.join("src/config.rs");
     fs::write(
         &config,
@@ -60,15 +69,13 @@ fn a_search_over_an_index_it_cannot_write_answers_from_the_last_commit() {
 /// following the tree writes after each edit): it says it waits, then indexes.
 #[test]
 fn an_index_run_waits_for_another_writer_then_indexes() {
-    let repo = shop();
+    let repo = indexed_shop();
     let dir = repo.path();
-    let out = quarry(dir, &["index"]);
-    assert!(out.status.success(), "{}", text(&out.stderr));
-    fs::write(
-        dir.join("src/weights.rs"),
+    write_file(
+        dir,
+        "src/weights.rs",
         "pub fn grams() -> u64 {\n    1000\n}\n",
-    )
-    .unwrap();
+    );
     // The writer lock as the store takes it.
     let lock = fs::OpenOptions::new()
         .create(true)
@@ -77,13 +84,7 @@ fn an_index_run_waits_for_another_writer_then_indexes() {
         .open(dir.join(".quarry/writer.lock"))
         .unwrap();
     lock.try_lock().expect("nothing else holds the writer lock");
-    let mut waiting = Command::new(env!("CARGO_BIN_EXE_quarry"))
-        .arg("index")
-        .current_dir(dir)
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut waiting = spawn_index(dir);
     std::thread::sleep(Duration::from_millis(1500));
     assert!(
         waiting.try_wait().unwrap().is_none(),
@@ -104,16 +105,7 @@ fn an_index_run_waits_for_another_writer_then_indexes() {
 fn two_index_runs_racing_leave_one_whole_index() {
     let repo = shop();
     let dir = repo.path();
-    let spawn = || {
-        Command::new(env!("CARGO_BIN_EXE_quarry"))
-            .arg("index")
-            .current_dir(dir)
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped())
-            .spawn()
-            .unwrap()
-    };
-    let (first, second) = (spawn(), spawn());
+    let (first, second) = (spawn_index(dir), spawn_index(dir));
     let outputs = [
         first.wait_with_output().unwrap(),
         second.wait_with_output().unwrap(),
@@ -129,8 +121,7 @@ fn two_index_runs_racing_leave_one_whole_index() {
         status["coverage"],
         serde_json::json!({"chunks": 36, "embedded": 36})
     );
-    let again = quarry(dir, &["index"]);
-    assert!(again.status.success(), "{}", text(&again.stderr));
+    let again = quarry_ok(dir, &["index"]);
     assert!(
         text(&again.stderr).contains("0 files read"),
         "{}",
@@ -140,16 +131,14 @@ fn two_index_runs_racing_leave_one_whole_index() {
 
 #[test]
 fn the_cli_searches_indexes_and_reads_status_beside_a_serving_mcp() {
-    let repo = shop();
+    let repo = indexed_shop();
     let dir = repo.path();
-    let out = quarry(dir, &["index"]);
-    assert!(out.status.success(), "{}", text(&out.stderr));
     // A change for the server to index on start; a CLI search may take it first.
-    fs::write(
-        dir.join("src/weights.rs"),
+    write_file(
+        dir,
+        "src/weights.rs",
         "/// Grams in a kilogram.\npub fn grams_per_kilogram() -> u64 {\n    1000\n}\n",
-    )
-    .unwrap();
+    );
     let signals = tempfile::tempdir().unwrap();
     // The server indexes the repository on start and is searched without pause meanwhile.
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/mcp_beside_cli.py");
@@ -183,8 +172,7 @@ fn the_cli_searches_indexes_and_reads_status_beside_a_serving_mcp() {
         "\npub fn round_parcel_weight(grams: u64) -> u64 {\n    grams.div_ceil(1000)\n}\n",
     );
     fs::write(&cart, source).unwrap();
-    let out = quarry(dir, &["index"]);
-    assert!(out.status.success(), "{}", text(&out.stderr));
+    let out = quarry_ok(dir, &["index"]);
     let stderr = text(&out.stderr);
     assert!(
         stderr.contains("1 files read") || stderr.contains("0 files read"),

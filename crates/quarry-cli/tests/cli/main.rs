@@ -13,35 +13,16 @@ mod support;
 
 mod concurrency;
 
-use support::{mcp_client, quarry, text};
-
-/// Runs quarry, expects success, and parses its standard output as JSON.
-fn json(dir: &Path, args: &[&str]) -> serde_json::Value {
-    let out = quarry(dir, args);
-    assert!(out.status.success(), "{args:?}: {}", text(&out.stderr));
-    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{args:?}: {e}"))
-}
-
-/// Runs quarry, expects failure, and returns its standard error.
-fn failure(dir: &Path, args: &[&str]) -> String {
-    let out = quarry(dir, args);
-    assert!(
-        !out.status.success(),
-        "{args:?} should fail: {}",
-        text(&out.stdout)
-    );
-    text(&out.stderr)
-}
+use support::{failure, indexed_shop, json, mcp_client, quarry, quarry_ok, text, write_file};
 
 #[test]
 fn search_indexes_first_then_answers_in_text_and_json() {
     let repo = shop();
 
-    let out = quarry(
+    let out = quarry_ok(
         repo.path(),
         &["search", "read the settings file", "-k", "3"],
     );
-    assert!(out.status.success(), "{}", text(&out.stderr));
     assert!(
         text(&out.stderr).contains("indexed in"),
         "{}",
@@ -63,18 +44,17 @@ fn search_indexes_first_then_answers_in_text_and_json() {
         text(&out.stderr)
     );
 
-    let out = quarry(repo.path(), &["search", "retry_with_backoff", "--json"]);
-    assert!(out.status.success(), "{}", text(&out.stderr));
+    let out = quarry_ok(repo.path(), &["search", "retry_with_backoff", "--json"]);
     assert!(
         !text(&out.stderr).contains("indexed in"),
         "nothing changed, nothing re-indexed"
     );
-    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let found: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(
-        json["coverage"],
+        found["coverage"],
         serde_json::json!({"chunks": 36, "embedded": 0})
     );
-    let best = &json["results"][0];
+    let best = &found["results"][0];
     assert_eq!(best["path"], "lib/http_client.py");
     assert_eq!(best["chunk_id"].as_str().unwrap().len(), 32);
     let score = best["score"].as_f64().unwrap();
@@ -86,36 +66,31 @@ fn search_indexes_first_then_answers_in_text_and_json() {
     assert!(error.contains("has no vector yet"), "{error}");
 
     // --wait embeds them first: full quality, and no note.
-    let out = quarry(
+    let out = quarry_ok(
         repo.path(),
         &["search", "retry_with_backoff", "--json", "--wait"],
     );
-    assert!(out.status.success(), "{}", text(&out.stderr));
     assert!(!text(&out.stderr).contains("wait for their vectors"));
-    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let found: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(
-        json["coverage"],
+        found["coverage"],
         serde_json::json!({"chunks": 36, "embedded": 36})
     );
-    assert_eq!(json["results"][0]["path"], "lib/http_client.py");
+    assert_eq!(found["results"][0]["path"], "lib/http_client.py");
 
-    let out = quarry(repo.path(), &["index", "--json"]);
-    assert!(out.status.success(), "{}", text(&out.stderr));
-    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let report = json(repo.path(), &["index", "--json"]);
     assert_eq!(report["files_read"], 0);
     assert_eq!(report["chunks_embedded"], 0);
 
     // An edit's few new chunks are embedded before the search answers.
-    fs::write(
-        repo.path().join("src/config.rs"),
+    write_file(
+        repo.path(),
+        "src/config.rs",
         "pub fn load_settings_file() -> String { String::new() }\n",
-    )
-    .unwrap();
-    let out = quarry(repo.path(), &["search", "load settings", "--json"]);
-    assert!(out.status.success(), "{}", text(&out.stderr));
-    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    let coverage = &json["coverage"];
-    assert_eq!(coverage["embedded"], coverage["chunks"], "{json}");
+    );
+    let found = json(repo.path(), &["search", "load settings", "--json"]);
+    let coverage = &found["coverage"];
+    assert_eq!(coverage["embedded"], coverage["chunks"], "{found}");
 }
 
 #[test]
@@ -183,11 +158,10 @@ fn related_status_libraries_models_and_config() {
             .unwrap()
             .contains("all-MiniLM-L6-v2")
     );
-    fs::write(dir.join("src/config.rs"), "pub fn nothing_here() {}\n").unwrap();
+    write_file(dir, "src/config.rs", "pub fn nothing_here() {}\n");
     let status = json(dir, &["status", "--json"]);
     assert_eq!(status["stale"]["modified"][0], "src/config.rs");
-    let out = quarry(dir, &["index"]);
-    assert!(out.status.success(), "{}", text(&out.stderr));
+    quarry_ok(dir, &["index"]);
     // The deep check reads every page of the database against its checksum.
     let deep = json(dir, &["status", "--deep", "--json"]);
     assert!(deep.get("damage").is_none(), "{deep}");
@@ -207,11 +181,10 @@ fn related_status_libraries_models_and_config() {
         "def kilometres_to_miles(km):\n    \"\"\"Convert a distance in kilometres to miles.\"\"\"\n    return km * 0.621371\n",
     )
     .unwrap();
-    let out = quarry(
+    quarry_ok(
         dir,
         &["lib", "add", "units", library.path().to_str().unwrap()],
     );
-    assert!(out.status.success(), "{}", text(&out.stderr));
     let list = quarry(dir, &["lib", "list"]);
     assert!(
         text(&list.stdout).starts_with("lib:units\t"),
@@ -235,8 +208,7 @@ fn related_status_libraries_models_and_config() {
         error.contains("unknown scope") && error.contains("lib:units"),
         "{error}"
     );
-    let out = quarry(dir, &["lib", "remove", "units"]);
-    assert!(out.status.success(), "{}", text(&out.stderr));
+    quarry_ok(dir, &["lib", "remove", "units"]);
     let error = failure(dir, &["search", query, "--scope", "lib:units"]);
     assert!(error.contains("unknown scope"), "{error}");
     // Names that read as other scopes, or as no name, and the index's own directory.
@@ -285,11 +257,11 @@ fn related_status_libraries_models_and_config() {
 fn a_file_name_with_a_newline_keeps_a_result_on_one_line() {
     let repo = shop();
     let dir = repo.path();
-    fs::write(
-        dir.join("src/odd\nname.py"),
+    write_file(
+        dir,
+        "src/odd\nname.py",
         "def refund_voucher_total(order):\n    return order.vouchers\n",
-    )
-    .unwrap();
+    );
     let args = [
         "search",
         "refund_voucher_total",
@@ -298,8 +270,7 @@ fn a_file_name_with_a_newline_keeps_a_result_on_one_line() {
         "-k",
         "1",
     ];
-    let out = quarry(dir, &args);
-    assert!(out.status.success(), "{}", text(&out.stderr));
+    let out = quarry_ok(dir, &args);
     let stdout = text(&out.stdout);
     assert!(
         stdout
@@ -330,8 +301,7 @@ fn bad_input_fails_with_a_message_and_a_non_zero_exit() {
 
     // A binary file is skipped with its reason; the rest is indexed.
     fs::write(repo.path().join("image.rs"), b"\0\0\0binary").unwrap();
-    let out = quarry(repo.path(), &["index"]);
-    assert!(out.status.success(), "{}", text(&out.stderr));
+    let out = quarry_ok(repo.path(), &["index"]);
     assert!(
         text(&out.stderr).contains("skipped image.rs: binary file"),
         "{}",
@@ -347,8 +317,7 @@ fn bad_input_fails_with_a_message_and_a_non_zero_exit() {
         "{error}"
     );
     assert_eq!(fs::read(&database).unwrap(), b"not a database");
-    let out = quarry(repo.path(), &["index", "--force"]);
-    assert!(out.status.success(), "{}", text(&out.stderr));
+    quarry_ok(repo.path(), &["index", "--force"]);
     json(repo.path(), &["search", "cart", "--json"]);
 }
 
@@ -576,10 +545,8 @@ fn the_mcp_server_answers_a_real_client_as_the_cli_does() {
 
 #[test]
 fn a_lexical_search_after_an_edit_answers_without_the_model() {
-    let repo = shop();
+    let repo = indexed_shop();
     let dir = repo.path();
-    let out = quarry(dir, &["index"]);
-    assert!(out.status.success(), "{}", text(&out.stderr));
     let path = dir.join("src/shipping.rs");
     let mut source = fs::read_to_string(&path).unwrap();
     source.push_str("\n/// Rounds a parcel weight up to whole kilograms.\npub fn round_parcel_weight(grams: u64) -> u64 {\n    grams.div_ceil(1000)\n}\n");
@@ -587,7 +554,7 @@ fn a_lexical_search_after_an_edit_answers_without_the_model() {
 
     // The edit is searchable by its words at once; its vectors wait, and no note says so
     // (a lexical search never uses them).
-    let out = quarry(
+    let out = quarry_ok(
         dir,
         &[
             "search",
@@ -597,7 +564,6 @@ fn a_lexical_search_after_an_edit_answers_without_the_model() {
             "--json",
         ],
     );
-    assert!(out.status.success(), "{}", text(&out.stderr));
     assert!(!text(&out.stderr).contains("wait for their vectors"));
     let lexical: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(lexical["results"][0]["symbol"], "round_parcel_weight");
@@ -614,10 +580,8 @@ fn a_lexical_search_after_an_edit_answers_without_the_model() {
 
 #[test]
 fn a_search_by_words_and_status_read_an_index_without_the_model_files() {
-    let repo = shop();
+    let repo = indexed_shop();
     let dir = repo.path();
-    let out = quarry(dir, &["index"]);
-    assert!(out.status.success(), "{}", text(&out.stderr));
     // Another machine's view: no model in the cache, and nowhere to fetch it from.
     let empty = tempfile::tempdir().unwrap();
     let without_model = [

@@ -23,6 +23,46 @@ pub fn quarry_with(dir: &Path, args: &[&str], env: &[(&str, Option<&str>)]) -> O
     command.output().unwrap()
 }
 
+/// [`quarry`], failing the test with its standard error unless it succeeds.
+pub fn quarry_ok(dir: &Path, args: &[&str]) -> Output {
+    let out = quarry(dir, args);
+    assert!(
+        out.status.success(),
+        "quarry {args:?}: {}",
+        text(&out.stderr)
+    );
+    out
+}
+
+/// Runs quarry, expects success, and parses its standard output as JSON.
+pub fn json(dir: &Path, args: &[&str]) -> serde_json::Value {
+    let out = quarry_ok(dir, args);
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{args:?}: {e}"))
+}
+
+/// Runs quarry, expects failure, and returns its standard error.
+pub fn failure(dir: &Path, args: &[&str]) -> String {
+    let out = quarry(dir, args);
+    assert!(
+        !out.status.success(),
+        "{args:?} should fail: {}",
+        text(&out.stdout)
+    );
+    text(&out.stderr)
+}
+
+/// A fresh copy of `fixtures/engine/shop`, indexed by `quarry index`.
+pub fn indexed_shop() -> tempfile::TempDir {
+    let repo = quarry_testkit::shop();
+    quarry_ok(repo.path(), &["index"]);
+    repo
+}
+
+/// Writes `text` to the file at `path` below `dir`, as an editor would.
+pub fn write_file(dir: &Path, path: &str, text: &str) {
+    std::fs::write(dir.join(path), text).unwrap();
+}
+
 /// Bytes of output as text.
 pub fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
