@@ -65,6 +65,12 @@ fn check(graph: &FileGraph, expected_edges: &str, externals: usize) {
     assert_eq!(graph.external_count(), externals, "external imports");
 }
 
+/// [`check`] on the graph of fixture `family` as it is, with no configuration.
+#[track_caller]
+fn check_family(family: &str, expected_edges: &str, externals: usize) {
+    check(&build(family, |_| {}), expected_edges, externals);
+}
+
 #[test]
 fn the_order_files_are_added_in_changes_nothing() {
     let sorted = build("python", |_| {});
@@ -80,39 +86,10 @@ fn the_order_files_are_added_in_changes_nothing() {
 #[test]
 fn rust() {
     let graph = build("rust", |_| {});
-    check(
-        &graph,
-        "
-        src/lib.rs -> src/metrics/counter.rs
-        src/lib.rs -> src/model.rs
-        src/lib.rs -> src/model/item.rs
-        src/lib.rs -> src/report/render.rs
-        src/lib.rs -> src/store/mod.rs
-        src/lib.rs -> src/sys/unix.rs
-        src/lib.rs -> src/util/mod.rs
-        src/main.rs -> src/lib.rs
-        src/main.rs -> src/store/mod.rs
-        src/model.rs -> src/model/item.rs
-        src/model/item.rs -> src/util/money.rs
-        src/store/disk.rs -> src/model/item.rs
-        src/store/disk.rs -> src/store/mod.rs
-        src/store/disk.rs -> src/util/fs/atomic.rs
-        src/store/disk.rs -> src/util/mod.rs
-        src/store/disk.rs -> src/util/money.rs
-        src/store/memory.rs -> src/model/item.rs
-        src/store/memory.rs -> src/store/mod.rs
-        src/store/mod.rs -> src/model/item.rs
-        src/store/mod.rs -> src/store/disk.rs
-        src/store/mod.rs -> src/store/memory.rs
-        src/util/mod.rs -> src/util/fs/atomic.rs
-        src/util/mod.rs -> src/util/money.rs
-        tests/roundtrip.rs -> src/lib.rs
-        tests/roundtrip.rs -> src/store/mod.rs
-        tests/roundtrip.rs -> tests/common/mod.rs
-        ",
-        // std (12 paths), serde (4), clap.
-        19,
-    );
+    // The edges the PageRank reference (fixtures/graph/pagerank_reference.py) is built on.
+    let edges = include_str!("../../../fixtures/graph/rust_edges.txt");
+    // std (12 paths), serde (4), clap.
+    check(&graph, edges, 19);
     // `use super::*` in `mod tests` is the file itself, and so is `use Unit::*` (its
     // own enum): resolved, not edges.
     let item = graph.key("src/model/item.rs").unwrap();
@@ -125,8 +102,8 @@ fn rust() {
 
 #[test]
 fn python() {
-    check(
-        &build("python", |_| {}),
+    check_family(
+        "python",
         "
         scripts/seed.py -> scripts/helpers.py
         scripts/seed.py -> shop/cart.py
@@ -150,8 +127,8 @@ fn python() {
 
 #[test]
 fn javascript_and_typescript() {
-    check(
-        &build("js", |_| {}),
+    check_family(
+        "js",
         "
         lib/lazy.mjs -> lib/legacy.js
         lib/legacy.js -> lib/config.json
@@ -173,8 +150,8 @@ fn javascript_and_typescript() {
 
 #[test]
 fn go() {
-    check(
-        &build("go", |_| {}),
+    check_family(
+        "go",
         "
         cmd/shop/main.go -> internal/cart/cart.go
         cmd/shop/main.go -> internal/cart/discount.go
@@ -197,8 +174,8 @@ fn go() {
 
 #[test]
 fn java_kotlin_scala() {
-    check(
-        &build("jvm", |_| {}),
+    check_family(
+        "jvm",
         "
         src/main/java/com/acme/shop/Shop.java -> src/main/java/com/acme/shop/model/Item.java
         src/main/java/com/acme/shop/Shop.java -> src/main/java/com/acme/shop/util/Money.java
@@ -219,8 +196,8 @@ fn java_kotlin_scala() {
 
 #[test]
 fn csharp() {
-    check(
-        &build("csharp", |_| {}),
+    check_family(
+        "csharp",
         "
         src/Shop/Models/Item.cs -> src/Shop/Util/Formatting.cs
         src/Shop/Models/Item.cs -> src/Shop/Util/Money.cs
@@ -266,8 +243,8 @@ fn c_without_the_vendor_include_dir() {
 
 #[test]
 fn ruby() {
-    check(
-        &build("ruby", |_| {}),
+    check_family(
+        "ruby",
         "
         Rakefile -> tasks/release.rake
         bin/console -> lib/shop.rb
@@ -287,8 +264,8 @@ fn ruby() {
 
 #[test]
 fn php() {
-    check(
-        &build("php", |_| {}),
+    check_family(
+        "php",
         "
         public/index.php -> config.php
         public/index.php -> src/Cart.php
@@ -307,8 +284,8 @@ fn php() {
 
 #[test]
 fn lua() {
-    check(
-        &build("lua", |_| {}),
+    check_family(
+        "lua",
         "
         main.lua -> config.lua
         main.lua -> src/shop/cart.lua
@@ -324,8 +301,8 @@ fn lua() {
 
 #[test]
 fn elixir() {
-    check(
-        &build("elixir", |_| {}),
+    check_family(
+        "elixir",
         "
         lib/shop.ex -> lib/shop/cart.ex
         lib/shop.ex -> lib/shop/item.ex
@@ -341,8 +318,8 @@ fn elixir() {
 
 #[test]
 fn haskell_zig_bash_swift() {
-    check(
-        &build("other", |_| {}),
+    check_family(
+        "other",
         "
         bash/deploy.sh -> bash/lib/common.sh
         bash/deploy.sh -> bash/lib/env.sh
