@@ -3,21 +3,18 @@
 //! `fixtures/engine/shop`. Nothing may panic; every refusal names what is wrong.
 
 use std::fs;
-use std::path::Path;
 use std::sync::OnceLock;
 
 use proptest::prelude::*;
 use quarry_engine::{Config, Engine, EngineOptions, ResultRequest, SearchMode, SearchOptions};
 use quarry_rank::IncludeTests;
-use quarry_testkit::{copy_dir, model};
+use quarry_testkit::model;
 
 /// The fixture, indexed once (words only: the lexical leg needs no model) for every case.
 fn shop() -> &'static (tempfile::TempDir, Engine) {
     static SHOP: OnceLock<(tempfile::TempDir, Engine)> = OnceLock::new();
     SHOP.get_or_init(|| {
-        let dir = tempfile::tempdir().unwrap();
-        let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/engine/shop");
-        copy_dir(&fixture, dir.path());
+        let dir = quarry_testkit::shop();
         let engine = Engine::open(dir.path(), model(), EngineOptions::default()).unwrap();
         engine.index_files(&mut |_| {}).unwrap();
         (dir, engine)

@@ -5,7 +5,8 @@ use std::fs;
 use std::path::Path;
 
 use quarry_engine::{
-    DEFINITIONS_DATA, Engine, EngineOptions, LegWeights, SearchMode, SearchOptions, SymbolMatch,
+    DEFINITIONS_DATA, Engine, EngineOptions, LegWeights, SearchMode, SearchOptions, SearchResponse,
+    SymbolMatch,
 };
 use quarry_testkit::model;
 
@@ -65,6 +66,13 @@ fn lexical(legs: LegWeights) -> SearchOptions {
     }
 }
 
+/// A lexical search with the default legs.
+fn search(engine: &Engine, query: &str) -> SearchResponse {
+    engine
+        .search(query, &lexical(LegWeights::default()))
+        .unwrap()
+}
+
 fn indexed(root: &Path) -> Engine {
     let engine = Engine::open(root, model(), EngineOptions::default()).unwrap();
     engine.index_files(&mut |_| {}).unwrap();
@@ -76,9 +84,7 @@ fn a_type_name_finds_its_definition_first_among_the_files_that_use_it() {
     let dir = repository();
     let engine = indexed(dir.path());
     for query in ["session_state_t", "session_state", "SessionState"] {
-        let response = engine
-            .search(query, &lexical(LegWeights::default()))
-            .unwrap();
+        let response = search(&engine, query);
         let first = &response.results[0].chunk;
         assert_eq!(first.path, "src/session.h", "{query}: {first:?}");
         assert!(
@@ -94,9 +100,7 @@ fn a_type_name_finds_its_definition_first_among_the_files_that_use_it() {
         assert_eq!(hit.matched, expected, "{query}");
     }
     // A `#define` constant shares a block chunk with its neighbours, and is found there.
-    let response = engine
-        .search("SESSION_BUFFER", &lexical(LegWeights::default()))
-        .unwrap();
+    let response = search(&engine, "SESSION_BUFFER");
     assert_eq!(response.definitions[0].symbol, "SESSION_BUFFER");
     assert_eq!(response.results[0].chunk.path, "src/session.h");
 }
@@ -106,9 +110,7 @@ fn a_qualified_name_picks_the_definition_in_its_container() {
     let dir = repository();
     let engine = indexed(dir.path());
     for (query, line) in [("Disk::get", 7), ("Disk.get", 7), ("Memory.get", 2)] {
-        let response = engine
-            .search(query, &lexical(LegWeights::default()))
-            .unwrap();
+        let response = search(&engine, query);
         let hit = &response.definitions[0];
         assert_eq!(
             (hit.matched, hit.path.as_str(), hit.start_line),
@@ -158,13 +160,9 @@ fn the_leg_can_be_left_out_and_the_table_follows_the_files() {
         .replace("session_state_t", "conn_state_t");
     fs::write(&header, text).unwrap();
     engine.index_files(&mut |_| {}).unwrap();
-    let response = engine
-        .search("conn_state_t", &lexical(LegWeights::default()))
-        .unwrap();
+    let response = search(&engine, "conn_state_t");
     assert_eq!(response.definitions[0].path, "src/session.h");
-    let gone = engine
-        .search("session_state_t", &lexical(LegWeights::default()))
-        .unwrap();
+    let gone = search(&engine, "session_state_t");
     assert!(
         gone.definitions
             .iter()
@@ -176,9 +174,7 @@ fn the_leg_can_be_left_out_and_the_table_follows_the_files() {
 fn a_typedef_of_a_type_defined_elsewhere_finds_that_definition() {
     let dir = repository();
     let engine = indexed(dir.path());
-    let response = engine
-        .search("CONN", &lexical(LegWeights::default()))
-        .unwrap();
+    let response = search(&engine, "CONN");
     let first = &response.definitions[0];
     assert_eq!(
         (first.path.as_str(), first.symbol.as_str(), first.start_line),
@@ -194,9 +190,7 @@ fn an_implementation_shares_the_centrality_of_the_header_beside_it() {
     let dir = repository();
     let engine = indexed(dir.path());
     // Twelve handlers include session.h; nothing includes session.c, which implements it.
-    let response = engine
-        .search("state->received", &lexical(LegWeights::default()))
-        .unwrap();
+    let response = search(&engine, "state->received");
     let implementation = response
         .results
         .iter()

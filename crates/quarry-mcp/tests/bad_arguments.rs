@@ -3,13 +3,12 @@
 //! index of `fixtures/engine/shop`. Nothing may panic or end the connection; every refusal
 //! is a tool error that says what is wrong.
 
-use std::path::Path;
 use std::sync::OnceLock;
 
 use proptest::prelude::*;
 use quarry_engine::{Config, Engine, EngineOptions};
 use quarry_mcp::{Server, ServerOptions};
-use quarry_testkit::{copy_dir, model};
+use quarry_testkit::model;
 use rmcp::ServiceExt;
 use rmcp::model::{CallToolRequestParams, CallToolResult, JsonObject};
 use rmcp::service::{RoleClient, RunningService};
@@ -27,9 +26,7 @@ struct Session {
 fn session() -> &'static Session {
     static SESSION: OnceLock<Session> = OnceLock::new();
     SESSION.get_or_init(|| {
-        let repo = tempfile::tempdir().unwrap();
-        let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/engine/shop");
-        copy_dir(&fixture, repo.path());
+        let repo = quarry_testkit::shop();
         let engine = Engine::open(repo.path(), model(), EngineOptions::default()).unwrap();
         engine.index(&mut |_| {}).unwrap();
         let chunk_ids = engine

@@ -43,6 +43,17 @@ fn missing(schemas: &[(&str, Value)]) -> Vec<String> {
     missing
 }
 
+/// Fails, listing them as `what`, where the reference leaves out any of the properties.
+#[track_caller]
+fn assert_named(schemas: &[(&str, Value)], what: &str) {
+    let missing = missing(schemas);
+    assert!(
+        missing.is_empty(),
+        "docs/reference.md does not name these {what}: {}",
+        missing.join(", ")
+    );
+}
+
 #[test]
 fn every_json_field_is_in_the_reference() {
     let views = [
@@ -51,12 +62,7 @@ fn every_json_field_is_in_the_reference() {
         ("IndexReportView", schema_for!(IndexReportView).to_value()),
         ("StatusView", schema_for!(StatusView).to_value()),
     ];
-    let missing = missing(&views);
-    assert!(
-        missing.is_empty(),
-        "docs/reference.md does not name these JSON fields (as `field`): {}",
-        missing.join(", ")
-    );
+    assert_named(&views, "JSON fields (as `field`)");
 }
 
 #[test]
@@ -67,10 +73,5 @@ fn every_tool_argument_is_in_the_reference() {
         ("find_similar", schema_for!(SimilarArgs).to_value()),
         ("index", schema_for!(IndexArgs).to_value()),
     ];
-    let missing = missing(&arguments);
-    assert!(
-        missing.is_empty(),
-        "docs/reference.md does not name these MCP tool arguments (as `argument`): {}",
-        missing.join(", ")
-    );
+    assert_named(&arguments, "MCP tool arguments (as `argument`)");
 }

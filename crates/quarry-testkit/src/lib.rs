@@ -39,6 +39,15 @@ pub fn shop() -> tempfile::TempDir {
     repo
 }
 
+/// A library of one file, `path` holding `text`, in a temporary directory of its own.
+pub fn library(path: &str, text: &str) -> tempfile::TempDir {
+    let library = tempfile::tempdir().unwrap();
+    let file = library.path().join(path);
+    fs::create_dir_all(file.parent().unwrap()).unwrap();
+    fs::write(file, text).unwrap();
+    library
+}
+
 /// Copies the directory tree at `from` to `to`.
 pub fn copy_dir(from: &Path, to: &Path) {
     fs::create_dir_all(to).unwrap();

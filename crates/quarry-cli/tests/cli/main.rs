@@ -175,12 +175,10 @@ fn related_status_libraries_models_and_config() {
     );
 
     // A library: indexed on registration, searched by scope.
-    let library = tempfile::tempdir().unwrap();
-    fs::write(
-        library.path().join("units.py"),
+    let library = quarry_testkit::library(
+        "units.py",
         "def kilometres_to_miles(km):\n    \"\"\"Convert a distance in kilometres to miles.\"\"\"\n    return km * 0.621371\n",
-    )
-    .unwrap();
+    );
     quarry_ok(
         dir,
         &["lib", "add", "units", library.path().to_str().unwrap()],

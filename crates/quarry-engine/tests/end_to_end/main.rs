@@ -444,13 +444,10 @@ fn related_finds_similar_code_elsewhere_never_in_the_source_file() {
 #[test]
 fn libraries_are_searchable_alone_or_with_the_project() {
     let repo = shop();
-    let library = tempfile::tempdir().unwrap();
-    fs::create_dir(library.path().join("src")).unwrap();
-    fs::write(
-        library.path().join("src/duration.rs"),
+    let library = quarry_testkit::library(
+        "src/duration.rs",
         "/// Parses a human duration such as `1h30m` into seconds.\npub fn parse_duration(text: &str) -> Option<u64> {\n    let (hours, minutes) = text.split_once('h')?;\n    Some(hours.parse::<u64>().ok()? * 3600 + minutes.trim_end_matches('m').parse::<u64>().ok()? * 60)\n}\n",
-    )
-    .unwrap();
+    );
     let engine = open(repo.path());
     engine.add_library("humantime", library.path()).unwrap();
     let report = engine.index(&mut |_| {}).unwrap();

@@ -256,9 +256,11 @@ fn a_tools_call_without_a_name_is_invalid_params() {
     client.close();
 }
 
-/// The index's writer lock, as `quarry_store::Store::open` takes it (`.quarry/writer.lock`,
-/// locked exclusively): held, another process's writes are refused.
-fn hold_writer_lock(root: &Path) -> fs::File {
+/// An empty index, as a first `quarry index` leaves it when it has just begun, with that
+/// other writer at work: the index's writer lock held as `quarry_store::Store::open` takes
+/// it (`.quarry/writer.lock`, locked exclusively). Held, another process's writes are refused.
+fn begun_by_another_writer(root: &Path) -> fs::File {
+    drop(Engine::open(root, model(), EngineOptions::default()).unwrap());
     let path: PathBuf = root.join(".quarry/writer.lock");
     let file = fs::OpenOptions::new()
         .create(true)
@@ -273,10 +275,7 @@ fn hold_writer_lock(root: &Path) -> fs::File {
 fn a_search_before_anything_is_indexed_says_why_and_indexing_follows_the_other_writer() {
     let repo = shop();
     let root = repo.path();
-    // An empty index, as a first `quarry index` leaves it when it has just begun; then
-    // that other writer at work, holding the lock.
-    drop(Engine::open(root, model(), EngineOptions::default()).unwrap());
-    let lock = hold_writer_lock(root);
+    let lock = begun_by_another_writer(root);
 
     let mut client = Client::initialized(root, true);
     let waiting = client.wait_for("the server waits for the writer", ANSWER_TIMEOUT, |i| {
@@ -586,8 +585,7 @@ fn a_burst_of_calls_is_answered_or_refused_as_busy_with_few_threads() {
 fn a_forced_build_asked_for_during_a_run_is_queued() {
     let repo = shop();
     let root = repo.path();
-    drop(Engine::open(root, model(), EngineOptions::default()).unwrap());
-    let lock = hold_writer_lock(root);
+    let lock = begun_by_another_writer(root);
     let mut client = Client::unwatched(root, true);
     client.wait_for("the server waits for the writer", ANSWER_TIMEOUT, |i| {
         i["state"] == "waiting"

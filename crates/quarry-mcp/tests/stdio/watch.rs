@@ -94,13 +94,7 @@ pub(crate) fn ignored_directories_are_not_watched_new_ones_and_libraries_added_m
     );
 
     // `quarry lib add`, in another process.
-    let library = tempfile::tempdir().unwrap();
-    fs::create_dir(library.path().join("src")).unwrap();
-    fs::write(
-        library.path().join("src/lib.rs"),
-        "pub fn vendored_helper_one() {}\n",
-    )
-    .unwrap();
+    let library = quarry_testkit::library("src/lib.rs", "pub fn vendored_helper_one() {}\n");
     let engine = Engine::open(root, model(), EngineOptions::default()).unwrap();
     engine.add_library("vendored", library.path()).unwrap();
     drop(engine);
