@@ -10,6 +10,7 @@ with what it saw.
 """
 
 import asyncio
+import contextlib
 import json
 import os
 import shutil
@@ -26,6 +27,27 @@ def server(quarry, root, *flags):
     return StdioServerParameters(command=quarry, args=args, env=dict(os.environ))
 
 
+@contextlib.asynccontextmanager
+async def session_with(quarry, root, *flags):
+    """An initialised client session with `quarry mcp` serving `root` with `flags`."""
+    async with stdio_client(server(quarry, root, *flags)) as (read, write):
+        async with ClientSession(read, write) as session:
+            await session.initialize()
+            yield session
+
+
+async def watch_state(session):
+    """What the index tool's status says of the watch."""
+    status = await session.call_tool("index", {"action": "status"})
+    return status.structured_content["watch"]
+
+
+def append_function(root, name):
+    """Appends a function `name` to src/cart.rs, as an editor would."""
+    with open(os.path.join(root, "src", "cart.rs"), "a") as f:
+        f.write(f"\npub fn {name}() -> u32 {{\n    7\n}}\n")
+
+
 async def defined_in(session, name):
     """The files of the results that define `name`."""
     result = await session.call_tool("semantic_search", {"query": name, "mode": "lexical"})
@@ -34,48 +56,38 @@ async def defined_in(session, name):
 
 
 async def unwatched(quarry, root, out):
-    async with stdio_client(server(quarry, root, "--no-watch", "--no-index")) as (read, write):
-        async with ClientSession(read, write) as session:
-            await session.initialize()
-            status = await session.call_tool("index", {"action": "status"})
-            out["watch"] = status.structured_content["watch"]
-            with open(os.path.join(root, "src", "cart.rs"), "a") as f:
-                f.write("\npub fn tally_unwatched_parcels() -> u32 {\n    7\n}\n")
-            await asyncio.sleep(0.5)
-            out["before_build"] = await defined_in(session, "tally_unwatched_parcels")
-            await session.call_tool("index", {"action": "build"})
-            out["after_build"] = await defined_in(session, "tally_unwatched_parcels")
+    async with session_with(quarry, root, "--no-watch", "--no-index") as session:
+        out["watch"] = await watch_state(session)
+        append_function(root, "tally_unwatched_parcels")
+        await asyncio.sleep(0.5)
+        out["before_build"] = await defined_in(session, "tally_unwatched_parcels")
+        await session.call_tool("index", {"action": "build"})
+        out["after_build"] = await defined_in(session, "tally_unwatched_parcels")
 
 
 async def polled(quarry, root, out):
-    async with stdio_client(server(quarry, root, "--poll")) as (read, write):
-        async with ClientSession(read, write) as session:
-            await session.initialize()
-            status = await session.call_tool("index", {"action": "status"})
-            out["polled_watch"] = status.structured_content["watch"]
-            with open(os.path.join(root, "src", "cart.rs"), "a") as f:
-                f.write("\npub fn tally_polled_parcels() -> u32 {\n    7\n}\n")
-            written = time.time()
-            found = []
-            while not found and time.time() - written < 60:
-                found = await defined_in(session, "tally_polled_parcels")
-                await asyncio.sleep(0.1)
-            out["polled_found"] = found
-            # A checkout: the next search sees it (the git state), without waiting for a poll.
-            subprocess.run(["git", "checkout", "-q", "extra"], cwd=root, check=True)
-            out["checkout_found"] = await defined_in(session, "polled_checkout_marker")
+    async with session_with(quarry, root, "--poll") as session:
+        out["polled_watch"] = await watch_state(session)
+        append_function(root, "tally_polled_parcels")
+        written = time.time()
+        found = []
+        while not found and time.time() - written < 60:
+            found = await defined_in(session, "tally_polled_parcels")
+            await asyncio.sleep(0.1)
+        out["polled_found"] = found
+        # A checkout: the next search sees it (the git state), without waiting for a poll.
+        subprocess.run(["git", "checkout", "-q", "extra"], cwd=root, check=True)
+        out["checkout_found"] = await defined_in(session, "polled_checkout_marker")
 
 
 async def removed(quarry, root, out):
-    async with stdio_client(server(quarry, root)) as (read, write):
-        async with ClientSession(read, write) as session:
-            await session.initialize()
-            await defined_in(session, "cart_total")
-            shutil.rmtree(root)
-            result = await session.call_tool("semantic_search", {"query": "cart total"})
-            out["root_gone"] = result.is_error and result.content[0].text
-            status = await session.call_tool("index", {"action": "status"})
-            out["still_serving"] = status.is_error and "is gone" in status.content[0].text
+    async with session_with(quarry, root) as session:
+        await defined_in(session, "cart_total")
+        shutil.rmtree(root)
+        result = await session.call_tool("semantic_search", {"query": "cart total"})
+        out["root_gone"] = result.is_error and result.content[0].text
+        status = await session.call_tool("index", {"action": "status"})
+        out["still_serving"] = status.is_error and "is gone" in status.content[0].text
 
 
 async def main(quarry, indexed, doomed, polled_root):
