@@ -34,6 +34,8 @@
 //!   is split into a [`ChunkKind::Header`] (its signature and the fields before the
 //!   first member) and one chunk per member, recursively.
 //! - **Markdown** is split by headings into [`ChunkKind::Section`]s.
+//! - Code whose parse was **abandoned** (runaway error recovery) is read for its braces:
+//!   each named top-level block (or one in a namespace) is a chunk and a definition.
 //! - **Other text** is cut into overlapping line [`ChunkKind::Window`]s.
 //! - Whatever is still larger than the budget is cut into overlapping line windows
 //!   that keep the item's kind and name ([`Chunk::part`]). Only a single line longer
@@ -52,6 +54,7 @@ mod markdown;
 mod parse;
 mod piece;
 mod rules;
+mod scan;
 #[cfg(feature = "schema")]
 mod schema;
 mod stored;
@@ -166,8 +169,9 @@ impl Chunker {
         .0
     }
 
-    /// Chunks `text` along `syntax`, its tree where it has one (a parse abandoned, or a
-    /// language without a grammar, falls back to line windows), and lists its definitions.
+    /// Chunks `text` along `syntax`, its tree where it has one (a parse abandoned is read
+    /// for its braces, `scan.rs`; a language without a grammar falls back to line windows),
+    /// and lists its definitions.
     fn chunk_parsed(
         &self,
         path: &str,
@@ -183,6 +187,12 @@ impl Chunker {
                 let (pieces, definitions) = chunker.pieces();
                 found = definitions;
                 Some(pieces)
+            }
+            (_, None, Some(_)) => {
+                scan::pieces(&lines, language, self.config.budget).map(|(pieces, definitions)| {
+                    found = definitions;
+                    pieces
+                })
             }
             (Language::Markdown, _, _) => Some(markdown::pieces(&lines)),
             _ => None,

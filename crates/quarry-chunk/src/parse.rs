@@ -5,7 +5,7 @@ use std::borrow::Cow;
 use std::cell::RefCell;
 use std::ops::ControlFlow;
 
-use tree_sitter::{ParseOptions, ParseState, Parser, Tree};
+use tree_sitter::{Node, ParseOptions, ParseState, Parser, Range, Tree};
 
 use crate::{Language, rules};
 
@@ -13,8 +13,13 @@ use crate::{Language, rules};
 /// ~30 reports per KiB (measured on tokio, the Python standard library and every
 /// fixture); some malformed inputs make error recovery explode (a 1.2 KB Kotlin file
 /// took minutes and gigabytes). Parses needing more than this many reports per KiB
-/// are abandoned, deterministically, and the file falls back to line windows.
+/// are abandoned, deterministically, and the file is read for its braces (`scan.rs`).
 const MAX_PARSE_REPORTS_PER_KIB: usize = 200;
+/// Macro bodies nested deeper than this (`cfg_rt! { cfg_unstable! { ... } }`) stay tokens.
+const MAX_MACRO_NESTING: usize = 4;
+/// Macros in modules and impls nested deeper than this are not looked for (the chunker
+/// opens containers no deeper either).
+const MAX_ITEM_NESTING: usize = 16;
 
 thread_local! {
     /// One parser per thread, its grammar switched per file: creating one per file
@@ -40,6 +45,8 @@ pub struct SyntaxTree<'a> {
     text: Cow<'a, str>,
     tree: Tree,
     language: Language,
+    /// Item-level macro bodies parsed on their own, by the first byte of their macro.
+    macro_bodies: Vec<(usize, Tree)>,
 }
 
 impl<'a> SyntaxTree<'a> {
@@ -57,15 +64,31 @@ impl<'a> SyntaxTree<'a> {
             copy.get_or_insert_with(|| text.to_owned()).push('\n');
         }
         let text = copy.map_or(Cow::Borrowed(text), Cow::Owned);
-        let tree = PARSER.with_borrow_mut(|parser| {
+        let (tree, macro_bodies) = PARSER.with_borrow_mut(|parser| {
             parser.set_language(&grammar).ok()?;
-            guarded_parse(parser, text.as_bytes())
+            let tree = guarded_parse(parser, text.as_bytes(), text.len())?;
+            let item_macro = rules::rules(language).and_then(|rules| rules.item_macro);
+            let bodies = item_macro.map_or_else(Vec::new, |kind| {
+                parse_macro_bodies(parser, text.as_bytes(), &tree, kind)
+            });
+            Some((tree, bodies))
         })?;
         Some(Self {
             text,
             tree,
             language,
+            macro_bodies,
         })
+    }
+
+    /// The items of the body of `node`, an item-level macro invocation whose braces hold
+    /// items (`cfg_rt! { pub fn spawn() {} }`): the root of that body parsed on its own,
+    /// with the file's offsets and lines. `None` for any other node.
+    pub(crate) fn macro_body(&self, node: Node) -> Option<Node<'_>> {
+        self.macro_bodies
+            .iter()
+            .find(|(start, _)| *start == node.start_byte())
+            .map(|(_, tree)| tree.root_node())
     }
 
     /// The text the parser saw; its offsets and lines are the file's.
@@ -84,11 +107,101 @@ impl<'a> SyntaxTree<'a> {
     }
 }
 
+/// tree-sitter-rust leaves a macro invocation's body as a flat token tree, so the items
+/// tokio and others write inside `cfg_*! { ... }` would have no chunks or definitions of
+/// their own. Each item-level invocation of `kind` with a braced body is parsed again,
+/// that body alone (tree-sitter's included ranges keep the file's offsets and lines), and
+/// kept where it parses cleanly; bodies found inside are parsed in turn.
+fn parse_macro_bodies(
+    parser: &mut Parser,
+    bytes: &[u8],
+    tree: &Tree,
+    kind: &str,
+) -> Vec<(usize, Tree)> {
+    let mut bodies = Vec::new();
+    let mut scopes = vec![tree.root_node()];
+    for _ in 0..MAX_MACRO_NESTING {
+        let ranges: Vec<(usize, Range)> = scopes
+            .iter()
+            .flat_map(|scope| item_macros(*scope, kind, 0))
+            .collect();
+        let mut parsed = Vec::new();
+        for (start, range) in ranges {
+            let clean = parser
+                .set_included_ranges(&[range])
+                .ok()
+                .and_then(|()| guarded_parse(parser, bytes, range.end_byte - range.start_byte))
+                .filter(|body| !body.root_node().has_error());
+            parsed.extend(clean.map(|body| (start, body)));
+        }
+        if parsed.is_empty() {
+            break;
+        }
+        let first = bodies.len();
+        bodies.extend(parsed);
+        scopes = bodies[first..]
+            .iter()
+            .map(|(_, body)| body.root_node())
+            .collect();
+    }
+    // The parser is shared: the next file is parsed whole.
+    parser.set_included_ranges(&[]).ok();
+    bodies
+}
+
+/// The invocations of `kind` among the items of `scope` and of the declaration lists below
+/// it, each with the range between its braces.
+fn item_macros(scope: Node, kind: &str, depth: usize) -> Vec<(usize, Range)> {
+    let mut found = Vec::new();
+    if depth >= MAX_ITEM_NESTING {
+        return found;
+    }
+    let mut cursor = scope.walk();
+    for child in scope.named_children(&mut cursor) {
+        if child.kind() == kind {
+            found.extend(braced_body(child).map(|range| (child.start_byte(), range)));
+        } else {
+            found.extend(item_macros_in_lists(child, kind, depth + 1));
+        }
+    }
+    found
+}
+
+/// [`item_macros`] of the declaration lists (impl, trait and module bodies) inside `node`.
+fn item_macros_in_lists(node: Node, kind: &str, depth: usize) -> Vec<(usize, Range)> {
+    let mut cursor = node.walk();
+    let lists: Vec<Node> = node
+        .named_children(&mut cursor)
+        .filter(|child| child.kind() == "declaration_list")
+        .collect();
+    lists
+        .into_iter()
+        .flat_map(|list| item_macros(list, kind, depth))
+        .collect()
+}
+
+/// The range strictly inside the `{ }` of a macro invocation's token tree, if braced.
+fn braced_body(invocation: Node) -> Option<Range> {
+    let mut cursor = invocation.walk();
+    let tokens = invocation
+        .named_children(&mut cursor)
+        .find(|child| child.kind() == "token_tree")?;
+    let open = tokens.child(0).filter(|open| open.kind() == "{")?;
+    let close = tokens
+        .child(tokens.child_count().checked_sub(1)?)
+        .filter(|close| close.kind() == "}")?;
+    (open.end_byte() < close.start_byte()).then_some(Range {
+        start_byte: open.end_byte(),
+        end_byte: close.start_byte(),
+        start_point: open.end_position(),
+        end_point: close.start_position(),
+    })
+}
+
 /// Parses `bytes` with `parser`, already set to its grammar, abandoning the parse once it
-/// needs more than [`MAX_PARSE_REPORTS_PER_KIB`].
-fn guarded_parse(parser: &mut Parser, bytes: &[u8]) -> Option<Tree> {
-    let max_reports =
-        2 * MAX_PARSE_REPORTS_PER_KIB + bytes.len() * MAX_PARSE_REPORTS_PER_KIB / 1024;
+/// needs more than [`MAX_PARSE_REPORTS_PER_KIB`] for the `size` bytes it reads.
+fn guarded_parse(parser: &mut Parser, bytes: &[u8], size: usize) -> Option<Tree> {
+    let max_reports = 2 * MAX_PARSE_REPORTS_PER_KIB + size * MAX_PARSE_REPORTS_PER_KIB / 1024;
     let mut reports = 0;
     let mut give_up = |_: &ParseState| {
         reports += 1;

@@ -39,6 +39,9 @@ pub(crate) struct Rules {
     /// to C's `isdigit`; tree-sitter-bash 0.25.1, upstream issue #337), so it is given a
     /// copy of the text with every non-ASCII byte replaced by `_`.
     pub ascii_only: bool,
+    /// The node kind of a macro invocation whose braced body may hold items (Rust's
+    /// `cfg_rt! { ... }`), parsed again on its own ([`crate::SyntaxTree`]).
+    pub item_macro: Option<&'static str>,
 }
 
 const NONE: &[&str] = &[];
@@ -58,6 +61,7 @@ const DEFAULT: Rules = Rules {
     name_fields: &["name", "declarator"],
     clauses: false,
     ascii_only: false,
+    item_macro: None,
 };
 
 const C_ITEMS: &[(&str, ChunkKind)] = &[
@@ -149,6 +153,7 @@ pub(crate) fn rules(language: Language) -> Option<&'static Rules> {
             qualifiers: &["::"],
             // An impl is named by the type it implements.
             name_fields: &["name", "type"],
+            item_macro: Some("macro_invocation"),
             ..DEFAULT
         },
         Language::Python => &Rules {

@@ -48,6 +48,7 @@ struct Entry<'tree> {
 
 /// Splits parsed source into pieces; see the crate docs for the rules.
 pub(crate) struct SyntaxChunker<'a> {
+    syntax: &'a SyntaxTree<'a>,
     /// The text the parser saw ([`SyntaxTree::text`]): offsets and lines are the file's.
     text: &'a str,
     tree: &'a Tree,
@@ -67,6 +68,7 @@ impl<'a> SyntaxChunker<'a> {
         budget: usize,
     ) -> Self {
         SyntaxChunker {
+            syntax,
             text: syntax.text(),
             tree: syntax.tree(),
             lines,
@@ -87,10 +89,10 @@ impl<'a> SyntaxChunker<'a> {
     }
 
     /// Classifies the nodes of a scope (inside `container`) into entries of whole lines.
-    fn entries<'tree>(&self, nodes: Vec<Node<'tree>>, container: &[String]) -> Vec<Entry<'tree>> {
+    fn entries(&self, nodes: Vec<Node<'a>>, container: &[String]) -> Vec<Entry<'a>> {
         let mut flat = Vec::with_capacity(nodes.len());
         self.flatten(nodes, 0, &mut flat);
-        let mut entries: Vec<Entry<'tree>> = Vec::with_capacity(flat.len());
+        let mut entries: Vec<Entry<'a>> = Vec::with_capacity(flat.len());
         let mut leading: Option<Range<usize>> = None;
         for node in flat {
             self.define_within(node, container);
@@ -155,12 +157,14 @@ impl<'a> SyntaxChunker<'a> {
         entries
     }
 
-    /// The nodes of a scope, with transparent ones (`#ifdef` blocks...) replaced by
-    /// their children, down to `MAX_DEPTH` levels.
-    fn flatten<'tree>(&self, nodes: Vec<Node<'tree>>, depth: usize, out: &mut Vec<Node<'tree>>) {
+    /// The nodes of a scope, with transparent ones (`#ifdef` blocks...) and macros holding
+    /// items replaced by their children, down to `MAX_DEPTH` levels.
+    fn flatten(&self, nodes: Vec<Node<'a>>, depth: usize, out: &mut Vec<Node<'a>>) {
         for node in nodes {
             if depth < MAX_DEPTH && self.rules.transparent.contains(&node.kind()) {
                 self.flatten(named_children(node), depth + 1, out);
+            } else if let Some(body) = self.syntax.macro_body(node) {
+                self.flatten(named_children(body), depth + 1, out);
             } else if node.end_byte() > node.start_byte() {
                 out.push(node);
             }

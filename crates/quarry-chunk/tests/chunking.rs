@@ -232,7 +232,7 @@ fn bash_with_characters_beyond_latin1_does_not_crash_the_parser() {
 }
 
 #[test]
-fn a_parse_that_explodes_falls_back_to_line_windows() {
+fn a_parse_that_explodes_is_read_for_its_braces() {
     // Found by the fuzzer (then minimised): tree-sitter-kotlin-ng's error recovery on this file
     // ran for over a minute and took 4 GB before the parse budget existed.
     let path = concat!(
@@ -240,12 +240,14 @@ fn a_parse_that_explodes_falls_back_to_line_windows() {
         "/../../fixtures/regressions/kotlin-parse-blowup.kt"
     );
     let text = std::fs::read_to_string(path).unwrap();
-    let chunks = chunk("Shapes.kt", &text);
-    assert!(
-        chunks
-            .iter()
-            .all(|c| c.kind == ChunkKind::Window && c.language == Language::Kotlin)
-    );
+    let file = Chunker::default()
+        .chunk_file("Shapes.kt", text.as_bytes())
+        .unwrap();
+    assert!(file.syntax.is_none(), "the parse is abandoned");
+    assert_eq!(summary(&file.chunks), ["1-16 function distance"]);
+    assert_eq!(file.chunks[0].language, Language::Kotlin);
+    let definitions: Vec<&str> = file.definitions.iter().map(|d| d.name.as_str()).collect();
+    assert_eq!(definitions, ["distance"]);
 }
 
 #[test]

@@ -188,3 +188,51 @@ end
     assert_eq!(found[0].name, "Cart");
     assert_eq!(found[0].container, ["Shop"]);
 }
+
+#[test]
+fn items_inside_an_item_level_macro_body_are_chunks_and_definitions() {
+    // tokio wraps items in `cfg_*! { ... }`; tree-sitter-rust sees only tokens there.
+    let source = "\
+use crate::runtime;
+
+cfg_rt! {
+    /// Spawns a task.
+    pub fn spawn<F>(future: F) -> JoinHandle<F::Output> {
+        runtime::spawn(future)
+    }
+
+    pub struct JoinHandle<T> {
+        raw: RawTask<T>,
+    }
+}
+
+impl<T> JoinHandle<T> {
+    cfg_metrics! {
+        pub fn id(&self) -> Id {
+            self.raw.id()
+        }
+    }
+}
+";
+    assert_eq!(
+        summary(&definitions("src/task.rs", source)),
+        [
+            ("spawn".into(), ChunkKind::Function, 4, 7),
+            // The macro's closing brace goes with the item before it, as any stray line does.
+            ("JoinHandle".into(), ChunkKind::Struct, 9, 12),
+            ("JoinHandle".into(), ChunkKind::Impl, 14, 20),
+            ("JoinHandle::id".into(), ChunkKind::Method, 16, 18),
+        ]
+    );
+    let chunks = Chunker::default()
+        .chunk("src/task.rs", source.as_bytes())
+        .unwrap();
+    let spawn = chunks
+        .iter()
+        .find(|c| c.name.as_deref() == Some("spawn"))
+        .expect("spawn is a chunk of its own");
+    assert_eq!(
+        (spawn.kind, spawn.start_line, spawn.end_line),
+        (ChunkKind::Function, 4, 7)
+    );
+}
