@@ -1,10 +1,11 @@
 //! The linear layers' GEMM on MiniLM's shapes (a batch of 32 texts of 256 tokens: 8,192 rows),
-//! quarry's packed AVX-512 kernel against Burn's `flex` matmul in the same run. Throughput is
-//! in floating-point operations (2·m·k·n per product).
+//! quarry's packed kernels (`f32` and int8, at this CPU's level or the one `QUARRY_CPU` caps it
+//! to) against Burn's `flex` matmul in the same run. Throughput is in operations (2·m·k·n per
+//! product).
 
 use burn::tensor::{Device, Tensor, TensorData};
 use criterion::{Criterion, Throughput};
-use quarry_embed::gemm::PackedLinear;
+use quarry_embed::gemm::{Kernel, PackedLinear};
 
 /// (name, rows, inputs, outputs): the fused query-key-value projection, the feed-forward
 /// layer's expansion and its contraction.
@@ -34,7 +35,13 @@ fn gemm(c: &mut Criterion) {
         let w = values(k * n, 2);
         let bias = values(n, 3);
         if let Some(packed) = PackedLinear::new(&w, Some(&bias), k, n) {
-            group.bench_function("quarry packed avx512", |b| b.iter(|| packed.forward(&x)));
+            let level = packed.simd().level();
+            let mut out = vec![0.0; m * n];
+            for (kernel, name) in [(Kernel::F32, "f32"), (Kernel::Int8, "int8")] {
+                group.bench_function(format!("quarry {level} {name}"), |b| {
+                    b.iter(|| packed.forward_into(&x, &mut out, kernel))
+                });
+            }
         }
         let xt = Tensor::<2>::from_data(TensorData::new(x.clone(), [m, k]), &device);
         let wt = Tensor::<2>::from_data(TensorData::new(w.clone(), [k, n]), &device);

@@ -211,41 +211,61 @@ impl PackedLinear {
     /// `x · W + b` for `x` of `m × k` (row-major): `m × n`, row-major; blocks of rows on
     /// rayon's threads.
     pub fn forward(&self, x: &[f32]) -> Vec<f32> {
-        let mut out = Vec::new();
+        let mut out = vec![0.0; x.len() / self.k * self.n];
         self.forward_into(x, &mut out, Kernel::F32);
         out
     }
 
-    /// [`PackedLinear::forward`] into `out`, resized to fit (a buffer reused from call to
-    /// call is neither zeroed nor mapped again), by `kernel`. A reduced-precision kernel
-    /// needs its instructions ([`crate::Precision::supported`]).
-    pub fn forward_into(&self, x: &[f32], out: &mut Vec<f32>, kernel: Kernel) {
+    /// [`PackedLinear::forward`] into `out`, exactly as long as the product (a buffer reused
+    /// from call to call is neither zeroed nor mapped again), by `kernel`. A
+    /// reduced-precision kernel needs its instructions ([`crate::Precision::supported`]).
+    pub fn forward_into(&self, x: &[f32], out: &mut [f32], kernel: Kernel) {
+        self.check_shapes(x, out);
+        self.in_parallel(x, out, |x, range, out, ldc| {
+            self.multiply_by(kernel, x, range, out, ldc)
+        });
+    }
+
+    /// [`PackedLinear::forward_into`] on the calling thread, for callers that are parallel
+    /// already: each output value is computed as there.
+    pub fn forward_serial_into(&self, x: &[f32], out: &mut [f32], kernel: Kernel) {
+        self.check_shapes(x, out);
+        let all = 0..self.n.div_ceil(NR);
+        out.chunks_mut(MC * self.n)
+            .zip(x.chunks(MC * self.k))
+            .for_each(|(out, x)| self.multiply_by(kernel, x, all.clone(), out, self.n));
+    }
+
+    fn check_shapes(&self, x: &[f32], out: &[f32]) {
         assert_eq!(x.len() % self.k, 0, "rows of k inputs");
-        out.resize(x.len() / self.k * self.n, 0.0);
+        assert_eq!(
+            out.len(),
+            x.len() / self.k * self.n,
+            "an output for every row"
+        );
+    }
+
+    /// `x · W + b` on the calling thread by `kernel`'s copy of the weights, for the columns
+    /// of the panels `range`, row `r` at `out[r · ldc..]`.
+    fn multiply_by(
+        &self,
+        kernel: Kernel,
+        x: &[f32],
+        range: Range<usize>,
+        out: &mut [f32],
+        ldc: usize,
+    ) {
         let bias = &self.bias[..];
         match kernel {
-            Kernel::F16Weights if let Some(panels) = self.half_panels_to_widen() => self
-                .in_parallel(x, out, |x, range, out, ldc| {
-                    self.multiply(panels, x, range, out, ldc)
-                }),
+            Kernel::F16Weights if let Some(panels) = self.half_panels_to_widen() => {
+                self.multiply(panels, x, range, out, ldc)
+            }
             Kernel::F32 | Kernel::F16Weights => {
                 let panels = Panels::F32(self.full_panels().as_chunks::<NR>().0);
-                self.in_parallel(x, out, |x, range, out, ldc| {
-                    self.multiply(panels, x, range, out, ldc)
-                })
+                self.multiply(panels, x, range, out, ldc)
             }
-            Kernel::Bf16 => {
-                let weights = self.bf16();
-                self.in_parallel(x, out, |x, range, out, ldc| {
-                    weights.multiply(x, range, bias, out, ldc)
-                })
-            }
-            Kernel::Int8 => {
-                let weights = self.int8();
-                self.in_parallel(x, out, |x, range, out, ldc| {
-                    weights.multiply(x, range, bias, out, ldc)
-                })
-            }
+            Kernel::Bf16 => self.bf16().multiply(x, range, bias, out, ldc),
+            Kernel::Int8 => self.int8().multiply(x, range, bias, out, ldc),
         }
     }
 
@@ -368,24 +388,6 @@ impl PackedLinear {
         out.par_chunks_mut(per_task * n)
             .zip(x.par_chunks(per_task * k))
             .for_each(|(out, x)| multiply(x, 0..panel_count, out, n));
-    }
-
-    /// [`PackedLinear::forward`] on the calling thread, for callers that are parallel
-    /// already, into `out`, exactly as long as the product (a buffer the caller reuses:
-    /// attention's scores, a quarter of a megabyte at 256 tokens, would otherwise be mapped
-    /// and faulted in for every text and head).
-    pub fn forward_serial_into(&self, x: &[f32], out: &mut [f32]) {
-        assert_eq!(x.len() % self.k, 0, "rows of k inputs");
-        assert_eq!(
-            out.len(),
-            x.len() / self.k * self.n,
-            "an output for every row"
-        );
-        let panels = Panels::F32(self.full_panels().as_chunks::<NR>().0);
-        let all = 0..self.n.div_ceil(NR);
-        out.chunks_mut(MC * self.n)
-            .zip(x.chunks(MC * self.k))
-            .for_each(|(out, x)| self.multiply(panels, x, all.clone(), out, self.n));
     }
 
     /// `x · W + b` on the calling thread for the columns of the panels `range`, row `r` at

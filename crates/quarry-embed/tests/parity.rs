@@ -93,11 +93,28 @@ fn embeddings_match_sentence_transformers() {
 #[test]
 fn a_text_embeds_the_same_alone_and_in_a_padded_batch() {
     let embedder = embedder();
-    let texts = [
-        "fn main() {}",
-        "a much longer text that forces the short one to be padded a lot",
-    ];
-    let batched = embedder.embed(&texts).unwrap();
+    // Two texts, one padded a lot; then a batch of thousands of tokens, which the host
+    // takes after attention in blocks of rows, a block a thread, where a text alone is
+    // too few rows for that.
+    let many: Vec<String> = (0..40)
+        .map(|i| {
+            let body = "let total = values.iter().map(|v| v * 2).sum::<u64>(); ".repeat(1 + i % 5);
+            format!("fn step_{i}(values: &[u64]) -> u64 {{ {body} total + {i} }}")
+        })
+        .collect();
+    for texts in [
+        vec![
+            "fn main() {}",
+            "a much longer text that forces the short one to be padded a lot",
+        ],
+        many.iter().map(String::as_str).collect(),
+    ] {
+        assert_texts_embed_alike_alone_and_in_a_batch(embedder, &texts);
+    }
+}
+
+fn assert_texts_embed_alike_alone_and_in_a_batch(embedder: &Embedder, texts: &[&str]) {
+    let batched = embedder.embed(texts).unwrap();
     for (text, in_batch) in texts.iter().zip(&batched) {
         let alone = embedder.embed_one(text).unwrap();
         assert!(cosine(&alone.vector, &in_batch.vector) > 0.99999, "{text}");

@@ -14,9 +14,16 @@ fn matrix(len: usize, seed: u64) -> Vec<f32> {
 }
 
 /// [`PackedLinear::forward_serial_into`] into a fresh vector.
-fn serial(packed: &PackedLinear, x: &[f32]) -> Vec<f32> {
+fn serial(packed: &PackedLinear, x: &[f32], kernel: Kernel) -> Vec<f32> {
     let mut out = vec![0.0; x.len() / packed.inputs() * packed.outputs()];
-    packed.forward_serial_into(x, &mut out);
+    packed.forward_serial_into(x, &mut out, kernel);
+    out
+}
+
+/// [`PackedLinear::forward_into`] into a fresh vector.
+fn parallel(packed: &PackedLinear, x: &[f32], kernel: Kernel) -> Vec<f32> {
+    let mut out = vec![0.0; x.len() / packed.inputs() * packed.outputs()];
+    packed.forward_into(x, &mut out, kernel);
     out
 }
 
@@ -73,9 +80,9 @@ fn a_row_comes_out_the_same_whatever_rows_share_its_sliver() {
     let x = matrix(MR * k, 7);
     for simd in levels("gemm::a_row_comes_out_the_same_whatever_rows_share_its_sliver") {
         let packed = PackedLinear::with_simd(simd, &matrix(k * n, 8), Some(&matrix(n, 9)), k, n);
-        let full = serial(&packed, &x);
+        let full = serial(&packed, &x, Kernel::F32);
         for m in 1..MR {
-            let part = serial(&packed, &x[..m * k]);
+            let part = serial(&packed, &x[..m * k], Kernel::F32);
             assert_eq!(part, full[..m * n], "{simd:?}, {m} rows");
         }
     }
@@ -89,9 +96,7 @@ fn half_precision_weights_come_close_and_out_of_range_ones_fall_back() {
         let mut w = matrix(k * n, 11);
         let product = |w: &[f32], x: &[f32], precision| {
             let packed = PackedLinear::with_simd(simd, w, Some(&bias), k, n);
-            let mut out = Vec::new();
-            packed.forward_into(x, &mut out, precision);
-            out
+            parallel(&packed, x, precision)
         };
         // Only AVX-512 widens f16 as it loads; the other levels read the f32 panels.
         let widens = simd.level() == quarry_kernels::Level::Avx512;
@@ -167,18 +172,21 @@ fn reduced_precision_kernels_come_close_and_split_by_columns_to_the_bit() {
         }
         for m in [3, 20, 300] {
             let x = matrix(m * k, 10);
-            let (mut full, mut reduced) = (Vec::new(), Vec::new());
-            packed.forward_into(&x, &mut full, Kernel::F32);
-            packed.forward_into(&x, &mut reduced, kernel);
+            let full = parallel(&packed, &x, Kernel::F32);
+            let reduced = parallel(&packed, &x, kernel);
             for (a, b) in full.iter().zip(&reduced) {
                 assert!(
                     (a - b).abs() < bound,
                     "{kernel:?}, {m} rows: {a} against {b}"
                 );
             }
-            let mut split = Vec::new();
-            pool.install(|| packed.forward_into(&x, &mut split, kernel));
+            let split = pool.install(|| parallel(&packed, &x, kernel));
             assert_eq!(split, reduced, "{kernel:?}, {m} rows, 3 threads");
+            assert_eq!(
+                serial(&packed, &x, kernel),
+                reduced,
+                "{kernel:?}, {m} rows, serial"
+            );
         }
     }
 }
@@ -196,7 +204,11 @@ fn a_few_rows_split_by_columns_match_the_row_split_product_to_the_bit() {
             let packed =
                 PackedLinear::with_simd(simd, &matrix(k * n, 5), Some(&matrix(n, 6)), k, n);
             let split = pool.install(|| packed.forward(&x));
-            assert_eq!(split, serial(&packed, &x), "{simd:?}, {m}×{k}×{n}");
+            assert_eq!(
+                split,
+                serial(&packed, &x, Kernel::F32),
+                "{simd:?}, {m}×{k}×{n}"
+            );
         }
     }
 }
