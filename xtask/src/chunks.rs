@@ -40,7 +40,7 @@ pub fn run(args: ChunksArgs) -> Result<()> {
                 for chunk in &chunks {
                     println!("{chunk}");
                     if show_text {
-                        println!("{}", chunk.text);
+                        println!("{}", chunk.stored.text);
                     }
                 }
             }

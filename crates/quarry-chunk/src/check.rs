@@ -2,8 +2,8 @@
 
 use std::collections::HashSet;
 
-use crate::Chunk;
 use crate::lines::Lines;
+use crate::{Chunk, StoredChunk};
 
 /// A broken promise about a file's chunks (a bug in quarry-chunk).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -29,9 +29,12 @@ pub struct InvariantViolation {
 /// ```
 pub fn check_chunks(text: &str, chunks: &[Chunk], budget: usize) -> Result<(), InvariantViolation> {
     let lines = Lines::new(text);
-    let fail = |chunk: Option<&Chunk>, problem: String| {
+    let fail = |chunk: Option<&StoredChunk>, problem: String| {
         Err(InvariantViolation {
-            path: chunks.first().map(|c| c.path.clone()).unwrap_or_default(),
+            path: chunks
+                .first()
+                .map(|c| c.stored.path.clone())
+                .unwrap_or_default(),
             problem: match chunk {
                 Some(c) => format!(
                     "chunk {}-{} ({}): {problem}",
@@ -43,7 +46,13 @@ pub fn check_chunks(text: &str, chunks: &[Chunk], budget: usize) -> Result<(), I
     };
     let mut covered = vec![false; lines.count()];
     let mut ids = HashSet::new();
-    for chunk in chunks {
+    for Chunk {
+        stored: chunk,
+        byte_range,
+        oversized,
+        ..
+    } in chunks
+    {
         if chunk.start_line == 0
             || chunk.start_line > chunk.end_line
             || chunk.end_line > lines.count()
@@ -54,27 +63,27 @@ pub fn check_chunks(text: &str, chunks: &[Chunk], budget: usize) -> Result<(), I
             );
         }
         let line_range = chunk.start_line - 1..chunk.end_line;
-        if chunk.byte_range != lines.bytes(line_range.clone()) {
+        if *byte_range != lines.bytes(line_range.clone()) {
             return fail(
                 Some(chunk),
-                format!("byte range {:?} does not match its lines", chunk.byte_range),
+                format!("byte range {:?} does not match its lines", byte_range),
             );
         }
-        if chunk.text != text[chunk.byte_range.clone()] {
+        if chunk.text != text[byte_range.clone()] {
             return fail(Some(chunk), "text differs from the file's bytes".into());
         }
         let size = chunk.text.chars().count();
-        if size > budget && !(chunk.oversized && chunk.start_line == chunk.end_line) {
+        if size > budget && !(*oversized && chunk.start_line == chunk.end_line) {
             return fail(
                 Some(chunk),
                 format!("{size} characters exceed the budget of {budget}"),
             );
         }
-        if chunk.oversized && size <= budget {
+        if *oversized && size <= budget {
             return fail(Some(chunk), "flagged oversized but fits the budget".into());
         }
         if !ids.insert(chunk.id) {
-            return fail(Some(chunk), format!("duplicate id {}", chunk.id));
+            return fail(Some(chunk), format!("duplicate id {}", chunk.chunk_id()));
         }
         covered[line_range].fill(true);
     }

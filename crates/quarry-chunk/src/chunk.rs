@@ -3,7 +3,7 @@
 use std::fmt;
 use std::ops::Range;
 
-use crate::Language;
+use crate::StoredChunk;
 
 /// What a chunk holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -110,7 +110,7 @@ impl std::str::FromStr for ChunkKind {
     }
 }
 
-/// A kind is stored by its [`ChunkKind::name`], as a [`Language`] is by its name.
+/// A kind is stored by its [`ChunkKind::name`], as a [`Language`](crate::Language) is by its name.
 impl serde::Serialize for ChunkKind {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         serializer.serialize_str(self.name())
@@ -203,30 +203,15 @@ impl std::str::FromStr for ChunkIdPrefix {
     }
 }
 
-/// One piece of a file, sized for the embedding model and readable on its own.
+/// One piece of a file, sized for the embedding model and readable on its own: the
+/// [`StoredChunk`] the index keeps, and what only the chunker and the embedder use.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Chunk {
-    /// Stable identity (see [`ChunkId`]).
-    pub id: ChunkId,
-    /// Repository-relative path, `/`-separated.
-    pub path: String,
-    /// Language of the file.
-    pub language: Language,
-    /// What the chunk holds.
-    pub kind: ChunkKind,
-    /// The symbol's name (`search`), if the chunk is a named item or section.
-    pub name: Option<String>,
-    /// The enclosing containers, outermost first (`["Index"]` for `Index::search`).
-    pub container: Vec<String>,
-    /// First line, 1-based.
-    pub start_line: usize,
-    /// Last line, 1-based and inclusive.
-    pub end_line: usize,
-    /// Byte range in the file; it covers exactly the lines above.
+    /// Where the chunk is, what it is and its text, as the index stores it.
+    pub stored: StoredChunk,
+    /// Byte range in the file; it covers exactly the lines of `stored`.
     pub byte_range: Range<usize>,
-    /// The chunk's source text (the bytes of `byte_range`).
-    pub text: String,
-    /// The text given to the embedding model: `text` behind a short header.
+    /// The text given to the embedding model: the text behind a short header.
     pub embed_text: String,
     /// For an item split into several chunks: this part's index and the number of parts.
     pub part: Option<(usize, usize)>,
@@ -234,21 +219,14 @@ pub struct Chunk {
     pub oversized: bool,
 }
 
-impl Chunk {
-    /// The symbol path, such as `Index::search`, or `None` for unnamed chunks.
-    pub fn symbol_path(&self) -> Option<String> {
-        let name = self.name.as_deref()?;
-        Some(symbol_path(&self.container, name))
-    }
-}
-
 /// A one-line summary: `12-30 method Index::search [part 1/2] (oversized)`.
 impl fmt::Display for Chunk {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}-{} {}", self.start_line, self.end_line, self.kind)?;
-        match self.symbol_path() {
+        let chunk = &self.stored;
+        write!(f, "{}-{} {}", chunk.start_line, chunk.end_line, chunk.kind)?;
+        match chunk.symbol_path() {
             Some(symbol) => write!(f, " {symbol}")?,
-            None if !self.container.is_empty() => write!(f, " in {}", self.container.join("::"))?,
+            None if !chunk.container.is_empty() => write!(f, " in {}", chunk.container.join("::"))?,
             None => {}
         }
         if let Some((part, parts)) = self.part {

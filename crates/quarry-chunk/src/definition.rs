@@ -109,6 +109,7 @@ pub(crate) fn attach(mut found: Vec<Found>, chunks: &[Chunk]) -> Vec<Definition>
             let holding = || {
                 chunks
                     .iter()
+                    .map(|c| &c.stored)
                     .filter(move |c| c.start_line <= code && c.end_line >= code)
             };
             let chunk = holding()
@@ -120,7 +121,7 @@ pub(crate) fn attach(mut found: Vec<Found>, chunks: &[Chunk]) -> Vec<Definition>
                 kind: found.kind,
                 start_line: first,
                 end_line: last,
-                chunk: chunk.id.0,
+                chunk: chunk.id,
                 refers_to: found.refers_to,
             })
         })

@@ -14,12 +14,12 @@
 //! ";
 //! let chunks = Chunker::default().chunk("src/math.rs", source.as_bytes())?;
 //! assert_eq!(chunks.len(), 2);
-//! assert_eq!(chunks[0].kind, ChunkKind::Block);
-//! let add = &chunks[1];
+//! assert_eq!(chunks[0].stored.kind, ChunkKind::Block);
+//! let add = &chunks[1].stored;
 //! assert_eq!((add.kind, add.name.as_deref()), (ChunkKind::Function, Some("add")));
 //! // The doc comment stays with its function; lines are 1-based and inclusive.
 //! assert_eq!((add.start_line, add.end_line), (3, 6));
-//! assert!(add.embed_text.starts_with("src/math.rs\nfunction add\n"));
+//! assert!(chunks[1].embed_text.starts_with("src/math.rs\nfunction add\n"));
 //! # Ok::<(), quarry_chunk::Skip>(())
 //! ```
 //!

@@ -8,7 +8,7 @@ use xxhash_rust::xxh3::Xxh3;
 
 use crate::chunk::symbol_path;
 use crate::lines::Lines;
-use crate::{Chunk, ChunkId, ChunkKind, ChunkerConfig, Language};
+use crate::{Chunk, ChunkKind, ChunkerConfig, Language, StoredChunk};
 
 /// A region of whole lines (0-based, half-open) with its identity.
 #[derive(Debug)]
@@ -52,12 +52,12 @@ pub(crate) fn into_chunks(
                 .map(|name| symbol_path(&piece.container, name));
             let content_key = hash(&[symbol.as_deref().unwrap_or(""), &text]);
             let occurrence = seen.entry(content_key).or_default();
-            let id = ChunkId(hash(&[
+            let id = hash(&[
                 path,
                 symbol.as_deref().unwrap_or(""),
                 &text,
                 &occurrence.to_string(),
-            ]));
+            ]);
             *occurrence += 1;
             let part = (parts > 1).then_some((index + 1, parts));
             let embed_text = if config.embed_header {
@@ -71,16 +71,18 @@ pub(crate) fn into_chunks(
                 text.clone()
             };
             chunks.push(Chunk {
-                id,
-                path: path.to_owned(),
-                language,
-                kind: piece.kind,
-                name: piece.name.clone(),
-                container: piece.container.clone(),
-                start_line: window.start + 1,
-                end_line: window.end,
+                stored: StoredChunk {
+                    id,
+                    path: path.to_owned(),
+                    language,
+                    kind: piece.kind,
+                    name: piece.name.clone(),
+                    container: piece.container.clone(),
+                    start_line: window.start + 1,
+                    end_line: window.end,
+                    text,
+                },
                 byte_range: lines.bytes(window),
-                text,
                 embed_text,
                 part,
                 oversized,

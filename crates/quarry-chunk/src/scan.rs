@@ -265,7 +265,7 @@ mod tests {
             let chunker = Chunker::new(crate::ChunkerConfig { budget: 120, ..Default::default() });
             let (chunks, definitions) = chunker.chunk_parsed("x", &text, language, None);
             prop_assert!(check_chunks(&text, &chunks, 120).is_ok());
-            prop_assert!(chunks.windows(2).all(|w| w[0].start_line <= w[1].start_line));
+            prop_assert!(chunks.windows(2).all(|w| w[0].stored.start_line <= w[1].stored.start_line));
             prop_assert!(definitions.iter().all(|d| d.start_line <= d.end_line));
         }
     }
@@ -278,6 +278,7 @@ mod tests {
             Chunker::default().chunk_parsed("ring.hpp", text, Language::Cpp, None);
         let chunks: Vec<(usize, usize, ChunkKind, String)> = chunks
             .iter()
+            .map(|c| &c.stored)
             .map(|c| {
                 (
                     c.start_line,

@@ -2,25 +2,26 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::{Chunk, ChunkId, ChunkKind, Language};
+use crate::chunk::symbol_path;
+use crate::{ChunkId, ChunkKind, Language};
 
 /// A chunk as the index keeps it and the ranking reads it: everything a search result
 /// shows, and what filters and ranking layers test. quarry-store stores it; quarry-rank ranks
-/// it; the engine's views show it. Its `From<&Chunk>` is the one conversion from the chunker's
-/// output.
+/// it; the engine's views show it. The chunker's [`Chunk`](crate::Chunk) holds one, with what
+/// only chunking and embedding use.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct StoredChunk {
-    /// The chunk's id.
+    /// The chunk's stable identity, a [`ChunkId`]'s value.
     pub id: u128,
-    /// Repository-relative path of its file.
+    /// Repository-relative path of its file, `/`-separated.
     pub path: String,
     /// The file's language (stored by its name).
     pub language: Language,
     /// What it holds (stored by its name).
     pub kind: ChunkKind,
-    /// Its symbol, if it has one.
+    /// The symbol's name (`search`), if the chunk is a named item or section.
     pub name: Option<String>,
-    /// Enclosing symbols, outermost first.
+    /// The enclosing containers, outermost first (`["Index"]` for `Index::search`).
     pub container: Vec<String>,
     /// First line, 1-based.
     pub start_line: usize,
@@ -35,20 +36,10 @@ impl StoredChunk {
     pub fn chunk_id(&self) -> ChunkId {
         ChunkId(self.id)
     }
-}
 
-impl From<&Chunk> for StoredChunk {
-    fn from(chunk: &Chunk) -> Self {
-        Self {
-            id: chunk.id.0,
-            path: chunk.path.clone(),
-            language: chunk.language,
-            kind: chunk.kind,
-            name: chunk.name.clone(),
-            container: chunk.container.clone(),
-            start_line: chunk.start_line,
-            end_line: chunk.end_line,
-            text: chunk.text.clone(),
-        }
+    /// The symbol path, such as `Index::search`, or `None` for unnamed chunks.
+    pub fn symbol_path(&self) -> Option<String> {
+        let name = self.name.as_deref()?;
+        Some(symbol_path(&self.container, name))
     }
 }

@@ -31,15 +31,21 @@ fn an_item_over_budget_is_split_into_overlapping_parts_that_keep_its_identity() 
     assert!(chunks.len() > 1);
     for (i, c) in chunks.iter().enumerate() {
         assert_eq!(
-            (c.kind, c.name.as_deref()),
+            (c.stored.kind, c.stored.name.as_deref()),
             (ChunkKind::Function, Some("crunch"))
         );
         assert_eq!(c.part, Some((i + 1, chunks.len())));
-        assert!(c.text.chars().count() <= 652);
+        assert!(c.stored.text.chars().count() <= 652);
     }
     for pair in chunks.windows(2) {
-        assert!(pair[1].start_line <= pair[0].end_line, "parts overlap");
-        assert!(pair[1].start_line > pair[0].start_line, "parts advance");
+        assert!(
+            pair[1].stored.start_line <= pair[0].stored.end_line,
+            "parts overlap"
+        );
+        assert!(
+            pair[1].stored.start_line > pair[0].stored.start_line,
+            "parts advance"
+        );
     }
     // Later parts carry the signature in their embedding header.
     assert!(chunks[1].embed_text.contains("fn crunch(offset: u64) {\n"));
@@ -63,11 +69,14 @@ fn ids_survive_unrelated_edits_and_follow_content() {
     let before = "fn alpha() {\n    1\n}\n\nfn beta() {\n    2\n}\n";
     let after = "use std::io;\n\nfn alpha() {\n    1\n}\n\nfn beta() {\n    3\n}\n";
     let (before, after) = (chunk("src/x.rs", before), chunk("src/x.rs", after));
-    assert_eq!(before[0].id, after[1].id, "alpha moved but did not change");
-    assert_ne!(before[1].id, after[2].id, "beta changed");
+    assert_eq!(
+        before[0].stored.id, after[1].stored.id,
+        "alpha moved but did not change"
+    );
+    assert_ne!(before[1].stored.id, after[2].stored.id, "beta changed");
     assert_ne!(
-        before[0].id,
-        chunk("src/y.rs", "fn alpha() {\n    1\n}\n")[0].id,
+        before[0].stored.id,
+        chunk("src/y.rs", "fn alpha() {\n    1\n}\n")[0].stored.id,
         "the path is part of the id"
     );
     assert_eq!(
@@ -83,12 +92,12 @@ fn ids_survive_unrelated_edits_and_follow_content() {
 fn identical_chunks_in_one_file_get_distinct_ids() {
     let chunks = chunk("a.py", "def f():\n    pass\n\n\ndef f():\n    pass\n");
     assert_eq!(chunks.len(), 2);
-    assert_ne!(chunks[0].id, chunks[1].id);
+    assert_ne!(chunks[0].stored.id, chunks[1].stored.id);
 }
 
 #[test]
 fn ids_print_and_parse_as_32_hex_digits() {
-    let id = chunk("a.rs", "fn a() {}\n")[0].id;
+    let id = chunk("a.rs", "fn a() {}\n")[0].stored.chunk_id();
     let printed = id.to_string();
     assert_eq!(printed.len(), 32);
     assert_eq!(printed.parse(), Ok(id));
@@ -118,7 +127,7 @@ fn embed_header_names_path_kind_and_symbol_and_can_be_switched_off() {
     assert!(
         chunk_with(plain, "src/index.rs", text)
             .iter()
-            .all(|c| c.embed_text == c.text)
+            .all(|c| c.embed_text == c.stored.text)
     );
 }
 
@@ -134,19 +143,22 @@ fn nested_containers_split_recursively() {
         ..ChunkerConfig::default()
     };
     let chunks = chunk_with(Chunker::new(config), "x.cpp", &text);
-    let symbols: Vec<_> = chunks.iter().filter_map(Chunk::symbol_path).collect();
+    let symbols: Vec<_> = chunks
+        .iter()
+        .filter_map(|c| c.stored.symbol_path())
+        .collect();
     assert!(
         symbols.contains(&"app::Outer::Inner::m5".to_owned()),
         "{symbols:?}"
     );
-    assert_eq!(chunks[0].kind, ChunkKind::Header);
+    assert_eq!(chunks[0].stored.kind, ChunkKind::Header);
 }
 
 #[test]
 fn small_module_level_statements_merge_into_blocks_up_to_the_budget() {
     let imports: String = (0..60).map(|i| format!("import module_{i}\n")).collect();
     let chunks = chunk("many_imports.py", &imports);
-    assert!(chunks.iter().all(|c| c.kind == ChunkKind::Block));
+    assert!(chunks.iter().all(|c| c.stored.kind == ChunkKind::Block));
     assert!(chunks.len() >= 2 && chunks.len() < 10, "{}", chunks.len());
 }
 
@@ -154,10 +166,10 @@ fn small_module_level_statements_merge_into_blocks_up_to_the_budget() {
 fn language_comes_from_extension_then_shebang() {
     let script = "#!/usr/bin/env bash\nset -e\n\ngreet() {\n  echo hi\n}\n";
     let chunks = chunk("bin/greet", script);
-    assert_eq!(chunks[0].language, Language::Bash);
+    assert_eq!(chunks[0].stored.language, Language::Bash);
     assert_eq!(summary(&chunks), ["1-2 block", "4-6 function greet"]);
     assert_eq!(
-        chunk("notes", "just some words\n")[0].language,
+        chunk("notes", "just some words\n")[0].stored.language,
         Language::Text
     );
 }
@@ -175,7 +187,7 @@ fn markdown_headings_inside_code_fences_are_not_headings() {
 #[test]
 fn windows_paths_are_normalised() {
     let chunks = chunk("src\\lib.rs", "fn a() {}\n");
-    assert_eq!(chunks[0].path, "src/lib.rs");
+    assert_eq!(chunks[0].stored.path, "src/lib.rs");
 }
 
 #[test]
@@ -245,7 +257,7 @@ fn a_parse_that_explodes_is_read_for_its_braces() {
         .unwrap();
     assert!(file.syntax.is_none(), "the parse is abandoned");
     assert_eq!(summary(&file.chunks), ["1-16 function distance"]);
-    assert_eq!(file.chunks[0].language, Language::Kotlin);
+    assert_eq!(file.chunks[0].stored.language, Language::Kotlin);
     let definitions: Vec<&str> = file.definitions.iter().map(|d| d.name.as_str()).collect();
     assert_eq!(definitions, ["distance"]);
 }

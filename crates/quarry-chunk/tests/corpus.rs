@@ -72,7 +72,7 @@ fn run(files: &[(String, Vec<u8>)]) -> Report {
                 for chunk in &chunks {
                     *report
                         .kinds
-                        .entry((chunk.language, chunk.kind))
+                        .entry((chunk.stored.language, chunk.stored.kind))
                         .or_default() += 1;
                 }
                 let text = std::str::from_utf8(bytes).expect("chunked files are UTF-8");

@@ -12,10 +12,11 @@ fn definitions_with(chunker: Chunker, path: &str, source: &str) -> Vec<Definitio
         let chunk = file
             .chunks
             .iter()
-            .find(|c| c.id.0 == definition.chunk)
+            .find(|c| c.stored.id == definition.chunk)
             .expect("a definition's chunk is one of the file's");
         assert!(
-            chunk.start_line <= definition.end_line && chunk.end_line >= definition.start_line,
+            chunk.stored.start_line <= definition.end_line
+                && chunk.stored.end_line >= definition.start_line,
             "{definition:?} is shown by {chunk}"
         );
     }
@@ -98,8 +99,12 @@ fn a_split_container_spans_its_header_and_members_and_is_shown_by_its_header() {
     let wide = &file.definitions[0];
     assert_eq!((wide.name.as_str(), wide.kind), ("Wide", ChunkKind::Class));
     assert_eq!((wide.start_line, wide.end_line), (1, 2 + 12 * 3));
-    let header = file.chunks.iter().find(|c| c.id.0 == wide.chunk).unwrap();
-    assert_eq!(header.kind, ChunkKind::Header);
+    let header = file
+        .chunks
+        .iter()
+        .find(|c| c.stored.id == wide.chunk)
+        .unwrap();
+    assert_eq!(header.stored.kind, ChunkKind::Header);
     assert_eq!(file.definitions.len(), 13);
     assert_eq!(file.definitions[12].qualified_name(), "Wide::method_11");
 }
@@ -229,6 +234,7 @@ impl<T> JoinHandle<T> {
         .unwrap();
     let spawn = chunks
         .iter()
+        .map(|c| &c.stored)
         .find(|c| c.name.as_deref() == Some("spawn"))
         .expect("spawn is a chunk of its own");
     assert_eq!(

@@ -30,7 +30,7 @@ fn check_fixture(relative: &str, language: Language) {
     assert!(
         chunks
             .iter()
-            .all(|c| c.language == language && c.path == relative)
+            .all(|c| c.stored.language == language && c.stored.path == relative)
     );
 
     let actual: String = chunks.iter().map(|c| format!("{c}\n")).collect();

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use quarry_changes::{GitUse, TreeFile, content_hash};
 use quarry_chunk::{Chunk, ChunkId, Chunker, DEFINITIONS_VERSION};
 use quarry_graph::{FileImports, FileKey, GraphBuilder, PageRankConfig};
-use quarry_store::{Check, FileState, IndexPart, PROJECT_SCOPE, Store, StoredChunk, scope_of};
+use quarry_store::{Check, FileState, IndexPart, PROJECT_SCOPE, Store, scope_of};
 use rayon::prelude::*;
 
 use crate::file_data::{
@@ -417,9 +417,9 @@ impl Engine {
                 }
                 let mut new = Vec::new();
                 for chunk in &file.chunks {
-                    match snapshot.chunk(chunk.id)? {
+                    match snapshot.chunk(chunk.stored.chunk_id())? {
                         Some(_) => report.chunks_reused += 1,
-                        None => new.push((StoredChunk::from(chunk), chunk.embed_text.as_str())),
+                        None => new.push((chunk.stored.clone(), chunk.embed_text.as_str())),
                     }
                 }
                 let path = file.state.path.as_str();
@@ -494,7 +494,7 @@ impl Engine {
                 chunked.syntax.as_ref(),
             )
         });
-        read.state.chunk_ids = chunked.chunks.iter().map(|c| c.id.0).collect();
+        read.state.chunk_ids = chunked.chunks.iter().map(|c| c.stored.id).collect();
         read.chunks = chunked.chunks;
         read.definitions = chunked.definitions;
         Ok((read, None))

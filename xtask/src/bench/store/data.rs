@@ -183,7 +183,7 @@ fn registry_chunks(total: usize) -> Result<Sample> {
         };
         for chunk in file_chunks {
             if chunks.len() < total && seen.insert(content_hash(chunk.embed_text.as_bytes())) {
-                chunks.push((chunk.text, chunk.embed_text));
+                chunks.push((chunk.stored.text, chunk.embed_text));
             }
         }
     }
