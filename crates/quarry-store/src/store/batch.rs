@@ -43,11 +43,7 @@ impl Batch<'_> {
         state: &FileState,
         new_chunks: &[(StoredChunk, &[f32])],
     ) -> Result<(), StoreError> {
-        let contents: Vec<(&StoredChunk, Content<'_>)> = new_chunks
-            .iter()
-            .map(|(chunk, vector)| (chunk, Content::Vector(vector)))
-            .collect();
-        self.store_file(state, &contents)
+        self.store_file(state, new_chunks, Content::Vector)
     }
 
     /// [`Batch::put_file`] for chunks whose vectors come later: each is stored with the text
@@ -59,18 +55,21 @@ impl Batch<'_> {
         state: &FileState,
         new_chunks: &[(StoredChunk, &str)],
     ) -> Result<(), StoreError> {
-        let contents: Vec<(&StoredChunk, Content<'_>)> = new_chunks
-            .iter()
-            .map(|(chunk, text)| (chunk, Content::Pending(text)))
-            .collect();
-        self.store_file(state, &contents)
+        self.store_file(state, new_chunks, Content::Pending)
     }
 
-    fn store_file(
+    /// [`Batch::put_file`] and [`Batch::put_file_pending`]: `content` says what each new
+    /// chunk is stored with.
+    fn store_file<'a, T: Copy>(
         &mut self,
         state: &FileState,
-        new_chunks: &[(&StoredChunk, Content<'_>)],
+        new_chunks: &[(StoredChunk, T)],
+        content: impl Fn(T) -> Content<'a>,
     ) -> Result<(), StoreError> {
+        let new_chunks: Vec<(&StoredChunk, Content<'a>)> = new_chunks
+            .iter()
+            .map(|(chunk, with)| (chunk, content(*with)))
+            .collect();
         let path = &self.store.path;
         let error = |e: redb::Error| database_error(path, e);
         let dimensions = self.store.settings.dimensions;
@@ -85,7 +84,7 @@ impl Batch<'_> {
             .map(|v| decode(v.value()))
             .transpose()
             .map_err(|message| self.store.corrupt(message))?;
-        for (chunk, content) in new_chunks {
+        for (chunk, content) in &new_chunks {
             if let Content::Vector(vector) = content
                 && vector.len() != dimensions
             {
@@ -114,7 +113,7 @@ impl Batch<'_> {
                 self.removed.push(*old);
             }
         }
-        for (chunk, content) in new_chunks {
+        for (chunk, content) in &new_chunks {
             let replaced = chunks
                 .insert(chunk.id, &encode(*chunk)[..])
                 .map_err(|e| error(e.into()))?
