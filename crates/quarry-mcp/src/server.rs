@@ -9,8 +9,8 @@ use std::time::Duration;
 use quarry_engine::model::ModelDir;
 use quarry_engine::view::{RelatedView, SearchView, StatusView, json};
 use quarry_engine::{
-    ChunkId, Config, Coverage, Engine, EngineError, EngineOptions, RelatedOptions, SearchOptions,
-    quoted,
+    ChunkId, Config, Coverage, Engine, EngineError, EngineOptions, RankingConfig, RelatedOptions,
+    ResultRequest, SearchOptions, quoted,
 };
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::model::{
@@ -27,7 +27,7 @@ use serde_json::Value;
 use crate::McpError;
 use crate::stdio;
 use arguments::{input_schema, output_schema, parse};
-use paging::paged_ranking;
+use paging::{PagedView, paged_ranking};
 
 mod arguments;
 mod calls;
@@ -392,23 +392,21 @@ impl Shared {
         }
         let offset = args.page()?;
         let request = args.request(args.mode);
-        self.await_fresh()?;
-        self.wait_until_searchable();
-        self.with_engine(|engine| {
-            let (ranking, page) = paged_ranking(&request, &self.config, offset);
+        self.paged(&request, offset, |engine, ranking| {
             let options = SearchOptions {
                 ranking,
-                filter: request.filter(engine, &self.config).map_err(message)?,
+                filter: request.filter(engine, &self.config)?,
                 mode: request.mode(&self.config),
                 ..SearchOptions::default()
             };
-            let response = engine.search(&args.query, &options).map_err(message)?;
+            let response = engine.search(&args.query, &options)?;
             let detail = request.detail(&self.config);
-            let mut view = SearchView::new(&args.query, &response, detail, args.explain());
-            let ranked = std::mem::take(&mut view.results);
-            (view.results, view.page, view.partial) =
-                self.page(&view, ranked, offset, page, response.coverage);
-            Ok(json(&view))
+            Ok(SearchView::new(
+                &args.query,
+                &response,
+                detail,
+                args.explain(),
+            ))
         })
     }
 
@@ -420,23 +418,35 @@ impl Shared {
         } = args.similarity();
         let offset = args.page()?;
         let request = args.request(None);
-        self.await_fresh()?;
-        self.wait_until_searchable();
-        self.with_engine(|engine| {
-            let (ranking, page) = paged_ranking(&request, &self.config, offset);
+        self.paged(&request, offset, |engine, ranking| {
             let options = RelatedOptions {
                 ranking,
-                filter: request.filter(engine, &self.config).map_err(message)?,
+                filter: request.filter(engine, &self.config)?,
                 include_source_file: include_source_file.unwrap_or(false),
                 include_linked: include_linked.unwrap_or(false),
                 min_score: min_score.unwrap_or(0.0),
             };
-            let response = engine.related(id, &options).map_err(message)?;
+            let response = engine.related(id, &options)?;
             let detail = request.detail(&self.config);
-            let mut view = RelatedView::new(&response, detail, args.explain());
-            let ranked = std::mem::take(&mut view.results);
-            (view.results, view.page, view.partial) =
-                self.page(&view, ranked, offset, page, response.coverage);
+            Ok(RelatedView::new(&response, detail, args.explain()))
+        })
+    }
+
+    /// A search whose results come in pages, once the index is fresh and searchable:
+    /// `search` runs with the ranking of the page at `offset` (see [`paged_ranking`]), and
+    /// the page of its view's results that fits the token budget is the answer.
+    fn paged<V: PagedView>(
+        &self,
+        request: &ResultRequest,
+        offset: usize,
+        search: impl FnOnce(&Engine, RankingConfig) -> Result<V, EngineError>,
+    ) -> Outcome {
+        self.await_fresh()?;
+        self.wait_until_searchable();
+        self.with_engine(|engine| {
+            let (ranking, page) = paged_ranking(request, &self.config, offset);
+            let mut view = search(engine, ranking).map_err(message)?;
+            self.page(&mut view, offset, page);
             Ok(json(&view))
         })
     }

@@ -1,37 +1,69 @@
 //! Paging under a token budget: a page is a slice of one ranking, as many results as the
 //! request's limit and the budget allow, the first cut to fit when it alone is over.
 
-use quarry_engine::view::{Page, Partial, ResultView};
+use quarry_engine::view::{Page, Partial, RelatedView, ResultView, SearchView};
 use quarry_engine::{Config, Coverage, RankingConfig, ResultRequest};
 use serde::Serialize;
 
 use super::Shared;
 
 impl Shared {
-    /// One page of `ranked` under the token budget (`head`, the view the page goes into, has
-    /// the rest of the response), where the page sits, and, while indexing runs or chunks
-    /// wait for vectors, why it may be incomplete.
-    pub(super) fn page(
-        &self,
-        head: &impl Serialize,
-        ranked: Vec<ResultView>,
-        offset: usize,
-        page: usize,
-        coverage: Coverage,
-    ) -> (Vec<ResultView>, Option<Page>, Option<Partial>) {
+    /// Cuts `view`'s results to one page under the token budget (the rest of the view counts
+    /// against it), and says where the page sits and, while indexing runs or chunks wait for
+    /// vectors, why it may be incomplete.
+    pub(super) fn page(&self, view: &mut impl PagedView, offset: usize, page: usize) {
+        let (coverage, results, ..) = view.paging();
+        let ranked = std::mem::take(results);
         let budget = self.options.max_tokens.saturating_mul(BYTES_PER_TOKEN);
         // What the page carries besides its results, with room for the paging fields.
-        let overhead = json_len(head) + 400;
+        let overhead = json_len(view) + 400;
         let (shown, next_offset) = fit_page(ranked, offset, page, budget.saturating_sub(overhead));
-        let partial = self.partial(coverage).map(|note| Partial {
+        let (_, results, page, partial) = view.paging();
+        *results = shown;
+        *page = Some(Page {
+            offset,
+            next_offset,
+        });
+        *partial = self.partial(coverage).map(|note| Partial {
             partial: true,
             note,
         });
-        let page = Page {
-            offset,
-            next_offset,
-        };
-        (shown, Some(page), partial)
+    }
+}
+
+/// A view that answers with one page of a ranking: search's and related's.
+pub(super) trait PagedView: Serialize {
+    /// How many chunks the dense leg could reach, the results, where the page sits, and
+    /// why it may be incomplete.
+    fn paging(&mut self) -> Paging<'_>;
+}
+
+type Paging<'a> = (
+    Coverage,
+    &'a mut Vec<ResultView>,
+    &'a mut Option<Page>,
+    &'a mut Option<Partial>,
+);
+
+impl PagedView for SearchView {
+    fn paging(&mut self) -> Paging<'_> {
+        (
+            self.coverage,
+            &mut self.results,
+            &mut self.page,
+            &mut self.partial,
+        )
+    }
+}
+
+impl PagedView for RelatedView {
+    fn paging(&mut self) -> Paging<'_> {
+        (
+            self.coverage,
+            &mut self.results,
+            &mut self.page,
+            &mut self.partial,
+        )
     }
 }
 
