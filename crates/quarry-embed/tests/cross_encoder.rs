@@ -8,8 +8,6 @@
 //! test is that quarry computes the same function: pair tokenization, token types, truncation,
 //! trunk, pooler and head.
 
-mod support;
-
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
@@ -80,7 +78,7 @@ fn write_safetensors(path: &Path, tensors: &[StoredTensor]) {
 /// (`bert.` as Hugging Face saves a classifier, or nothing), the committed head unless
 /// `with_head` is false, and the committed configuration as `edit` leaves it.
 fn assemble(prefix: &str, with_head: bool, edit: impl FnOnce(&mut Value)) -> tempfile::TempDir {
-    let trunk_dir = &support::default_model().path;
+    let trunk_dir = &quarry_testkit::model().path;
     let dir = tempfile::tempdir().unwrap();
     let mut tensors = read_safetensors(&trunk_dir.join("model.safetensors"));
     for tensor in &mut tensors {
@@ -289,7 +287,7 @@ fn the_embedder_reads_a_trunk_under_the_bert_prefix() {
     // head are ignored, and the vectors are the default model's.
     let options = EmbedderOptions::default();
     let from_classifier = Embedder::load(reference_dir(), options).unwrap();
-    let default = Embedder::load(support::default_model(), options).unwrap();
+    let default = Embedder::load(quarry_testkit::model(), options).unwrap();
     let text = "fn parse_config(path: &Path) -> Config";
     let (a, b) = (
         from_classifier.embed_one(text).unwrap().vector,

@@ -15,7 +15,7 @@ fn embedder() -> &'static Embedder {
     static EMBEDDER: OnceLock<Embedder> = OnceLock::new();
     EMBEDDER.get_or_init(|| {
         let options = EmbedderOptions::from_env().unwrap();
-        let embedder = Embedder::load(support::default_model(), options)
+        let embedder = Embedder::load(quarry_testkit::model(), options)
             .unwrap_or_else(|error| panic!("{error}"));
         eprintln!(
             "backend: {}; precision {}",

@@ -15,7 +15,7 @@ fn load(precision: Precision) -> Embedder {
         precision: PrecisionChoice::Fixed(precision),
         ..EmbedderOptions::default()
     };
-    Embedder::load(support::default_model(), options).unwrap_or_else(|error| panic!("{error}"))
+    Embedder::load(quarry_testkit::model(), options).unwrap_or_else(|error| panic!("{error}"))
 }
 
 /// The lowest cosine between two lists of vectors, pair by pair.
@@ -93,6 +93,6 @@ fn auto_is_the_fastest_precision_this_cpu_runs() {
         .find(|p| p.accelerated())
         .unwrap();
     assert_eq!(auto, fastest);
-    let embedder = Embedder::load(support::default_model(), EmbedderOptions::default()).unwrap();
+    let embedder = Embedder::load(quarry_testkit::model(), EmbedderOptions::default()).unwrap();
     assert_eq!(embedder.precision(), auto);
 }

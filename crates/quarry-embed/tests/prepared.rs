@@ -2,8 +2,6 @@
 //! queries exactly as one loaded from safetensors, and a damaged file is passed over and
 //! written again.
 
-mod support;
-
 use std::fs;
 use std::path::{Path, PathBuf};
 
@@ -45,7 +43,7 @@ fn vectors(embedder: &Embedder) -> Vec<Vec<f32>> {
 #[test]
 fn prepared_weights_embed_exactly_as_the_safetensors_they_came_from() {
     // A copy of the model, so that this test alone decides what its directory holds.
-    let source = support::default_model();
+    let source = quarry_testkit::model();
     let copy = tempfile::tempdir().unwrap();
     for entry in fs::read_dir(&source.path).unwrap().flatten() {
         let name = entry.file_name();

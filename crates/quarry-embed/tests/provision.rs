@@ -1,7 +1,5 @@
 //! Provisioning and loading failures, against real files and real HTTP.
 
-mod support;
-
 use std::io::{BufRead, BufReader, Write};
 use std::net::TcpListener;
 use std::path::Path;
@@ -17,7 +15,7 @@ fn model_copy(edit: impl FnOnce(&Path)) -> tempfile::TempDir {
     for (file, _) in DEFAULT_MODEL.files {
         let target = copy.path().join(file);
         std::fs::create_dir_all(target.parent().unwrap()).unwrap();
-        std::fs::copy(support::default_model().path.join(file), target).unwrap();
+        std::fs::copy(quarry_testkit::model().path.join(file), target).unwrap();
     }
     edit(copy.path());
     copy
@@ -100,7 +98,7 @@ fn the_cross_encoder_is_found_only_where_it_is_provisioned() {
     let cache = tempfile::tempdir().unwrap();
     let provisioner = Provisioner::from_env()
         .cache_dir(cache.path())
-        .model_dir(&support::default_model().path);
+        .model_dir(&quarry_testkit::model().path);
     // Not in the cache, and the embedding model's directory does not stand in for it.
     assert_eq!(provisioner.find(&MS_MARCO_MINILM_L6).unwrap(), None);
     let embedding = provisioner.find(&DEFAULT_MODEL).unwrap().unwrap();
@@ -183,7 +181,7 @@ fn pypi_provides_a_checked_model_then_the_cache_serves_it() {
 fn serve_hub(corrupt: Option<&'static str>) -> String {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let address = format!("http://{}", listener.local_addr().unwrap());
-    let model_dir = support::default_model().path.clone();
+    let model_dir = quarry_testkit::model().path.clone();
     std::thread::spawn(move || {
         for stream in listener.incoming() {
             let mut stream = stream.unwrap();

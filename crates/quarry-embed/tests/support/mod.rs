@@ -1,24 +1,12 @@
-//! Shared by the integration tests: the default model, provisioned once per test binary, and
-//! the reference vectors sentence-transformers computed for it.
+//! Shared by the integration tests: the reference vectors sentence-transformers computed for
+//! the default model (which `quarry_testkit::model` provisions).
 
 #![allow(dead_code)] // Each test binary uses its own part.
 
 use std::path::PathBuf;
-use std::sync::OnceLock;
 
-use quarry_embed::{DEFAULT_MODEL, ModelDir, Precision, Provisioner};
+use quarry_embed::Precision;
 use serde_json::Value;
-
-/// The default model's directory, downloaded into the user cache on first use as a user's
-/// first run would.
-pub fn default_model() -> &'static ModelDir {
-    static MODEL: OnceLock<ModelDir> = OnceLock::new();
-    MODEL.get_or_init(|| {
-        Provisioner::from_env()
-            .resolve(&DEFAULT_MODEL)
-            .unwrap_or_else(|error| panic!("{error}"))
-    })
-}
 
 /// An input of `fixtures/embed/minilm_reference.json` and what PyTorch made of it.
 pub struct Reference {
