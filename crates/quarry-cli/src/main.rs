@@ -18,7 +18,7 @@ use quarry_engine::model::{
     DEFAULT_MODEL, Embedder, EmbedderOptions, KnownModel, MS_MARCO_MINILM_L6, ModelDir, Progress,
     Provisioner,
 };
-use quarry_engine::view::{IndexReportView, RelatedView, SearchView, StatusView, json};
+use quarry_engine::view::{IndexReportView, RelatedView, SearchView, json};
 use quarry_engine::{
     ChunkIdPrefix, Config, Engine, EngineError, EngineOptions, Libraries, RelatedOptions,
     SearchMode, SearchOptions, VectorSaves,
@@ -274,7 +274,7 @@ fn run_status(args: StatusArgs) -> Result<()> {
     };
     let mut out = std::io::stdout().lock();
     if args.json {
-        writeln!(out, "{}", json(&StatusView::new(&status)))?;
+        writeln!(out, "{}", json(&status))?;
     } else {
         output::print_status(&mut out, &status)?;
     }

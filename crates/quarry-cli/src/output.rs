@@ -5,8 +5,8 @@ use std::borrow::Cow;
 use std::io::{IsTerminal, Write};
 
 use quarry_engine::model::{Embedder, ModelDir};
-use quarry_engine::view::{dense_search, snippet};
-use quarry_engine::{Coverage, Detail, IndexReport, SearchResult, Status, SymbolHit};
+use quarry_engine::view::{StatusView, snippet};
+use quarry_engine::{Coverage, Detail, IndexReport, SearchResult, SymbolHit};
 use serde_json::{Value, json};
 
 pub fn report_summary(report: &IndexReport) -> String {
@@ -160,7 +160,7 @@ fn truncate(line: &str, chars: usize) -> String {
     }
 }
 
-pub fn print_status(out: &mut impl Write, status: &Status) -> std::io::Result<()> {
+pub fn print_status(out: &mut impl Write, status: &StatusView) -> std::io::Result<()> {
     let Style { bold, reset, .. } = Style::for_stdout();
     writeln!(out, "{bold}root{reset}        {}", status.root.display())?;
     writeln!(out, "{bold}model{reset}       {}", status.model)?;
@@ -188,9 +188,7 @@ pub fn print_status(out: &mut impl Write, status: &Status) -> std::io::Result<()
         writeln!(
             out,
             "{bold}vectors{reset}     {} live of {} graph nodes; searched by {}",
-            info.live,
-            info.nodes,
-            dense_search(info)
+            info.live, info.nodes, info.search
         )?;
     }
     let commit = |c: &Option<String>| {

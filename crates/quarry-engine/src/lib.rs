@@ -72,7 +72,7 @@ pub use search::{
     Fusion, LegWeights, MAX_QUERY_BYTES, RRF_K, SearchMode, SearchOptions, SearchResponse,
     SearchResult,
 };
-pub use status::{Coverage, Stale, Status};
+pub use status::{Coverage, Stale};
 pub use symbols::{SYMBOL_LEG_DEPTH, SymbolHit, SymbolMatch};
 
 // What front ends name from the crates below the engine, so that they depend on it alone.

@@ -1,49 +1,12 @@
 //! Status: what the index holds, what it is behind on, and which files moved most.
 
-use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-use quarry_store::{Check, Counts, Drift, Store, VectorIndexInfo};
+use quarry_store::{Check, Counts, Store};
 use serde::Serialize;
 
+use crate::view::{StatusView, VectorIndexView};
 use crate::{Engine, EngineError};
-
-/// The index's health.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Status {
-    /// The repository root.
-    pub root: PathBuf,
-    /// The embedding model's fingerprint (name, revision, weights digest).
-    pub model: String,
-    /// Where the model runs.
-    pub backend: String,
-    /// Files indexed, skipped ones (binary, generated...) included.
-    pub files: u64,
-    /// Files indexed without chunks: skipped by the chunker.
-    pub files_skipped: u64,
-    /// Chunks, and how many of them have their vector.
-    pub coverage: Coverage,
-    /// The git commit the project was last indexed at.
-    pub indexed_commit: Option<String>,
-    /// The work tree's current commit.
-    pub head_commit: Option<String>,
-    /// Files that differ from the index: the next index run reads or drops them.
-    pub stale: Stale,
-    /// Files whose last re-index moved their chunks by more than the threshold, most moved
-    /// first.
-    pub drift: Vec<Drift>,
-    /// The vector index, once built: size and calibration.
-    pub vector_index: Option<VectorIndexInfo>,
-    /// The registered libraries.
-    pub libraries: BTreeMap<String, PathBuf>,
-    /// Files or libraries that could not be read, and repairs the index made; the damage
-    /// lines too, so that a front end that shows warnings shows them.
-    pub warnings: Vec<String>,
-    /// What is damaged in the index's files ([`quarry_store::Store::check`]), one line each
-    /// naming the file, the problem and the fix ("... is damaged: rebuild with `quarry index
-    /// --force`"); empty when the index is whole.
-    pub damage: Vec<String>,
-}
 
 /// How far the dense leg reaches: every indexed chunk is searchable by its words, and
 /// those with their vector by meaning too. An index run's first phase stores chunks, its
@@ -91,7 +54,7 @@ impl Stale {
     }
 }
 
-impl Status {
+impl StatusView {
     /// Adds what redb's integrity check of the database found
     /// ([`Engine::status_deep`]) to the damage and the warnings.
     fn add_damage(&mut self, damage: Vec<quarry_store::Damage>) {
@@ -105,7 +68,7 @@ impl Engine {
     /// [`Engine::status`], and redb's integrity check of the database besides
     /// ([`Store::check_pages`]: every page read against its checksum, under the writer lock,
     /// so [`quarry_store::StoreError::Locked`] while another process writes the index).
-    pub fn status_deep(&self, drift_threshold: f32) -> Result<Status, EngineError> {
+    pub fn status_deep(&self, drift_threshold: f32) -> Result<StatusView, EngineError> {
         let mut status = self.status(drift_threshold)?;
         status.add_damage(Store::check_pages(&self.root)?);
         Ok(status)
@@ -113,10 +76,10 @@ impl Engine {
 
     /// The index's health: what it holds, the files it is behind on (by the change detection
     /// [`Engine::index`] uses; nothing is read but to compare hashes), the files whose
-    /// [`Drift`] (mean over their chunks) exceeds `drift_threshold`, and what is damaged in
-    /// the index's files (a full [`quarry_store::Store::check`]: the derived indexes are read
-    /// whole to verify their checksums, as a first search reads them).
-    pub fn status(&self, drift_threshold: f32) -> Result<Status, EngineError> {
+    /// [`Drift`](quarry_store::Drift) (mean over their chunks) exceeds `drift_threshold`, and
+    /// what is damaged in the index's files (a full [`quarry_store::Store::check`]: the
+    /// derived indexes are read whole to verify their checksums, as a first search reads them).
+    pub fn status(&self, drift_threshold: f32) -> Result<StatusView, EngineError> {
         let store = self.current_store()?;
         let files = store.files()?;
         let plan = self.plan(&store, &files, None)?;
@@ -136,7 +99,8 @@ impl Engine {
         let mut warnings = plan.warnings;
         warnings.extend(store.notes());
         warnings.extend(damage.iter().cloned());
-        Ok(Status {
+        let coverage = Coverage::of(store.counts()?);
+        Ok(StatusView {
             root: self.root.clone(),
             model: match self.model() {
                 Some(model) => model.fingerprint().to_string(),
@@ -148,12 +112,13 @@ impl Engine {
             },
             files: files.len() as u64,
             files_skipped: files.iter().filter(|f| f.chunk_ids.is_empty()).count() as u64,
-            coverage: Coverage::of(store.counts()?),
+            chunks: coverage.chunks,
+            coverage,
             indexed_commit: store.indexed_commit()?,
             head_commit: quarry_changes::head_commit(&self.root),
             stale,
             drift: store.drifts(drift_threshold)?,
-            vector_index: store.vector_index()?,
+            vector_index: store.vector_index()?.as_ref().map(VectorIndexView::new),
             libraries: self.libraries()?.libraries,
             warnings,
             damage,

@@ -22,8 +22,7 @@ use quarry_store::{Calibration, Drift, StoredChunk, VectorIndexInfo};
 use serde::Serialize;
 
 use crate::{
-    Coverage, Detail, IndexReport, RelatedResponse, SearchResponse, SearchResult, Stale, Status,
-    SymbolHit,
+    Coverage, Detail, IndexReport, RelatedResponse, SearchResponse, SearchResult, Stale, SymbolHit,
 };
 
 /// A view as a JSON value, the form both front ends write: the MCP server's tool results
@@ -353,28 +352,12 @@ pub struct StatusView {
     pub libraries: BTreeMap<String, PathBuf>,
     /// What could not be read, and repairs the index made.
     pub warnings: Vec<String>,
-}
-
-impl StatusView {
-    /// The view of `status`.
-    pub fn new(status: &Status) -> Self {
-        Self {
-            root: status.root.clone(),
-            model: status.model.clone(),
-            backend: status.backend.clone(),
-            files: status.files,
-            files_skipped: status.files_skipped,
-            chunks: status.coverage.chunks,
-            coverage: status.coverage,
-            indexed_commit: status.indexed_commit.clone(),
-            head_commit: status.head_commit.clone(),
-            stale: status.stale.clone(),
-            drift: status.drift.clone(),
-            vector_index: status.vector_index.as_ref().map(VectorIndexView::new),
-            libraries: status.libraries.clone(),
-            warnings: status.warnings.clone(),
-        }
-    }
+    /// What is damaged in the index's files ([`quarry_store::Store::check`]), one line each
+    /// naming the file, the problem and the fix ("... is damaged: rebuild with `quarry index
+    /// --force`"); empty when the index is whole. The lines are among the warnings too, so
+    /// the JSON leaves this out.
+    #[serde(skip)]
+    pub damage: Vec<String>,
 }
 
 /// The vector index: its size, and how dense searches run on it.

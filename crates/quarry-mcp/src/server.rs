@@ -503,7 +503,7 @@ impl Shared {
                 .status(self.config.search.drift_threshold)
                 .map_err(message)?;
             Ok(json(&StatusWithIndexing {
-                status: StatusView::new(&status),
+                status,
                 indexing,
                 watch,
             }))
