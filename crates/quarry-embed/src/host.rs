@@ -372,12 +372,15 @@ impl HostLayer {
             .par_chunks_mut(ROW_BLOCK * width)
             .zip(context.par_chunks(ROW_BLOCK * width))
             .for_each(|(hidden, context)| {
-                BLOCK_BUFFERS.with_borrow_mut(|rows| {
-                    let serial = |linear: &PackedLinear, x: &[f32], out: &mut [f32]| {
-                        linear.forward_serial_into(x, out, kernel)
-                    };
-                    self.after_attention(context, hidden, rows, activate, serial)
-                })
+                // Taken, not borrowed: while a block's norm or activation waits on its own
+                // parallel work, rayon may run another block on this thread, which then
+                // takes (or makes) buffers of its own.
+                let mut rows = BLOCK_BUFFERS.take();
+                let serial = |linear: &PackedLinear, x: &[f32], out: &mut [f32]| {
+                    linear.forward_serial_into(x, out, kernel)
+                };
+                self.after_attention(context, hidden, &mut rows, activate, serial);
+                BLOCK_BUFFERS.set(rows);
             });
     }
 
