@@ -198,20 +198,20 @@ impl PackedLinear {
         self.simd
     }
 
-    /// Input width.
-    pub fn inputs(&self) -> usize {
-        self.k
-    }
-
     /// Output width.
     pub fn outputs(&self) -> usize {
         self.n
     }
 
+    /// How long the product of the rows `x` is: `n` values a row.
+    pub fn output_len(&self, x: &[f32]) -> usize {
+        x.len() / self.k * self.n
+    }
+
     /// `x · W + b` for `x` of `m × k` (row-major): `m × n`, row-major; blocks of rows on
     /// rayon's threads.
     pub fn forward(&self, x: &[f32]) -> Vec<f32> {
-        let mut out = vec![0.0; x.len() / self.k * self.n];
+        let mut out = vec![0.0; self.output_len(x)];
         self.forward_into(x, &mut out, Kernel::F32);
         out
     }
@@ -238,11 +238,7 @@ impl PackedLinear {
 
     fn check_shapes(&self, x: &[f32], out: &[f32]) {
         assert_eq!(x.len() % self.k, 0, "rows of k inputs");
-        assert_eq!(
-            out.len(),
-            x.len() / self.k * self.n,
-            "an output for every row"
-        );
+        assert_eq!(out.len(), self.output_len(x), "an output for every row");
     }
 
     /// `x · W + b` on the calling thread by `kernel`'s copy of the weights, for the columns

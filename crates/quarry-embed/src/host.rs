@@ -349,7 +349,7 @@ impl HostLayer {
             kernel,
         } = *shape;
         let projected = &mut buffers.projected;
-        projected.resize(hidden.len() * 3, 0.0);
+        projected.resize(self.query_key_value.output_len(hidden), 0.0);
         self.query_key_value.forward_into(hidden, projected, kernel);
         let context = host_attention(
             self.query_key_value.simd(),
@@ -396,11 +396,10 @@ impl HostLayer {
         product: impl Fn(&PackedLinear, &[f32], &mut [f32]),
     ) {
         let RowBuffers { attended, expanded } = buffers;
-        attended.resize(hidden.len(), 0.0);
+        attended.resize(self.attention_output.output_len(context), 0.0);
         product(&self.attention_output, context, attended);
         self.attention_norm.apply(attended, hidden);
-        let rows = hidden.len() / self.attention_output.outputs();
-        expanded.resize(rows * self.intermediate.outputs(), 0.0);
+        expanded.resize(self.intermediate.output_len(attended), 0.0);
         product(&self.intermediate, attended, expanded);
         activate(expanded);
         product(&self.output, expanded, hidden);

@@ -15,14 +15,14 @@ fn matrix(len: usize, seed: u64) -> Vec<f32> {
 
 /// [`PackedLinear::forward_serial_into`] into a fresh vector.
 fn serial(packed: &PackedLinear, x: &[f32], kernel: Kernel) -> Vec<f32> {
-    let mut out = vec![0.0; x.len() / packed.inputs() * packed.outputs()];
+    let mut out = vec![0.0; packed.output_len(x)];
     packed.forward_serial_into(x, &mut out, kernel);
     out
 }
 
 /// [`PackedLinear::forward_into`] into a fresh vector.
 fn parallel(packed: &PackedLinear, x: &[f32], kernel: Kernel) -> Vec<f32> {
-    let mut out = vec![0.0; x.len() / packed.inputs() * packed.outputs()];
+    let mut out = vec![0.0; packed.output_len(x)];
     packed.forward_into(x, &mut out, kernel);
     out
 }
