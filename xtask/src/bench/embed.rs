@@ -50,6 +50,12 @@ pub struct EmbedArgs {
     /// Leave out the references (and their 6 GB environment): quarry's precisions only.
     #[arg(long)]
     no_reference: bool,
+    /// Measures every runtime this many times, in turns (each runtime once, then each
+    /// again), and reports each rate as the median: a reference's rate moves by a fifth
+    /// from one run to the next on a shared machine, and one run per row cannot settle a
+    /// ratio.
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..))]
+    rounds: u16,
     /// Where quarry's embedder runs: `cpu` (each precision this CPU runs) or `gpu` (Burn's
     /// WGPU backend in f32, measured beside quarry's CPU precisions and, where PyTorch sees
     /// CUDA, PyTorch on the GPU). Without it, `QUARRY_BACKEND`, else the CPU.
@@ -71,7 +77,10 @@ fn parse_precision(name: &str) -> Result<Precision, String> {
 struct Run {
     length: usize,
     batch_size: usize,
+    /// The median of `rounds`.
     seconds: f64,
+    /// Each round's time, in the order the rounds ran.
+    rounds: Vec<f64>,
 }
 
 /// One runtime's measurements, as its process reported them.
@@ -92,6 +101,13 @@ pub fn run(args: EmbedArgs) -> Result<()> {
     if let Some(precision) = args.only_precision {
         return measure_quarry(&model, options, precision);
     }
+    let largest_batch = BATCH_SIZES[BATCH_SIZES.len() - 1];
+    ensure!(
+        args.count >= largest_batch,
+        "--texts {} is fewer than the largest batch measured ({largest_batch}): give at least \
+         {largest_batch}",
+        args.count
+    );
     let on_gpu = args.backend.unwrap_or(options.backend) == BackendChoice::Gpu;
     // `QUARRY_CPU` caps quarry's children (they inherit it) and the references alike.
     let level = Level::cap_from_env().map_err(anyhow::Error::msg)?;
@@ -149,16 +165,17 @@ pub fn run(args: EmbedArgs) -> Result<()> {
             .env("QUARRY_BACKEND", backend.name());
         command
     };
-    let mut measured = Vec::new();
+    // Every runtime's process, in the order the report lists them: quarry on the GPU, its
+    // precisions on the CPU, then the references.
+    let mut arms: Vec<(String, Command, Value)> = Vec::new();
     if on_gpu {
         let command = quarry(BackendChoice::Gpu, Precision::F32);
-        measured.extend(measure(QUARRY_GPU.into(), command, &job)?);
+        arms.push((QUARRY_GPU.into(), command, job.clone()));
     }
     for precision in precisions {
         let command = quarry(BackendChoice::Cpu, precision);
-        measured.extend(measure(format!("quarry {precision}"), command, &job)?);
+        arms.push((format!("quarry {precision}"), command, job.clone()));
     }
-    let mut unavailable = Vec::new();
     if !args.no_reference {
         let python = reference_python()?;
         let cuda = on_gpu.then_some(CUDA_REFERENCE);
@@ -177,12 +194,26 @@ pub fn run(args: EmbedArgs) -> Result<()> {
             }
             let mut job = job.clone();
             job["runtime"] = json!(runtime);
-            match measure(name.to_owned(), command, &job)? {
+            arms.push((name.to_owned(), command, job));
+        }
+    }
+    // Round by round, each runtime in turn, so that a slow spell of the machine falls on
+    // every runtime alike rather than on one.
+    let mut rounds: Vec<Vec<Measured>> = (0..arms.len()).map(|_| Vec::new()).collect();
+    let mut unavailable = Vec::new();
+    for round in 1..=args.rounds {
+        for ((name, command, job), measured) in arms.iter_mut().zip(&mut rounds) {
+            if unavailable.contains(name) {
+                continue;
+            }
+            eprintln!("measuring {name}, round {round} of {}", args.rounds);
+            match measure(name.clone(), command, job)? {
                 Some(runtime) => measured.push(runtime),
-                None => unavailable.push(name),
+                None => unavailable.push(name.clone()),
             }
         }
     }
+    let measured: Vec<Measured> = rounds.into_iter().filter_map(Measured::median).collect();
 
     let report = Report {
         model: model_name,
@@ -196,6 +227,7 @@ pub fn run(args: EmbedArgs) -> Result<()> {
         cpu_default: format!("quarry {default}"),
         measured,
         unavailable,
+        rounds: args.rounds,
     };
     let markdown = report.markdown();
     print!("{markdown}");
@@ -382,8 +414,7 @@ fn collect_sources(dir: &Path, files: &mut Vec<PathBuf>) -> Result<()> {
 /// Runs `command` (a runtime in a process of its own) with `job` as JSON on its stdin, and
 /// reads its measurements as JSON from its stdout; None where it says that it cannot run
 /// here (`unavailable`: PyTorch without CUDA).
-fn measure(name: String, mut command: Command, job: &Value) -> Result<Option<Measured>> {
-    eprintln!("measuring {name}");
+fn measure(name: String, command: &mut Command, job: &Value) -> Result<Option<Measured>> {
     let mut child = command
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -406,13 +437,55 @@ fn measure(name: String, mut command: Command, job: &Value) -> Result<Option<Mea
         .as_array()
         .with_context(|| format!("{name} reported no runs"))?
         .iter()
-        .map(|run| Run {
-            length: run["length"].as_u64().unwrap_or(0) as usize,
-            batch_size: run["batch_size"].as_u64().unwrap_or(0) as usize,
-            seconds: run["seconds"].as_f64().unwrap_or(f64::NAN),
+        .map(|run| {
+            let seconds = run["seconds"].as_f64().unwrap_or(f64::NAN);
+            Run {
+                length: run["length"].as_u64().unwrap_or(0) as usize,
+                batch_size: run["batch_size"].as_u64().unwrap_or(0) as usize,
+                seconds,
+                rounds: vec![seconds],
+            }
         })
         .collect();
     Ok(Some(Measured { name, result, runs }))
+}
+
+impl Measured {
+    /// The run at `length` tokens in batches of `batch_size`.
+    fn run_at(&self, length: usize, batch_size: usize) -> Option<&Run> {
+        self.runs
+            .iter()
+            .find(|r| (r.length, r.batch_size) == (length, batch_size))
+    }
+
+    /// One runtime's rounds as one: each run's time and the query's percentiles the median of
+    /// the rounds', the peak RSS their largest, the rest (vectors, description) the first
+    /// round's. `None` without rounds.
+    fn median(rounds: Vec<Measured>) -> Option<Measured> {
+        let median = |mut values: Vec<f64>| {
+            values.sort_by(f64::total_cmp);
+            percentile(&values, 0.5)
+        };
+        let mut rounds = rounds.into_iter();
+        let mut first = rounds.next()?;
+        let others: Vec<Measured> = rounds.collect();
+        for (i, run) in first.runs.iter_mut().enumerate() {
+            run.rounds
+                .extend(others.iter().filter_map(|other| other.runs.get(i)?.rounds.first()));
+            run.seconds = median(run.rounds.clone());
+        }
+        let all = || std::iter::once(&first.result).chain(others.iter().map(|o| &o.result));
+        let values = |pointer: &str| -> Vec<f64> {
+            all().filter_map(|result| result.pointer(pointer)?.as_f64()).collect()
+        };
+        let (p50, p95) = (values("/query_ms/p50"), values("/query_ms/p95"));
+        let peak = values("/peak_rss_mb").into_iter().reduce(f64::max);
+        if !others.is_empty() {
+            first.result["query_ms"] = json!({"p50": median(p50), "p95": median(p95)});
+            first.result["peak_rss_mb"] = json!(peak);
+        }
+        Some(first)
+    }
 }
 
 fn peak_rss_mb() -> Result<f64> {
@@ -475,7 +548,9 @@ struct Report {
     /// quarry on the GPU, its precisions on the CPU, then the references.
     measured: Vec<Measured>,
     /// The references that could not run here (PyTorch on CUDA without a CUDA device).
-    unavailable: Vec<&'static str>,
+    unavailable: Vec<String>,
+    /// How many times each runtime was measured (each rate is the median).
+    rounds: u16,
 }
 
 impl Report {
@@ -503,11 +578,25 @@ impl Report {
     }
 
     fn speed(&self, runtime: &Measured, length: usize, batch_size: usize) -> Option<f64> {
-        runtime
-            .runs
+        runtime.run_at(length, batch_size).map(|r| self.seq_per_s(r))
+    }
+
+    /// `ours`' rate over `theirs`' (medians), and over several rounds the range of the
+    /// rounds' own ratios, each round's runtimes having run one after the other.
+    fn ratio(&self, ours: &Run, theirs: &Run) -> String {
+        let ratio = format!("{:.2}", theirs.seconds / ours.seconds);
+        if self.rounds < 2 {
+            return ratio;
+        }
+        let (low, high) = ours
+            .rounds
             .iter()
-            .find(|r| (r.length, r.batch_size) == (length, batch_size))
-            .map(|r| self.seq_per_s(r))
+            .zip(&theirs.rounds)
+            .map(|(ours, theirs)| theirs / ours)
+            .fold((f64::INFINITY, f64::NEG_INFINITY), |(low, high), r| {
+                (low.min(r), high.max(r))
+            });
+        format!("{ratio} ({low:.2}-{high:.2})")
     }
 
     /// The lowest cosine between `runtime`'s vectors and the baseline's for the same inputs
@@ -579,13 +668,15 @@ impl Report {
             for batch_size in BATCH_SIZES {
                 let speed = |runtime: &Measured| self.speed(runtime, length, batch_size);
                 let ours = default.and_then(speed);
+                let our_run = default.and_then(|ours| ours.run_at(length, batch_size));
                 let mut row = vec![length.to_string(), batch_size.to_string()];
                 row.extend(self.measured.iter().map(|runtime| {
                     speed(runtime).map_or("-".into(), |seq_per_s| format!("{seq_per_s:.1}"))
                 }));
                 for theirs in &compared {
-                    let ratio = ours.zip(speed(theirs)).map(|(a, b)| a / b);
-                    row.push(ratio.map_or("-".into(), |ratio| format!("{ratio:.2}")));
+                    let their_run = theirs.run_at(length, batch_size);
+                    let ratio = our_run.zip(their_run).map(|(a, b)| self.ratio(a, b));
+                    row.push(ratio.unwrap_or_else(|| "-".into()));
                 }
                 let faster = reduced
                     .iter()
@@ -628,6 +719,15 @@ impl Report {
              warm-up. Peak RSS: each runtime's own process, loading included.",
             self.texts
         );
+        if self.rounds > 1 {
+            let _ = writeln!(
+                out,
+                "\nEach runtime was measured {} times, in turns (every runtime once, then every \
+                 runtime again); each rate and query time is the median of its rounds, and a \
+                 ratio's range (in parentheses) is that of the rounds' own ratios.",
+                self.rounds
+            );
+        }
         for name in &self.unavailable {
             let _ = writeln!(
                 out,
@@ -673,7 +773,7 @@ impl Report {
                 summary["runs"] = runtime
                     .runs
                     .iter()
-                    .map(|r| json!({"length": r.length, "batch_size": r.batch_size, "seconds": r.seconds, "seq_per_s": self.seq_per_s(r)}))
+                    .map(|r| json!({"length": r.length, "batch_size": r.batch_size, "seconds": r.seconds, "round_seconds": r.rounds, "seq_per_s": self.seq_per_s(r)}))
                     .collect();
                 summary["lowest_cosine"] = json!(self.lowest_cosine(runtime));
                 summary
@@ -684,6 +784,7 @@ impl Report {
             "cpu": self.cpu,
             "texts": self.texts,
             "default": self.default,
+            "rounds": self.rounds,
             "baseline": self.baseline().map(|b| &b.name),
             "runtimes": runtimes,
         })
