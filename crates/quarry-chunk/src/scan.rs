@@ -1,7 +1,8 @@
 //! The structure of a file whose parse was abandoned (runaway error recovery), read
-//! without a parser: the `{ ... }` blocks of the brace languages. Each named block at the
-//! top (or in a namespace) is a chunk of its own and a definition, and its members are
-//! definitions, so that symbol search still finds what a large header defines.
+//! without a parser: the `{ ... }` blocks of the brace languages (`braces.rs`), the
+//! indented statements of Python, Ruby, Lua and Elixir (`indent.rs`). Each named block at
+//! the top (or in a namespace or module) is a chunk of its own and a definition, and its
+//! members are definitions, so that symbol search still finds what a large file defines.
 
 use std::ops::Range;
 
@@ -11,6 +12,7 @@ use crate::piece::Piece;
 use crate::{ChunkKind, Language};
 
 mod braces;
+mod indent;
 
 /// Blocks nested deeper than this are not read for members.
 const MAX_DEPTH: usize = 8;
@@ -46,10 +48,10 @@ pub(crate) fn pieces(
     language: Language,
     budget: usize,
 ) -> Option<(Vec<Piece>, Vec<Found>)> {
-    if !has_braces(language) {
-        return None;
-    }
-    let units = braces::units(lines, language);
+    let units = match has_braces(language) {
+        true => braces::units(lines, language),
+        false => indent::units(lines, language)?,
+    };
     let mut emitter = Emitter {
         lines,
         budget,

@@ -470,13 +470,18 @@ impl Measured {
         let mut first = rounds.next()?;
         let others: Vec<Measured> = rounds.collect();
         for (i, run) in first.runs.iter_mut().enumerate() {
-            run.rounds
-                .extend(others.iter().filter_map(|other| other.runs.get(i)?.rounds.first()));
+            run.rounds.extend(
+                others
+                    .iter()
+                    .filter_map(|other| other.runs.get(i)?.rounds.first()),
+            );
             run.seconds = median(run.rounds.clone());
         }
         let all = || std::iter::once(&first.result).chain(others.iter().map(|o| &o.result));
         let values = |pointer: &str| -> Vec<f64> {
-            all().filter_map(|result| result.pointer(pointer)?.as_f64()).collect()
+            all()
+                .filter_map(|result| result.pointer(pointer)?.as_f64())
+                .collect()
         };
         let (p50, p95) = (values("/query_ms/p50"), values("/query_ms/p95"));
         let peak = values("/peak_rss_mb").into_iter().reduce(f64::max);
@@ -578,7 +583,9 @@ impl Report {
     }
 
     fn speed(&self, runtime: &Measured, length: usize, batch_size: usize) -> Option<f64> {
-        runtime.run_at(length, batch_size).map(|r| self.seq_per_s(r))
+        runtime
+            .run_at(length, batch_size)
+            .map(|r| self.seq_per_s(r))
     }
 
     /// `ours`' rate over `theirs`' (medians), and over several rounds the range of the
