@@ -256,6 +256,30 @@ mod tests {
 
     use crate::{ChunkKind, Chunker, Language, check_chunks};
 
+    /// A chunk's lines, kind and symbol path; a definition's qualified name, kind and lines.
+    pub(super) type Outline = (
+        Vec<(usize, usize, ChunkKind, String)>,
+        Vec<(String, ChunkKind, usize, usize)>,
+    );
+
+    /// `text` chunked as when the parse guard abandons its parse (no tree), in outline.
+    pub(super) fn abandoned(text: &str, language: Language) -> Outline {
+        let (chunks, definitions) = Chunker::default().chunk_parsed("x", text, language, None);
+        let chunks = chunks
+            .iter()
+            .map(|c| &c.stored)
+            .map(|c| {
+                let path = c.symbol_path().unwrap_or_default();
+                (c.start_line, c.end_line, c.kind, path)
+            })
+            .collect();
+        let definitions = definitions
+            .iter()
+            .map(|d| (d.qualified_name(), d.kind, d.start_line, d.end_line))
+            .collect();
+        (chunks, definitions)
+    }
+
     proptest! {
         /// Unbalanced braces, stray quotes and comments still give chunks that cover the
         /// file within the budget.
@@ -276,20 +300,7 @@ mod tests {
     #[test]
     fn an_abandoned_header_keeps_its_items_and_definitions() {
         let text = include_str!("../../../fixtures/regressions/abandoned-header.hpp");
-        let (chunks, definitions) =
-            Chunker::default().chunk_parsed("ring.hpp", text, Language::Cpp, None);
-        let chunks: Vec<(usize, usize, ChunkKind, String)> = chunks
-            .iter()
-            .map(|c| &c.stored)
-            .map(|c| {
-                (
-                    c.start_line,
-                    c.end_line,
-                    c.kind,
-                    c.symbol_path().unwrap_or_default(),
-                )
-            })
-            .collect();
+        let (chunks, definitions) = abandoned(text, Language::Cpp);
         let (block, class, function) = (ChunkKind::Block, ChunkKind::Class, ChunkKind::Function);
         assert_eq!(
             chunks,
@@ -303,10 +314,6 @@ mod tests {
                 (55, 55, block, String::new()),
             ]
         );
-        let definitions: Vec<(String, ChunkKind, usize, usize)> = definitions
-            .iter()
-            .map(|d| (d.qualified_name(), d.kind, d.start_line, d.end_line))
-            .collect();
         let method = ChunkKind::Method;
         assert_eq!(
             definitions,

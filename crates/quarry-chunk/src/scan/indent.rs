@@ -298,6 +298,7 @@ fn until<'t>(text: &'t str, stops: &[char]) -> &'t str {
 mod tests {
     use proptest::prelude::*;
 
+    use crate::scan::tests::abandoned;
     use crate::{ChunkKind, Chunker, Language, check_chunks};
 
     proptest! {
@@ -316,32 +317,6 @@ mod tests {
             prop_assert!(chunks.windows(2).all(|w| w[0].stored.start_line <= w[1].stored.start_line));
             prop_assert!(definitions.iter().all(|d| d.start_line <= d.end_line));
         }
-    }
-
-    /// `text` chunked as when the parse guard abandons its parse (no tree): each chunk's
-    /// lines, kind and symbol path, and each definition's qualified name, kind and lines.
-    #[allow(clippy::type_complexity)]
-    fn abandoned(
-        text: &str,
-        language: Language,
-    ) -> (
-        Vec<(usize, usize, ChunkKind, String)>,
-        Vec<(String, ChunkKind, usize, usize)>,
-    ) {
-        let (chunks, definitions) = Chunker::default().chunk_parsed("x", text, language, None);
-        let chunks = chunks
-            .iter()
-            .map(|c| &c.stored)
-            .map(|c| {
-                let path = c.symbol_path().unwrap_or_default();
-                (c.start_line, c.end_line, c.kind, path)
-            })
-            .collect();
-        let definitions = definitions
-            .iter()
-            .map(|d| (d.qualified_name(), d.kind, d.start_line, d.end_line))
-            .collect();
-        (chunks, definitions)
     }
 
     #[test]
