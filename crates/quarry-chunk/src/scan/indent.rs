@@ -298,8 +298,8 @@ fn until<'t>(text: &'t str, stops: &[char]) -> &'t str {
 mod tests {
     use proptest::prelude::*;
 
-    use crate::scan::tests::abandoned;
-    use crate::{ChunkKind, Chunker, Language, check_chunks};
+    use crate::scan::tests::{abandoned, keeps_the_chunk_promises};
+    use crate::{ChunkKind, Language};
 
     proptest! {
         /// Any indentation, unclosed brackets and strings, stray `end`s and comments still
@@ -311,11 +311,7 @@ mod tests {
                 Language::Python, Language::Ruby, Language::Lua, Language::Elixir,
             ]),
         ) {
-            let chunker = Chunker::new(crate::ChunkerConfig { budget: 120, ..Default::default() });
-            let (chunks, definitions) = chunker.chunk_parsed("x", &text, language, None);
-            prop_assert!(check_chunks(&text, &chunks, 120).is_ok());
-            prop_assert!(chunks.windows(2).all(|w| w[0].stored.start_line <= w[1].stored.start_line));
-            prop_assert!(definitions.iter().all(|d| d.start_line <= d.end_line));
+            keeps_the_chunk_promises(&text, language)?;
         }
     }
 
