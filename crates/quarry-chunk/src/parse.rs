@@ -121,18 +121,25 @@ fn parse_macro_bodies(
     let mut bodies = Vec::new();
     let mut scopes = vec![tree.root_node()];
     for _ in 0..MAX_MACRO_NESTING {
-        let ranges: Vec<(usize, Range)> = scopes
+        let invocations: Vec<(usize, Node)> = scopes
             .iter()
             .flat_map(|scope| item_macros(*scope, kind, 0))
             .collect();
         let mut parsed = Vec::new();
-        for (start, range) in ranges {
-            let clean = parser
-                .set_included_ranges(&[range])
-                .ok()
-                .and_then(|()| guarded_parse(parser, bytes, range.end_byte - range.start_byte))
-                .filter(|body| !body.root_node().has_error());
-            parsed.extend(clean.map(|body| (start, body)));
+        for (start, tokens) in invocations {
+            let mut clean = |ranges: &[Range]| -> Option<Tree> {
+                let size = ranges.iter().map(|r| r.end_byte - r.start_byte).sum();
+                parser.set_included_ranges(ranges).ok()?;
+                guarded_parse(parser, bytes, size).filter(|body| !body.root_node().has_error())
+            };
+            // The body as items; else its brace groups together, as `cfg_if! { if
+            // #[cfg(unix)] { ... } else { ... } }` holds its items (every branch's).
+            let mut body = braced_body(tokens).and_then(|range| clean(&[range]));
+            if body.is_none() {
+                let groups = brace_groups(tokens);
+                body = (!groups.is_empty()).then(|| clean(&groups)).flatten();
+            }
+            parsed.extend(body.map(|body| (start, body)));
         }
         if parsed.is_empty() {
             break;
@@ -150,8 +157,8 @@ fn parse_macro_bodies(
 }
 
 /// The invocations of `kind` among the items of `scope` and of the declaration lists below
-/// it, each with the range between its braces.
-fn item_macros(scope: Node, kind: &str, depth: usize) -> Vec<(usize, Range)> {
+/// it, each by its first byte, with its token tree.
+fn item_macros<'t>(scope: Node<'t>, kind: &str, depth: usize) -> Vec<(usize, Node<'t>)> {
     let mut found = Vec::new();
     if depth >= MAX_ITEM_NESTING {
         return found;
@@ -159,7 +166,11 @@ fn item_macros(scope: Node, kind: &str, depth: usize) -> Vec<(usize, Range)> {
     let mut cursor = scope.walk();
     for child in scope.named_children(&mut cursor) {
         if child.kind() == kind {
-            found.extend(braced_body(child).map(|range| (child.start_byte(), range)));
+            let mut tokens = child.walk();
+            let tree = child
+                .named_children(&mut tokens)
+                .find(|tokens| tokens.kind() == "token_tree");
+            found.extend(tree.map(|tree| (child.start_byte(), tree)));
         } else {
             found.extend(item_macros_in_lists(child, kind, depth + 1));
         }
@@ -168,7 +179,7 @@ fn item_macros(scope: Node, kind: &str, depth: usize) -> Vec<(usize, Range)> {
 }
 
 /// [`item_macros`] of the declaration lists (impl, trait and module bodies) inside `node`.
-fn item_macros_in_lists(node: Node, kind: &str, depth: usize) -> Vec<(usize, Range)> {
+fn item_macros_in_lists<'t>(node: Node<'t>, kind: &str, depth: usize) -> Vec<(usize, Node<'t>)> {
     let mut cursor = node.walk();
     let lists: Vec<Node> = node
         .named_children(&mut cursor)
@@ -180,12 +191,8 @@ fn item_macros_in_lists(node: Node, kind: &str, depth: usize) -> Vec<(usize, Ran
         .collect()
 }
 
-/// The range strictly inside the `{ }` of a macro invocation's token tree, if braced.
-fn braced_body(invocation: Node) -> Option<Range> {
-    let mut cursor = invocation.walk();
-    let tokens = invocation
-        .named_children(&mut cursor)
-        .find(|child| child.kind() == "token_tree")?;
+/// The range strictly inside a token tree's `{ }`, if braced and not empty.
+fn braced_body(tokens: Node) -> Option<Range> {
     let open = tokens.child(0).filter(|open| open.kind() == "{")?;
     let close = tokens
         .child(tokens.child_count().checked_sub(1)?)
@@ -196,6 +203,19 @@ fn braced_body(invocation: Node) -> Option<Range> {
         start_point: open.end_position(),
         end_point: close.start_position(),
     })
+}
+
+/// The insides of the braced token trees directly inside a braced token tree, in order.
+fn brace_groups(tokens: Node) -> Vec<Range> {
+    if braced_body(tokens).is_none() {
+        return Vec::new();
+    }
+    let mut cursor = tokens.walk();
+    let groups: Vec<Node> = tokens
+        .named_children(&mut cursor)
+        .filter(|child| child.kind() == "token_tree")
+        .collect();
+    groups.into_iter().filter_map(braced_body).collect()
 }
 
 /// Parses `bytes` with `parser`, already set to its grammar, abandoning the parse once it

@@ -242,3 +242,57 @@ impl<T> JoinHandle<T> {
         (ChunkKind::Function, 4, 7)
     );
 }
+
+#[test]
+fn items_in_every_branch_of_a_cfg_if_body_are_chunks_and_definitions() {
+    // `cfg_if!`'s body is not items, but each of its brace groups holds some.
+    let source = "\
+cfg_if::cfg_if! {
+    if #[cfg(unix)] {
+        /// The page size.
+        pub fn page_size() -> usize {
+            unsafe { libc::sysconf(libc::_SC_PAGESIZE) as usize }
+        }
+    } else if #[cfg(windows)] {
+        pub fn page_size() -> usize {
+            4096
+        }
+    } else {
+        pub struct Unsupported;
+    }
+}
+";
+    // The lines between the groups go with the item beside them, as the macro's head and
+    // closing brace do in `cfg_rt!`.
+    assert_eq!(
+        summary(&definitions("src/os.rs", source)),
+        [
+            ("page_size".into(), ChunkKind::Function, 1, 7),
+            ("page_size".into(), ChunkKind::Function, 8, 11),
+            ("Unsupported".into(), ChunkKind::Struct, 12, 14),
+        ]
+    );
+    let chunks = Chunker::default()
+        .chunk("src/os.rs", source.as_bytes())
+        .unwrap();
+    quarry_chunk::check_chunks(source, &chunks, ChunkerConfig::default().budget).unwrap();
+    let named: Vec<(Option<&str>, usize, usize)> = chunks
+        .iter()
+        .map(|c| {
+            (
+                c.stored.name.as_deref(),
+                c.stored.start_line,
+                c.stored.end_line,
+            )
+        })
+        .filter(|(name, ..)| name.is_some())
+        .collect();
+    assert_eq!(
+        named,
+        [
+            (Some("page_size"), 1, 7),
+            (Some("page_size"), 8, 11),
+            (Some("Unsupported"), 12, 14)
+        ]
+    );
+}
