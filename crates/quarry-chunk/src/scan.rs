@@ -13,33 +13,12 @@ use crate::{ChunkKind, Language};
 
 mod braces;
 mod indent;
+mod unit;
 
-/// Blocks nested deeper than this are not read for members.
-const MAX_DEPTH: usize = 8;
+use unit::{MAX_DEPTH, Named, Unit};
+
 /// Signatures in the embedding header are cut to this many characters.
 const MAX_SIGNATURE: usize = 160;
-
-/// A run of whole lines (0-based, half-open) at one level of the file, and what it is.
-#[derive(Debug)]
-struct Unit {
-    lines: Range<usize>,
-    /// The line its declaration starts on, after its comments.
-    code_line: usize,
-    named: Option<Named>,
-}
-
-/// A unit that declares something.
-#[derive(Debug)]
-struct Named {
-    name: String,
-    kind: ChunkKind,
-    /// Qualifiers the declaration itself names (`Foo` of `void Foo::bar()`).
-    qualifiers: Vec<String>,
-    /// Its members' units, for definitions (the unit stays one piece).
-    members: Vec<Unit>,
-    /// A namespace: its members are items of the enclosing scope, not of one chunk.
-    transparent: bool,
-}
 
 /// The pieces and definitions of a file `language` has no tree for; `None` where the
 /// language has no scanner (the file is then line windows).
@@ -230,55 +209,12 @@ impl Emitter<'_> {
     }
 }
 
-/// The line of the first code in `lines`, past blank lines and comments.
-fn code_line(lines: &Lines, range: Range<usize>, comments: &[&str]) -> usize {
-    range
-        .clone()
-        .find(|&l| {
-            let text = lines.line(l).trim();
-            !text.is_empty() && !comments.iter().any(|c| text.starts_with(c))
-        })
-        .unwrap_or(range.start)
-}
-
-/// Whether `word` can be a name: letters, digits and `_`, not starting with a digit.
-fn is_identifier(word: &str) -> bool {
-    !word.is_empty()
-        && word
-            .chars()
-            .all(|c| c.is_alphanumeric() || c == '_' || c == '$')
-        && !word.starts_with(|c: char| c.is_ascii_digit())
-}
-
 #[cfg(test)]
 mod tests {
     use proptest::prelude::*;
 
-    use crate::{ChunkKind, Chunker, Language, check_chunks};
-
-    /// A chunk's lines, kind and symbol path; a definition's qualified name, kind and lines.
-    pub(super) type Outline = (
-        Vec<(usize, usize, ChunkKind, String)>,
-        Vec<(String, ChunkKind, usize, usize)>,
-    );
-
-    /// `text` chunked as when the parse guard abandons its parse (no tree), in outline.
-    pub(super) fn abandoned(text: &str, language: Language) -> Outline {
-        let (chunks, definitions) = Chunker::default().chunk_parsed("x", text, language, None);
-        let chunks = chunks
-            .iter()
-            .map(|c| &c.stored)
-            .map(|c| {
-                let path = c.symbol_path().unwrap_or_default();
-                (c.start_line, c.end_line, c.kind, path)
-            })
-            .collect();
-        let definitions = definitions
-            .iter()
-            .map(|d| (d.qualified_name(), d.kind, d.start_line, d.end_line))
-            .collect();
-        (chunks, definitions)
-    }
+    use super::unit::testing::{abandoned, keeps_the_chunk_promises};
+    use crate::{ChunkKind, Language};
 
     proptest! {
         /// Unbalanced braces, stray quotes and comments still give chunks that cover the
@@ -290,27 +226,6 @@ mod tests {
         ) {
             keeps_the_chunk_promises(&text, language)?;
         }
-    }
-
-    /// `text`, chunked without a tree at a budget of 120, is covered by chunks within the
-    /// budget, in order, and each definition's lines run forward.
-    pub(super) fn keeps_the_chunk_promises(
-        text: &str,
-        language: Language,
-    ) -> Result<(), TestCaseError> {
-        let chunker = Chunker::new(crate::ChunkerConfig {
-            budget: 120,
-            ..Default::default()
-        });
-        let (chunks, definitions) = chunker.chunk_parsed("x", text, language, None);
-        prop_assert!(check_chunks(text, &chunks, 120).is_ok());
-        prop_assert!(
-            chunks
-                .windows(2)
-                .all(|w| w[0].stored.start_line <= w[1].stored.start_line)
-        );
-        prop_assert!(definitions.iter().all(|d| d.start_line <= d.end_line));
-        Ok(())
     }
 
     /// The header chunked as it is when the parse guard abandons its parse (no tree).

@@ -5,7 +5,7 @@
 use crate::lines::Lines;
 use crate::{ChunkKind, Language};
 
-use super::{MAX_DEPTH, Named, Unit, code_line, is_identifier};
+use super::unit::{MAX_DEPTH, Named, Unit, code_line, is_identifier};
 
 /// Lines of comments and attributes above a declaration.
 const LEADING: [&str; 5] = ["//", "/*", "*", "#", "@"];

@@ -8,7 +8,7 @@
 use crate::lines::Lines;
 use crate::{ChunkKind, Language};
 
-use super::{MAX_DEPTH, Named, Unit, is_identifier};
+use super::unit::{MAX_DEPTH, Named, Unit, is_identifier};
 
 /// What a line is to the statements around it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -298,7 +298,7 @@ fn until<'t>(text: &'t str, stops: &[char]) -> &'t str {
 mod tests {
     use proptest::prelude::*;
 
-    use crate::scan::tests::{abandoned, keeps_the_chunk_promises};
+    use crate::scan::unit::testing::{abandoned, keeps_the_chunk_promises};
     use crate::{ChunkKind, Language};
 
     proptest! {
