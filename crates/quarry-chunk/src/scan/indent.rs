@@ -34,16 +34,19 @@ struct Syntax {
     long: &'static [(&'static str, &'static str)],
     /// Whether `@` lines lead a declaration (Python's decorators, Elixir's attributes).
     at_leads: bool,
+    /// Whether `#{...}` interpolates rather than comments (Ruby, Elixir).
+    interpolates: bool,
 }
 
 impl Syntax {
     fn of(language: Language) -> Option<Self> {
         use Language::*;
-        let (comment, long, at_leads): (_, &'static [_], _) = match language {
-            Python => ("#", &[("\"\"\"", "\"\"\""), ("'''", "'''")], true),
-            Elixir => ("#", &[("\"\"\"", "\"\"\""), ("'''", "'''")], true),
-            Ruby => ("#", &[], false),
-            Lua => ("--", &[("--[[", "]]"), ("[[", "]]")], false),
+        let triple: &'static [_] = &[("\"\"\"", "\"\"\""), ("'''", "'''")];
+        let (comment, long, at_leads, interpolates): (_, &'static [_], _, _) = match language {
+            Python => ("#", triple, true, false),
+            Elixir => ("#", triple, true, true),
+            Ruby => ("#", &[], false, true),
+            Lua => ("--", &[("--[[", "]]"), ("[[", "]]")], false, false),
             _ => return None,
         };
         Some(Self {
@@ -51,6 +54,7 @@ impl Syntax {
             comment,
             long,
             at_leads,
+            interpolates,
         })
     }
 }
@@ -64,16 +68,26 @@ pub(super) fn units(lines: &Lines, language: Language) -> Option<Vec<Unit>> {
 
 /// Each line's [`Kind`], with brackets and long strings followed from line to line (short
 /// strings and comments are skipped within a line). A line inside a bracket or long string
-/// is of the kind of the line that opened it where that was a comment or a decorator.
+/// is of the kind of the line that opened it where that was a comment or a decorator. A
+/// bracket the lexer misread (a `#` or quote in a regex it does not know) is dropped at the
+/// first line that comes back to its opener's column without closing it.
 fn kinds(lines: &Lines, syntax: &Syntax) -> Vec<Kind> {
     let mut depth = 0usize;
     let mut long: Option<&str> = None;
-    let mut opener = Kind::Continued;
+    let (mut opener, mut opener_indent) = (Kind::Continued, 0);
     (0..lines.count())
         .map(|l| {
             let line = lines.line(l);
             let trimmed = line.trim_start();
             let indent = line.len() - trimmed.len();
+            if long.is_none()
+                && depth > 0
+                && !trimmed.is_empty()
+                && indent <= opener_indent
+                && !trimmed.starts_with([')', ']', '}'])
+            {
+                depth = 0;
+            }
             let open = depth > 0 || long.is_some();
             let kind = if open {
                 opener
@@ -94,14 +108,20 @@ fn kinds(lines: &Lines, syntax: &Syntax) -> Vec<Kind> {
                     Kind::Comment | Kind::Leading => kind,
                     _ => Kind::Continued,
                 };
+                opener_indent = indent;
             }
             kind
         })
         .collect()
 }
 
-/// Whether a line at a statement's column closes it rather than starts another.
+/// Whether a line at a statement's column closes it, or goes on with it, rather than
+/// starts another: `end`, `else:`, `):`, and Ruby's `private` and `protected`, which style
+/// guides outdent to the class's column.
 fn is_closer(trimmed: &str) -> bool {
+    if matches!(trimmed.trim_end(), "private" | "protected" | "public") {
+        return true;
+    }
     let word_end = trimmed
         .find(|c: char| !c.is_alphanumeric() && c != '_')
         .unwrap_or(trimmed.len());
@@ -141,7 +161,9 @@ fn follow<'s>(line: &str, syntax: &'s Syntax, depth: &mut usize, long: &mut Opti
             *long = Some(close);
             continue;
         }
-        if rest.starts_with(syntax.comment) {
+        // Ruby's and Elixir's `#{...}` interpolates (in a regex or `%` literal the lexer
+        // does not know); it starts no comment.
+        if rest.starts_with(syntax.comment) && !(syntax.interpolates && rest.starts_with("#{")) {
             return;
         }
         let mut chars = rest.chars();
@@ -209,7 +231,13 @@ fn scope(
             .take_while(|&l| matches!(kinds[l], Kind::Comment | Kind::Leading))
             .last()
             .unwrap_or(start);
-        let named = declaration(lines.line(start).trim(), syntax.language).map(|declared| {
+        let line = lines.line(start).trim();
+        if syntax.language == Language::Ruby && line.starts_with("class <<") && depth < MAX_DEPTH {
+            // `class << self`: its methods are the enclosing class's.
+            units.extend(scope(lines, kinds, syntax, start + 1..end, depth + 1));
+            continue;
+        }
+        let named = declaration(line, syntax.language).map(|declared| {
             let container = matches!(
                 declared.kind,
                 ChunkKind::Class | ChunkKind::Module | ChunkKind::Interface | ChunkKind::Impl
@@ -363,15 +391,25 @@ if __name__ == \"__main__\":
 
     #[test]
     fn ruby_modules_are_scopes_and_ruby_classes_hold_their_methods() {
+        // `private` outdented to the class's column, `class << self`, and a regex whose `#`
+        // and `(` the lexer misreads: none of them ends the class or hides a method.
         let text = "\
 module Thor
   class Runner < Base
-    def self.start(args)
-      new(args).run
+    class << self
+      def start(args)
+        new(args).run
+      end
     end
 
     def valid?
-      true
+      (line.match(/\\s*#\\s*module:/)) ? true : false
+    end
+
+  private
+
+    def thor_root
+      \"#{root}/thor\"
     end
   end
 end
@@ -381,18 +419,19 @@ end
             chunks,
             [
                 (1, 1, ChunkKind::Block, String::new()),
-                (2, 10, ChunkKind::Class, "Thor::Runner".into()),
-                (11, 11, ChunkKind::Block, String::new()),
+                (2, 18, ChunkKind::Class, "Thor::Runner".into()),
+                (19, 19, ChunkKind::Block, String::new()),
             ]
         );
         let method = ChunkKind::Method;
         assert_eq!(
             definitions,
             [
-                ("Thor".into(), ChunkKind::Module, 1, 11),
-                ("Thor::Runner".into(), ChunkKind::Class, 2, 10),
-                ("Thor::Runner::start".into(), method, 3, 5),
-                ("Thor::Runner::valid?".into(), method, 7, 9),
+                ("Thor".into(), ChunkKind::Module, 1, 19),
+                ("Thor::Runner".into(), ChunkKind::Class, 2, 18),
+                ("Thor::Runner::start".into(), method, 4, 6),
+                ("Thor::Runner::valid?".into(), method, 9, 11),
+                ("Thor::Runner::thor_root".into(), method, 15, 17),
             ]
         );
     }
