@@ -228,6 +228,40 @@ mod tests {
         }
     }
 
+    /// Go's package clause and imports, a method's receiver, a C# dotted namespace and a
+    /// JavaScript arrow function, read for their braces; calls inside a body are not
+    /// definitions.
+    #[test]
+    fn braces_name_what_go_csharp_and_javascript_declare() {
+        let go = "\
+package cobra
+
+import (
+\t\"fmt\"
+)
+
+func (c *Command) Name() string {
+\tif len(c.Use) > 0 {
+\t\treturn fmt.Sprint(c.Use)
+\t}
+\treturn \"\"
+}
+";
+        let (chunks, definitions) = abandoned(go, Language::Go);
+        assert_eq!(
+            definitions,
+            [("Command::Name".into(), ChunkKind::Function, 7, 12)]
+        );
+        assert_eq!(chunks[0].0..=chunks[0].1, 1..=5, "{chunks:?}");
+        let csharp = "namespace Python.Runtime\n{\n    class Converter\n    {\n    }\n}\n";
+        let (_, definitions) = abandoned(csharp, Language::CSharp);
+        let names: Vec<&str> = definitions.iter().map(|d| d.0.as_str()).collect();
+        assert_eq!(names, ["Python.Runtime", "Python.Runtime::Converter"]);
+        let js = "const retry = async (fn, times) => {\n  return fn();\n};\n";
+        let (_, definitions) = abandoned(js, Language::JavaScript);
+        assert_eq!(definitions, [("retry".into(), ChunkKind::Function, 1, 3)]);
+    }
+
     /// The header chunked as it is when the parse guard abandons its parse (no tree).
     #[test]
     fn an_abandoned_header_keeps_its_items_and_definitions() {

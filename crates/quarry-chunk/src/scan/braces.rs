@@ -95,6 +95,13 @@ impl Reader<'_> {
                     head = at + 1;
                 }
                 Token::Open(at) => {
+                    // Without semicolons (Go, Kotlin, Swift, JavaScript) the text before a
+                    // block can hold the statements before it (`package x`, imports): the
+                    // block's own head starts after the last blank line.
+                    if let Some(split) = after_last_blank_line(&self.text[head..at]) {
+                        units.extend(self.unit(head, head + split, None));
+                        head += split;
+                    }
                     let (members, close) = match depth < MAX_DEPTH {
                         true => self.scope(at + 1, depth + 1),
                         false => (Vec::new(), self.skip_block()),
@@ -271,18 +278,40 @@ fn clean_head(head: &str) -> String {
         .join(" ")
 }
 
-/// What a block whose head is `head` declares, if anything.
+/// The offset in `head` of the line after its last blank line, where code comes before it.
+fn after_last_blank_line(head: &str) -> Option<usize> {
+    let mut offset = 0;
+    let mut split = None;
+    let mut blank = false;
+    for line in head.split_inclusive('\n') {
+        offset += line.len();
+        if line.trim().is_empty() {
+            blank = true;
+        } else if blank {
+            split = Some(offset - line.len());
+            blank = false;
+        }
+    }
+    split.filter(|&at| !head[..at].trim().is_empty())
+}
+
+/// What a block whose head is `head` declares, if anything. A function's body holds no
+/// declarations of its own (its calls and closures are not members).
 fn name(head: &str, members: Vec<Unit>) -> Option<Named> {
     let head = strip_templates(head);
     let words = words(&head);
     type_name(&words)
         .or_else(|| function_name(&words))
+        .or_else(|| arrow_function(&head))
         .map(|(kind, qualifiers, name)| Named {
             transparent: kind == ChunkKind::Module,
             name,
             kind,
             qualifiers,
-            members,
+            members: match kind {
+                ChunkKind::Function => Vec::new(),
+                _ => members,
+            },
         })
 }
 
@@ -310,6 +339,27 @@ fn type_name(words: &[&str]) -> Option<Declared> {
     let first = tail.iter().zip(&names).find_map(|(&i, w)| {
         (is_identifier(w) && !matches!(*w, "class" | "struct") && !is_macro(w, &names)).then_some(i)
     })?;
+    if kind == ChunkKind::Module {
+        // `namespace Python.Runtime`, `package com.example`: one dotted name.
+        let mut dotted: Vec<&str> = words[first..]
+            .iter()
+            .enumerate()
+            .take_while(|(i, w)| {
+                if i % 2 == 0 {
+                    is_identifier(w)
+                } else {
+                    **w == "."
+                }
+            })
+            .map(|(_, w)| *w)
+            .collect();
+        if dotted.last() == Some(&".") {
+            dotted.pop();
+        }
+        if dotted.len() > 1 {
+            return Some((kind, Vec::new(), dotted.concat()));
+        }
+    }
     let (qualifiers, name) = qualified(&words[first..]);
     let after = &words[(first + qualifiers.len() * 2 + 1).min(words.len())..];
     let called_later = after.first() != Some(&"(") && after.contains(&"(");
@@ -346,9 +396,43 @@ fn function_name(words: &[&str]) -> Option<Declared> {
         if statement {
             return None;
         }
-        let (qualifiers, name) = qualifiers_back(words, end - 1);
+        let (mut qualifiers, name) = qualifiers_back(words, end - 1);
+        if qualifiers.is_empty() {
+            qualifiers.extend(go_receiver(words));
+        }
         Some((ChunkKind::Function, qualifiers, name))
     })
+}
+
+/// A JavaScript arrow function bound to a name: `const retry = async (fn) =>`.
+fn arrow_function(head: &str) -> Option<Declared> {
+    let head = head.trim();
+    head.ends_with("=>").then_some(())?;
+    let rest = head.strip_prefix("export ").unwrap_or(head);
+    let rest = ["const ", "let ", "var "]
+        .iter()
+        .find_map(|keyword| rest.strip_prefix(keyword))?;
+    let name = rest
+        .split(|c: char| !(c.is_alphanumeric() || c == '_' || c == '$'))
+        .next()?;
+    is_identifier(name).then(|| (ChunkKind::Function, Vec::new(), name.to_owned()))
+}
+
+/// The type of a Go method's receiver (`Command` of `func (c *Command) Name()`), if any.
+fn go_receiver(words: &[&str]) -> Option<String> {
+    (words.first() == Some(&"func") && words.get(1) == Some(&"(")).then_some(())?;
+    let mut depth = 0usize;
+    let mut receiver = None;
+    for word in &words[2..] {
+        match *word {
+            ")" if depth == 0 => return receiver,
+            "(" | "[" => depth += 1,
+            ")" | "]" => depth = depth.saturating_sub(1),
+            word if depth == 0 && is_identifier(word) => receiver = Some(word.to_owned()),
+            _ => {}
+        }
+    }
+    None
 }
 
 /// The name at `at` and the `::` qualifiers before it, their generics skipped:
