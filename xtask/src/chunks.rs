@@ -1,9 +1,11 @@
 //! `cargo xtask chunks`: show how quarry chunks files.
 
+use std::collections::{BTreeMap, HashSet};
 use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
-use quarry_chunk::{Chunker, ChunkerConfig, Language};
+use quarry_chunk::{ChunkKind, Chunker, ChunkerConfig, Language, check_chunks};
 
 /// `cargo xtask chunks`'s options.
 #[derive(clap::Args)]
@@ -20,6 +22,11 @@ pub struct ChunksArgs {
     /// Print the tree-sitter syntax tree instead (for writing rules).
     #[arg(long)]
     tree: bool,
+    /// Compare, per language, the definitions the scanners find (a file read as when the
+    /// parse guard abandons its parse) with the tree's, over the files and folders given:
+    /// how many of the tree's they find and how many of theirs the tree has.
+    #[arg(long, conflicts_with_all = ["text", "tree"])]
+    scanners: bool,
 }
 
 pub fn run(args: ChunksArgs) -> Result<()> {
@@ -29,6 +36,9 @@ pub fn run(args: ChunksArgs) -> Result<()> {
     }
     let (show_text, show_tree) = (args.text, args.tree);
     let chunker = Chunker::new(config);
+    if args.scanners {
+        return scanners(&chunker, &args.files);
+    }
     for file in &args.files {
         let bytes = std::fs::read(file).with_context(|| format!("cannot read {file}"))?;
         if show_tree {
@@ -46,6 +56,75 @@ pub fn run(args: ChunksArgs) -> Result<()> {
             }
             Err(skip) => println!("{file}: skipped: {skip}"),
         }
+    }
+    Ok(())
+}
+
+/// Per language: files, the tree's definitions (types, functions and scopes; macros, type
+/// aliases and tests left out, which the scanners do not read), how many of them the
+/// scanners find by qualified name, and how many the scanners find in all.
+fn scanners(chunker: &Chunker, roots: &[String]) -> Result<()> {
+    let mut totals: BTreeMap<String, [usize; 4]> = BTreeMap::new();
+    let mut files = Vec::new();
+    for root in roots {
+        collect_files(Path::new(root), &mut files)?;
+    }
+    for file in files {
+        let Ok(text) = std::fs::read_to_string(&file) else {
+            continue;
+        };
+        let path = file.to_string_lossy();
+        let language = Language::detect(&path, &text);
+        let Some((chunks, scanned)) = chunker.chunk_unparsed(&path, &text, language) else {
+            continue;
+        };
+        check_chunks(&text, &chunks, chunker.config().budget)
+            .map_err(|violation| anyhow::anyhow!("{path}: {violation:?}"))?;
+        let parsed = match chunker.chunk_file(&path, text.as_bytes()) {
+            Ok(parsed) if parsed.syntax.is_some() => parsed,
+            _ => continue,
+        };
+        let tree: HashSet<String> = parsed
+            .definitions
+            .iter()
+            .filter(|d| !matches!(d.kind, ChunkKind::Type | ChunkKind::Macro | ChunkKind::Test))
+            .map(|d| d.qualified_name())
+            .collect();
+        let found: HashSet<String> = scanned.iter().map(|d| d.qualified_name()).collect();
+        let total = totals.entry(language.to_string()).or_default();
+        total[0] += 1;
+        total[1] += tree.len();
+        total[2] += tree.intersection(&found).count();
+        total[3] += found.len();
+    }
+    println!(
+        "| language | files | tree's definitions | found by the scanner | scanner's definitions | of them the tree's |"
+    );
+    println!("|---|---:|---:|---:|---:|---:|");
+    let share = |part: usize, whole: usize| 100.0 * part as f64 / whole.max(1) as f64;
+    for (language, [files, tree, hit, found]) in totals {
+        println!(
+            "| {language} | {files} | {tree} | {hit} ({:.1}%) | {found} | {:.1}% |",
+            share(hit, tree),
+            share(hit, found)
+        );
+    }
+    Ok(())
+}
+
+/// The files at `path`, a file or a folder walked whole.
+fn collect_files(path: &Path, files: &mut Vec<PathBuf>) -> Result<()> {
+    if !path.is_dir() {
+        files.push(path.to_path_buf());
+        return Ok(());
+    }
+    let mut entries: Vec<PathBuf> = std::fs::read_dir(path)
+        .with_context(|| format!("cannot read {}", path.display()))?
+        .filter_map(|entry| Some(entry.ok()?.path()))
+        .collect();
+    entries.sort();
+    for entry in entries {
+        collect_files(&entry, files)?;
     }
     Ok(())
 }

@@ -157,6 +157,31 @@ impl Chunker {
         })
     }
 
+    /// Chunks decoded text as `language` as when the parse guard abandons its parse: read
+    /// for its braces or its indentation, with the definitions that reading finds. `None`
+    /// where `language` has no such reading (the file is then line windows).
+    /// `cargo xtask chunks --scanners` compares it with the tree's reading.
+    ///
+    /// ```
+    /// use quarry_chunk::{Chunker, Language};
+    ///
+    /// let text = "class Cart:\n    def total(self):\n        return 0\n";
+    /// let (_, definitions) = Chunker::default()
+    ///     .chunk_unparsed("cart.py", text, Language::Python)
+    ///     .unwrap();
+    /// let names: Vec<String> = definitions.iter().map(|d| d.qualified_name()).collect();
+    /// assert_eq!(names, ["Cart", "Cart::total"]);
+    /// assert!(Chunker::default().chunk_unparsed("x.md", "# x\n", Language::Markdown).is_none());
+    /// ```
+    pub fn chunk_unparsed(
+        &self,
+        path: &str,
+        text: &str,
+        language: Language,
+    ) -> Option<(Vec<Chunk>, Vec<Definition>)> {
+        scan::reads(language).then(|| self.chunk_parsed(path, text, language, None))
+    }
+
     /// Chunks decoded text as `language`, without the binary, minified and generated
     /// checks of [`Chunker::chunk`].
     pub fn chunk_text(&self, path: &str, text: &str, language: Language) -> Vec<Chunk> {

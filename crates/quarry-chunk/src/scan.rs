@@ -47,6 +47,11 @@ pub(crate) fn pieces(
     Some((emitter.pieces, emitter.found))
 }
 
+/// Whether a file of `language` whose parse was abandoned is read for its structure.
+pub(crate) fn reads(language: Language) -> bool {
+    has_braces(language) || indent::reads(language)
+}
+
 /// Whether `language` writes its blocks in braces.
 fn has_braces(language: Language) -> bool {
     use Language::*;

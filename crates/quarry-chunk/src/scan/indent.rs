@@ -59,6 +59,11 @@ impl Syntax {
     }
 }
 
+/// Whether `language` is read by its indentation.
+pub(super) fn reads(language: Language) -> bool {
+    Syntax::of(language).is_some()
+}
+
 /// The units of `lines`, or `None` where `language` is not read by its indentation.
 pub(super) fn units(lines: &Lines, language: Language) -> Option<Vec<Unit>> {
     let syntax = Syntax::of(language)?;
