@@ -233,11 +233,11 @@ mod tests {
         }
     }
 
-    /// Go's package clause and imports, a method's receiver, a C# dotted namespace and a
-    /// JavaScript arrow function, read for their braces; calls inside a body are not
-    /// definitions.
+    /// Go's package clause and imports, a method's receiver, a C# dotted namespace, Kotlin's
+    /// declarations without a body and a JavaScript arrow function, read for their braces;
+    /// calls inside a body are not definitions.
     #[test]
-    fn braces_name_what_go_csharp_and_javascript_declare() {
+    fn braces_name_what_go_csharp_kotlin_and_javascript_declare() {
         let go = "\
 package cobra
 
@@ -262,6 +262,26 @@ func (c *Command) Name() string {
         let (_, definitions) = abandoned(csharp, Language::CSharp);
         let names: Vec<&str> = definitions.iter().map(|d| d.0.as_str()).collect();
         assert_eq!(names, ["Python.Runtime", "Python.Runtime::Converter"]);
+        let kotlin = "\
+package shop
+
+abstract class Store(val id: Int) {
+  abstract fun total(): Int
+
+  open fun name(): String? = null
+}
+
+class Cart(
+  val id: Int
+) : Store(id)
+";
+        let (_, definitions) = abandoned(kotlin, Language::Kotlin);
+        let names: Vec<&str> = definitions.iter().map(|d| d.0.as_str()).collect();
+        assert_eq!(
+            names,
+            ["Store", "Store::total", "Store::name", "Cart"],
+            "{definitions:?}"
+        );
         let js = "const retry = async (fn, times) => {\n  return fn();\n};\n";
         let (_, definitions) = abandoned(js, Language::JavaScript);
         assert_eq!(definitions, [("retry".into(), ChunkKind::Function, 1, 3)]);
