@@ -234,8 +234,8 @@ mod tests {
     }
 
     /// Go's package clause and imports, a method's receiver, a C# dotted namespace, Kotlin's
-    /// declarations without a body and a JavaScript arrow function, read for their braces;
-    /// calls inside a body are not definitions.
+    /// declarations without a body, and JavaScript functions bound to a name or a member,
+    /// read for their braces; calls inside a body are not definitions.
     #[test]
     fn braces_name_what_go_csharp_kotlin_and_javascript_declare() {
         let go = "\
@@ -282,9 +282,28 @@ class Cart(
             ["Store", "Store::total", "Store::name", "Cart"],
             "{definitions:?}"
         );
-        let js = "const retry = async (fn, times) => {\n  return fn();\n};\n";
+        let js = "\
+const retry = async (fn, times) => {
+  return fn();
+};
+
+axios.all = function all(promises) {
+  return Promise.all(promises);
+};
+
+Cancel.prototype.toString = function toString() {
+  return 'Cancel';
+};
+";
         let (_, definitions) = abandoned(js, Language::JavaScript);
-        assert_eq!(definitions, [("retry".into(), ChunkKind::Function, 1, 3)]);
+        assert_eq!(
+            definitions,
+            [
+                ("retry".into(), ChunkKind::Function, 1, 3),
+                ("axios::all".into(), ChunkKind::Function, 5, 7),
+                ("Cancel::toString".into(), ChunkKind::Function, 9, 11),
+            ]
+        );
     }
 
     /// The header chunked as it is when the parse guard abandons its parse (no tree).

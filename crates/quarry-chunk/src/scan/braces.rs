@@ -350,7 +350,7 @@ fn name(head: &str, members: Vec<Unit>) -> Option<Named> {
     let words = words(&head);
     type_name(&words)
         .or_else(|| function_name(&words))
-        .or_else(|| arrow_function(&head))
+        .or_else(|| bound_function(&head))
         .map(|(kind, qualifiers, name)| Named {
             transparent: kind == ChunkKind::Module,
             name,
@@ -452,18 +452,38 @@ fn function_name(words: &[&str]) -> Option<Declared> {
     })
 }
 
-/// A JavaScript arrow function bound to a name: `const retry = async (fn) =>`.
-fn arrow_function(head: &str) -> Option<Declared> {
+/// A JavaScript function bound to a name: `const retry = async (fn) =>`, or assigned to a
+/// member (`axios.all = function all(promises)`, `AxiosError.from = (error) =>`: `all` in
+/// `axios`; a `prototype` step names no container).
+fn bound_function(head: &str) -> Option<Declared> {
     let head = head.trim();
-    head.ends_with("=>").then_some(())?;
-    let rest = head.strip_prefix("export ").unwrap_or(head);
-    let rest = ["const ", "let ", "var "]
+    let (target, value) = head.split_once('=')?;
+    let value = value.trim_start();
+    let value = value.strip_prefix("async ").unwrap_or(value).trim_start();
+    let function = value.starts_with("function");
+    (function || head.ends_with("=>")).then_some(())?;
+    let target = target.trim();
+    let target = target.strip_prefix("export ").unwrap_or(target);
+    if let Some(bound) = ["const ", "let ", "var "]
         .iter()
-        .find_map(|keyword| rest.strip_prefix(keyword))?;
-    let name = rest
-        .split(|c: char| !(c.is_alphanumeric() || c == '_' || c == '$'))
-        .next()?;
-    is_identifier(name).then(|| (ChunkKind::Function, Vec::new(), name.to_owned()))
+        .find_map(|keyword| target.strip_prefix(keyword))
+    {
+        // `const retry: Retry = ...`: the name before its type.
+        let name = bound
+            .split(|c: char| !(c.is_alphanumeric() || c == '_' || c == '$'))
+            .next()?;
+        return is_identifier(name).then(|| (ChunkKind::Function, Vec::new(), name.to_owned()));
+    }
+    // A member: `a.b.c`, identifiers only.
+    let mut parts: Vec<&str> = target.split('.').collect();
+    (parts.len() > 1 && parts.iter().all(|part| is_identifier(part))).then_some(())?;
+    let name = parts.pop()?.to_owned();
+    let qualifiers = parts
+        .into_iter()
+        .filter(|part| *part != "prototype")
+        .map(str::to_owned)
+        .collect();
+    Some((ChunkKind::Function, qualifiers, name))
 }
 
 /// The type of a Go method's receiver (`Command` of `func (c *Command) Name()`), if any.
