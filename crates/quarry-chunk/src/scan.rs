@@ -233,9 +233,10 @@ mod tests {
         }
     }
 
-    /// Go's package clause and imports, a method's receiver, a C# dotted namespace, Kotlin's
-    /// declarations without a body, and JavaScript functions bound to a name or a member,
-    /// read for their braces; calls inside a body are not definitions.
+    /// Go's package clause and imports, a method's receiver, a C# dotted namespace and its
+    /// bodiless methods, Kotlin's declarations without a body, and JavaScript functions
+    /// bound to a name or a member, read for their braces; calls inside a body are not
+    /// definitions.
     #[test]
     fn braces_name_what_go_csharp_kotlin_and_javascript_declare() {
         let go = "\
@@ -258,10 +259,33 @@ func (c *Command) Name() string {
             [("Command::Name".into(), ChunkKind::Function, 7, 12)]
         );
         assert_eq!(chunks[0].0..=chunks[0].1, 1..=5, "{chunks:?}");
-        let csharp = "namespace Python.Runtime\n{\n    class Converter\n    {\n    }\n}\n";
+        let csharp = "\
+namespace Python.Runtime
+{
+    interface IDecoder
+    {
+        bool CanDecode(PyType type);
+    }
+
+    class Converter
+    {
+        public bool IsInteger(Type type) => type == typeof(int);
+        private int count = 0;
+    }
+}
+";
         let (_, definitions) = abandoned(csharp, Language::CSharp);
         let names: Vec<&str> = definitions.iter().map(|d| d.0.as_str()).collect();
-        assert_eq!(names, ["Python.Runtime", "Python.Runtime::Converter"]);
+        assert_eq!(
+            names,
+            [
+                "Python.Runtime",
+                "Python.Runtime::IDecoder",
+                "Python.Runtime::IDecoder::CanDecode",
+                "Python.Runtime::Converter",
+                "Python.Runtime::Converter::IsInteger",
+            ]
+        );
         let kotlin = "\
 package shop
 

@@ -65,10 +65,14 @@ pub(super) fn units(lines: &Lines, language: Language) -> Vec<Unit> {
     // total(): Int`, `class Cart(val id: Int)`): the statements between blocks are named
     // too. (Measured for Kotlin alone: `cargo xtask chunks --scanners`.)
     let bodiless = language == Language::Kotlin;
+    // A `;` statement of a C# or Java type can declare a method: an interface's or an
+    // abstract one's (`bool CanDecode(Type type);`), or C#'s `=> expression;` body.
+    let signatures = matches!(language, Language::CSharp | Language::Java);
     let tokens = tokens(text, preprocessor);
     let mut reader = Reader {
         preprocessor,
         bodiless,
+        signatures,
         text,
         lines,
         tokens: &tokens,
@@ -82,6 +86,8 @@ struct Reader<'a> {
     preprocessor: bool,
     /// Statements without a block are read for declarations, paragraph by paragraph.
     bodiless: bool,
+    /// `;` statements that read as a function's signature are named.
+    signatures: bool,
     text: &'a str,
     lines: &'a Lines<'a>,
     tokens: &'a [Token],
@@ -154,6 +160,11 @@ impl Reader<'_> {
     /// The units of bytes `start..end` without a block: one, unnamed; or, where statements
     /// need no semicolon, one a paragraph (blank lines apart), each named if it declares.
     fn statements(&self, start: usize, end: usize) -> Vec<Unit> {
+        if self.signatures {
+            let named = name(&clean_head(&self.text[start..end]), Vec::new())
+                .filter(|named| named.kind == ChunkKind::Function);
+            return self.unit(start, end, named).into_iter().collect();
+        }
         if !self.bodiless {
             return self.unit(start, end, None).into_iter().collect();
         }
