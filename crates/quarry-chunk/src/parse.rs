@@ -132,13 +132,15 @@ fn parse_macro_bodies(
                 parser.set_included_ranges(ranges).ok()?;
                 guarded_parse(parser, bytes, size).filter(|body| !body.root_node().has_error())
             };
+            let Some(range) = braced_body(tokens) else {
+                continue;
+            };
             // The body as items; else its brace groups together, as `cfg_if! { if
             // #[cfg(unix)] { ... } else { ... } }` holds its items (every branch's).
-            let mut body = braced_body(tokens).and_then(|range| clean(&[range]));
-            if body.is_none() {
+            let body = clean(&[range]).or_else(|| {
                 let groups = brace_groups(tokens);
-                body = (!groups.is_empty()).then(|| clean(&groups)).flatten();
-            }
+                (!groups.is_empty()).then(|| clean(&groups)).flatten()
+            });
             parsed.extend(body.map(|body| (start, body)));
         }
         if parsed.is_empty() {
@@ -205,11 +207,8 @@ fn braced_body(tokens: Node) -> Option<Range> {
     })
 }
 
-/// The insides of the braced token trees directly inside a braced token tree, in order.
+/// The insides of the braced token trees directly inside a token tree, in order.
 fn brace_groups(tokens: Node) -> Vec<Range> {
-    if braced_body(tokens).is_none() {
-        return Vec::new();
-    }
     let mut cursor = tokens.walk();
     let groups: Vec<Node> = tokens
         .named_children(&mut cursor)

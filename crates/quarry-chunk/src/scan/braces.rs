@@ -61,18 +61,20 @@ enum Token {
 pub(super) fn units(lines: &Lines, language: Language) -> Vec<Unit> {
     let text = lines.text(0..lines.count());
     let preprocessor = matches!(language, Language::C | Language::Cpp);
-    // Kotlin's declarations end at a line's end, with or without a body (`abstract fun
-    // total(): Int`, `class Cart(val id: Int)`): the statements between blocks are named
-    // too. (Measured for Kotlin alone: `cargo xtask chunks --scanners`.)
-    let bodiless = language == Language::Kotlin;
-    // A `;` statement of a C# or Java type can declare a method: an interface's or an
-    // abstract one's (`bool CanDecode(Type type);`), or C#'s `=> expression;` body.
-    let signatures = matches!(language, Language::CSharp | Language::Java);
+    let statements = match language {
+        // A `;` statement of a C# or Java type can declare a method: an interface's or an
+        // abstract one's (`bool CanDecode(Type type);`), or C#'s `=> expression;` body.
+        Language::CSharp | Language::Java => Statements::Signatures,
+        // Kotlin's declarations end at a line's end, with or without a body (`abstract fun
+        // total(): Int`, `class Cart(val id: Int)`). (Measured for Kotlin alone: `cargo
+        // xtask chunks --scanners`.)
+        Language::Kotlin => Statements::Paragraphs,
+        _ => Statements::Unnamed,
+    };
     let tokens = tokens(text, preprocessor);
     let mut reader = Reader {
         preprocessor,
-        bodiless,
-        signatures,
+        statements,
         text,
         lines,
         tokens: &tokens,
@@ -81,13 +83,22 @@ pub(super) fn units(lines: &Lines, language: Language) -> Vec<Unit> {
     reader.scope(0, 0).0
 }
 
+/// How a language's statements without a block are read.
+#[derive(Debug, Clone, Copy)]
+enum Statements {
+    /// As one unnamed unit.
+    Unnamed,
+    /// As one unit, named where it reads as a function's signature.
+    Signatures,
+    /// Paragraph by paragraph (blank lines apart), each named where it declares a function
+    /// or a type.
+    Paragraphs,
+}
+
 struct Reader<'a> {
     /// `#` lines are the preprocessor's, not code (C and C++).
     preprocessor: bool,
-    /// Statements without a block are read for declarations, paragraph by paragraph.
-    bodiless: bool,
-    /// `;` statements that read as a function's signature are named.
-    signatures: bool,
+    statements: Statements,
     text: &'a str,
     lines: &'a Lines<'a>,
     tokens: &'a [Token],
@@ -111,7 +122,7 @@ impl Reader<'_> {
                     // Without semicolons (Go, Kotlin, Swift, JavaScript) the text before a
                     // block can hold the statements before it (`package x`, imports): the
                     // block's own head starts after the last blank line.
-                    if let Some(split) = after_last_blank_line(&self.text[head..at]) {
+                    if let Some(split) = paragraph_starts(&self.text[head..at]).last() {
                         units.extend(self.statements(head, head + split));
                         head += split;
                     }
@@ -157,33 +168,33 @@ impl Reader<'_> {
         None
     }
 
-    /// The units of bytes `start..end` without a block: one, unnamed; or, where statements
-    /// need no semicolon, one a paragraph (blank lines apart), each named if it declares.
+    /// The units of bytes `start..end` without a block, read as the language's
+    /// [`Statements`] are.
     fn statements(&self, start: usize, end: usize) -> Vec<Unit> {
-        if self.signatures {
+        let named = |start: usize, end: usize, keep: fn(ChunkKind) -> bool| {
             let named = name(&clean_head(&self.text[start..end]), Vec::new())
-                .filter(|named| named.kind == ChunkKind::Function);
-            return self.unit(start, end, named).into_iter().collect();
+                .filter(|named| keep(named.kind));
+            self.unit(start, end, named)
+        };
+        match self.statements {
+            Statements::Unnamed => self.unit(start, end, None).into_iter().collect(),
+            Statements::Signatures => named(start, end, |kind| kind == ChunkKind::Function)
+                .into_iter()
+                .collect(),
+            Statements::Paragraphs => {
+                let text = &self.text[start..end];
+                let bounds: Vec<usize> = std::iter::once(0)
+                    .chain(paragraph_starts(text))
+                    .chain([text.len()])
+                    .map(|offset| start + offset)
+                    .collect();
+                // A `package` line scopes nothing.
+                bounds
+                    .windows(2)
+                    .filter_map(|pair| named(pair[0], pair[1], |kind| kind != ChunkKind::Module))
+                    .collect()
+            }
         }
-        if !self.bodiless {
-            return self.unit(start, end, None).into_iter().collect();
-        }
-        let mut units = Vec::new();
-        let mut at = start;
-        while let Some(split) = after_first_blank_line(&self.text[at..end]) {
-            units.extend(self.paragraph(at, at + split));
-            at += split;
-        }
-        units.extend(self.paragraph(at, end));
-        units
-    }
-
-    /// A statement paragraph's unit, named where it declares a function or a type (a
-    /// `package` line scopes nothing).
-    fn paragraph(&self, start: usize, end: usize) -> Option<Unit> {
-        let named = name(&clean_head(&self.text[start..end]), Vec::new())
-            .filter(|named| named.kind != ChunkKind::Module);
-        self.unit(start, end, named)
     }
 
     /// The unit of bytes `start..end`, whole lines; none if they hold no code.
@@ -320,38 +331,20 @@ fn clean_head(head: &str) -> String {
         .join(" ")
 }
 
-/// The offset in `text` of the first line after a blank line that has code before it.
-fn after_first_blank_line(text: &str) -> Option<usize> {
-    let mut offset = 0;
-    let mut blank = false;
-    for line in text.split_inclusive('\n') {
-        if line.trim().is_empty() {
-            blank = true;
-        } else if blank && !text[..offset].trim().is_empty() {
-            return Some(offset);
-        } else {
-            blank = false;
-        }
-        offset += line.len();
-    }
-    None
-}
-
-/// The offset in `head` of the line after its last blank line, where code comes before it.
-fn after_last_blank_line(head: &str) -> Option<usize> {
-    let mut offset = 0;
-    let mut split = None;
-    let mut blank = false;
-    for line in head.split_inclusive('\n') {
+/// The offsets in `text` of the lines that start its paragraphs after the first: each line
+/// of code after a blank line, with code before it.
+fn paragraph_starts(text: &str) -> impl Iterator<Item = usize> + '_ {
+    let (mut offset, mut blank) = (0, false);
+    text.split_inclusive('\n').filter_map(move |line| {
+        let start = offset;
         offset += line.len();
         if line.trim().is_empty() {
             blank = true;
-        } else if blank {
-            split = Some(offset - line.len());
-            blank = false;
+            return None;
         }
-    }
-    split.filter(|&at| !head[..at].trim().is_empty())
+        let after_blank = std::mem::replace(&mut blank, false);
+        (after_blank && !text[..start].trim().is_empty()).then_some(start)
+    })
 }
 
 /// What a block whose head is `head` declares, if anything. A function's body holds no
