@@ -2,7 +2,7 @@
 
 use std::collections::{BTreeMap, HashSet};
 use std::fmt::Write as _;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use anyhow::{Context, Result};
 use quarry_chunk::{ChunkKind, Chunker, ChunkerConfig, Language, check_chunks};
@@ -66,8 +66,11 @@ pub fn run(args: ChunksArgs) -> Result<()> {
 fn scanners(chunker: &Chunker, roots: &[String]) -> Result<()> {
     let mut totals: BTreeMap<String, [usize; 4]> = BTreeMap::new();
     let mut files = Vec::new();
-    for root in roots {
-        collect_files(Path::new(root), &mut files)?;
+    for root in roots.iter().map(Path::new) {
+        match root.is_dir() {
+            true => files.extend(crate::fuzz::files_under(root)?),
+            false => files.push(root.to_path_buf()),
+        }
     }
     for file in files {
         let Ok(text) = std::fs::read_to_string(&file) else {
@@ -108,23 +111,6 @@ fn scanners(chunker: &Chunker, roots: &[String]) -> Result<()> {
             share(hit, tree),
             share(hit, found)
         );
-    }
-    Ok(())
-}
-
-/// The files at `path`, a file or a folder walked whole.
-fn collect_files(path: &Path, files: &mut Vec<PathBuf>) -> Result<()> {
-    if !path.is_dir() {
-        files.push(path.to_path_buf());
-        return Ok(());
-    }
-    let mut entries: Vec<PathBuf> = std::fs::read_dir(path)
-        .with_context(|| format!("cannot read {}", path.display()))?
-        .filter_map(|entry| Some(entry.ok()?.path()))
-        .collect();
-    entries.sort();
-    for entry in entries {
-        collect_files(&entry, files)?;
     }
     Ok(())
 }

@@ -87,7 +87,7 @@ fn seed_corpus(fixtures: &Path, corpus: &Path) -> Result<usize> {
 }
 
 /// All files under `dir`, recursively, sorted.
-fn files_under(dir: &Path) -> Result<Vec<PathBuf>> {
+pub(crate) fn files_under(dir: &Path) -> Result<Vec<PathBuf>> {
     let mut files = Vec::new();
     for entry in std::fs::read_dir(dir).with_context(|| format!("cannot read {}", dir.display()))? {
         let path = entry?.path();

@@ -77,10 +77,21 @@ fn parse_precision(name: &str) -> Result<Precision, String> {
 struct Run {
     length: usize,
     batch_size: usize,
-    /// The median of `rounds`.
-    seconds: f64,
     /// Each round's time, in the order the rounds ran.
     rounds: Vec<f64>,
+}
+
+impl Run {
+    /// The median of the rounds' times.
+    fn seconds(&self) -> f64 {
+        median(self.rounds.clone())
+    }
+}
+
+/// The median of `values`.
+fn median(mut values: Vec<f64>) -> f64 {
+    values.sort_by(f64::total_cmp);
+    percentile(&values, 0.5)
 }
 
 /// One runtime's measurements, as its process reported them.
@@ -213,7 +224,10 @@ pub fn run(args: EmbedArgs) -> Result<()> {
             }
         }
     }
-    let measured: Vec<Measured> = rounds.into_iter().filter_map(Measured::median).collect();
+    let measured: Vec<Measured> = rounds
+        .into_iter()
+        .filter_map(Measured::from_rounds)
+        .collect();
 
     let report = Report {
         model: model_name,
@@ -437,14 +451,10 @@ fn measure(name: String, command: &mut Command, job: &Value) -> Result<Option<Me
         .as_array()
         .with_context(|| format!("{name} reported no runs"))?
         .iter()
-        .map(|run| {
-            let seconds = run["seconds"].as_f64().unwrap_or(f64::NAN);
-            Run {
-                length: run["length"].as_u64().unwrap_or(0) as usize,
-                batch_size: run["batch_size"].as_u64().unwrap_or(0) as usize,
-                seconds,
-                rounds: vec![seconds],
-            }
+        .map(|run| Run {
+            length: run["length"].as_u64().unwrap_or(0) as usize,
+            batch_size: run["batch_size"].as_u64().unwrap_or(0) as usize,
+            rounds: vec![run["seconds"].as_f64().unwrap_or(f64::NAN)],
         })
         .collect();
     Ok(Some(Measured { name, result, runs }))
@@ -461,11 +471,7 @@ impl Measured {
     /// One runtime's rounds as one: each run's time and the query's percentiles the median of
     /// the rounds', the peak RSS their largest, the rest (vectors, description) the first
     /// round's. `None` without rounds.
-    fn median(rounds: Vec<Measured>) -> Option<Measured> {
-        let median = |mut values: Vec<f64>| {
-            values.sort_by(f64::total_cmp);
-            percentile(&values, 0.5)
-        };
+    fn from_rounds(rounds: Vec<Measured>) -> Option<Measured> {
         let mut rounds = rounds.into_iter();
         let mut first = rounds.next()?;
         let others: Vec<Measured> = rounds.collect();
@@ -475,7 +481,6 @@ impl Measured {
                     .iter()
                     .filter_map(|other| other.runs.get(i)?.rounds.first()),
             );
-            run.seconds = median(run.rounds.clone());
         }
         let all = || std::iter::once(&first.result).chain(others.iter().map(|o| &o.result));
         let values = |pointer: &str| -> Vec<f64> {
@@ -579,7 +584,7 @@ impl Report {
     }
 
     fn seq_per_s(&self, run: &Run) -> f64 {
-        self.texts as f64 / run.seconds
+        self.texts as f64 / run.seconds()
     }
 
     fn speed(&self, runtime: &Measured, length: usize, batch_size: usize) -> Option<f64> {
@@ -591,7 +596,7 @@ impl Report {
     /// `ours`' rate over `theirs`' (medians), and over several rounds the range of the
     /// rounds' own ratios, each round's runtimes having run one after the other.
     fn ratio(&self, ours: &Run, theirs: &Run) -> String {
-        let ratio = format!("{:.2}", theirs.seconds / ours.seconds);
+        let ratio = format!("{:.2}", theirs.seconds() / ours.seconds());
         if self.rounds < 2 {
             return ratio;
         }
@@ -780,7 +785,7 @@ impl Report {
                 summary["runs"] = runtime
                     .runs
                     .iter()
-                    .map(|r| json!({"length": r.length, "batch_size": r.batch_size, "seconds": r.seconds, "round_seconds": r.rounds, "seq_per_s": self.seq_per_s(r)}))
+                    .map(|r| json!({"length": r.length, "batch_size": r.batch_size, "seconds": r.seconds(), "round_seconds": r.rounds, "seq_per_s": self.seq_per_s(r)}))
                     .collect();
                 summary["lowest_cosine"] = json!(self.lowest_cosine(runtime));
                 summary
