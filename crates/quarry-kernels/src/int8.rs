@@ -177,8 +177,8 @@ fn quantize(weight: f32, scale: f32) -> i8 {
 struct QuantizedRows {
     /// `k.div_ceil(4)` lanes a row, four values each (the first in the lowest byte).
     lanes: Vec<u32>,
-    /// The lanes with each byte widened to 16 bits, for the forms that read them (AVX2's
-    /// without a dot product); else empty.
+    /// The lanes with each byte widened to 16 bits ([`widen_in_parts`]), for the form that
+    /// reads them (AVX2's without a dot product); else empty.
     wide: Vec<u64>,
     scales: Vec<f32>,
     zero_points: Vec<i32>,
@@ -215,8 +215,8 @@ impl QuantizedRows {
         }
         self.wide.clear();
         #[cfg(target_arch = "x86_64")]
-        if let Int8Form::Simd(isa @ Int8Isa::Avx2) = form {
-            simd::widen(isa, &self.lanes, &mut self.wide);
+        if form == Int8Form::Simd(Int8Isa::Avx2) {
+            widen_in_parts(&self.lanes, steps, &mut self.wide);
         }
     }
 }
@@ -267,6 +267,43 @@ impl RowQuantization {
 /// Adding and taking away 1.5 · 2^23 rounds to the nearest integer (ties to even) without a
 /// call, for values within ±2^22, as the vector conversion rounds.
 const ROUND: f32 = 12_582_912.0;
+
+/// Rows of a sub-block, the part of a block of [`MR`] rows that a micro-kernel with half
+/// AVX-512's registers (AVX2's, NEON's) keeps in registers.
+const PART_ROWS: usize = 6;
+
+/// `lanes` (rows of `steps` lanes) with each byte widened to 16 bits (a lane's four bytes
+/// become a `u64`'s four 16-bit values, the first lowest), into `wide`, in the order AVX2's
+/// `vpmaddwd` kernel reads them: each block of [`MR`] rows cut into the parts
+/// [`for_each_half_block`] walks, a part's rows interleaved step by step (step `s` of its row
+/// `r` at `s · rows + r`), so that the kernel reads one stream of rows, not six. A part
+/// still takes the rows' own place: rows `a..b` of a part or a block are at `a · steps..b ·
+/// steps`.
+#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
+fn widen_in_parts(lanes: &[u32], steps: usize, wide: &mut Vec<u64>) {
+    let widen = |quad: u32| {
+        let quad = u64::from(quad);
+        (quad & 0xFF)
+            | ((quad & 0xFF00) << 8)
+            | ((quad & 0xFF_0000) << 16)
+            | ((quad & 0xFF00_0000) << 24)
+    };
+    wide.resize(lanes.len(), 0);
+    let rows = lanes.len() / steps.max(1);
+    for block in (0..rows).step_by(MR) {
+        let block_rows = MR.min(rows - block);
+        for first in (block..block + block_rows).step_by(PART_ROWS) {
+            let count = PART_ROWS.min(block + block_rows - first);
+            let part = &lanes[first * steps..(first + count) * steps];
+            let out = &mut wide[first * steps..(first + count) * steps];
+            for (r, row) in part.chunks(steps).enumerate() {
+                for (s, &quad) in row.iter().enumerate() {
+                    out[s * count + r] = widen(quad);
+                }
+            }
+        }
+    }
+}
 
 /// How an int8 product runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -366,7 +403,7 @@ fn for_each_half_block(
     ldc: usize,
     mut kernel: impl FnMut(&Block<'_>, usize, usize, &mut [f32]),
 ) {
-    const ROWS: usize = 6;
+    const ROWS: usize = PART_ROWS;
     let rows = block.row_scales.len();
     let steps = block.b.len();
     let columns = (out.len() - (rows - 1) * ldc).min(NR);
@@ -424,14 +461,6 @@ mod simd {
             // were detected, the target features of `avx2::quantize_row`.
             Int8Isa::AvxVnni | Int8Isa::Avx2 => unsafe { avx2::quantize_row(row, bytes) },
         }
-    }
-
-    /// `lanes`' bytes, each widened to 16 bits, into `wide`: what [`avx2::madd_block`] reads.
-    pub(super) fn widen(isa: Int8Isa, lanes: &[u32], wide: &mut Vec<u64>) {
-        assert_eq!(isa, Int8Isa::Avx2, "only the AVX2 form reads widened rows");
-        // SAFETY: `Int8Isa::Avx2` exists only where AVX2 was detected, the target feature of
-        // `avx2::widen`.
-        unsafe { avx2::widen(lanes, wide) }
     }
 
     /// One block of the output, the block's rows (1 to [`crate::MR`], of `b.len()` lanes

@@ -15,12 +15,12 @@ use std::arch::x86_64::{
     __m256, __m256i, _CMP_UNORD_Q, _mm_loadu_si128, _mm_max_ps, _mm_min_ps, _mm_packus_epi16,
     _mm_packus_epi32, _mm_storel_epi64, _mm256_add_epi32, _mm256_add_ps, _mm256_castps256_ps128,
     _mm256_castsi256_si128, _mm256_cmp_ps, _mm256_cvtepi8_epi16, _mm256_cvtepi32_ps,
-    _mm256_cvtepu8_epi16, _mm256_cvtps_epi32, _mm256_dpbusd_avx_epi32, _mm256_extractf128_ps,
+    _mm256_cvtps_epi32, _mm256_dpbusd_avx_epi32, _mm256_extractf128_ps,
     _mm256_extracti128_si256, _mm256_hadd_epi32, _mm256_loadu_ps, _mm256_loadu_si256,
     _mm256_madd_epi16, _mm256_max_epi32, _mm256_max_ps, _mm256_min_epi32, _mm256_min_ps,
     _mm256_movemask_ps, _mm256_mul_ps, _mm256_mullo_epi32, _mm256_permute4x64_epi64,
     _mm256_set1_epi32, _mm256_set1_epi64x, _mm256_set1_ps, _mm256_setzero_ps, _mm256_setzero_si256,
-    _mm256_storeu_ps, _mm256_storeu_si256, _mm256_sub_epi32,
+    _mm256_storeu_ps, _mm256_sub_epi32,
 };
 
 use super::{Block, RowQuantization, for_each_half_block};
@@ -83,29 +83,6 @@ pub(super) fn quantize_row(row: &[f32], bytes: &mut [u8]) -> (f32, i32) {
         *out = quantization.byte(v);
     }
     (quantization.scale, quantization.zero_point as i32)
-}
-
-/// `lanes`' bytes widened to 16 bits, into `wide` (a lane's four bytes become a `u64`'s four
-/// 16-bit values, the first lowest): the rows as [`madd_block`] multiplies them.
-#[target_feature(enable = "avx2")]
-pub(super) fn widen(lanes: &[u32], wide: &mut Vec<u64>) {
-    wide.resize(lanes.len(), 0);
-    let (chunks, tail) = lanes.as_chunks::<4>();
-    let (wide_chunks, wide_tail) = wide.as_chunks_mut::<4>();
-    for (chunk, out) in chunks.iter().zip(wide_chunks) {
-        // SAFETY: a chunk holds four lanes (16 bytes) to read, unaligned.
-        let bytes = unsafe { _mm_loadu_si128(chunk.as_ptr().cast()) };
-        let widened = _mm256_cvtepu8_epi16(bytes);
-        // SAFETY: `out` holds four u64s (32 bytes) to write, unaligned.
-        unsafe { _mm256_storeu_si256(out.as_mut_ptr().cast(), widened) };
-    }
-    for (out, &quad) in wide_tail.iter_mut().zip(tail) {
-        *out = quad
-            .to_le_bytes()
-            .iter()
-            .rev()
-            .fold(0, |wide, &byte| (wide << 16) | u64::from(byte));
-    }
 }
 
 /// The block (1 to `MR` rows by a panel) in sub-blocks of at most six rows by half a panel,
@@ -174,8 +151,9 @@ fn vnni_kernel<const R: usize>(
     rescale(block, first_column, width, &acc, out, ldc);
 }
 
-/// The AVX2 micro-kernel without a dot product: `R` rows by the 16 columns of the panel from
-/// `first_column`, eight at a time. A step's weights for eight columns (32 bytes) widen to
+/// The AVX2 micro-kernel without a dot product: `R` rows (widened and interleaved by
+/// [`super::widen_in_parts`]) by the 16 columns of the panel from `first_column`, eight at a
+/// time. A step's weights for eight columns (32 bytes) widen to
 /// two vectors of 16-bit values, four columns' four depths each; `vpmaddwd` with a row's
 /// widened lane (its four depths, broadcast) sums each column's depths in pairs, two 32-bit
 /// sums a column, in 2·R accumulators (six rows, two vectors of weights and a broadcast fit
@@ -203,10 +181,10 @@ fn madd_kernel<const R: usize>(
             let high = unsafe { _mm_loadu_si128(lanes[4..].as_ptr().cast()) };
             let (w0, w1) = (_mm256_cvtepi8_epi16(low), _mm256_cvtepi8_epi16(high));
             for (r, pairs) in acc.iter_mut().enumerate() {
-                debug_assert!(r * steps + s < wide.len());
-                // SAFETY: `wide` holds R rows of `steps` lanes (asserted above), r < R and
-                // s < steps.
-                let quad = unsafe { *wide.get_unchecked(r * steps + s) };
+                debug_assert!(s * R + r < wide.len());
+                // SAFETY: `wide` holds `steps` steps of R rows' lanes (asserted above),
+                // s < steps and r < R.
+                let quad = unsafe { *wide.get_unchecked(s * R + r) };
                 let quad = _mm256_set1_epi64x(quad as i64);
                 pairs[0] = _mm256_add_epi32(pairs[0], _mm256_madd_epi16(quad, w0));
                 pairs[1] = _mm256_add_epi32(pairs[1], _mm256_madd_epi16(quad, w1));
