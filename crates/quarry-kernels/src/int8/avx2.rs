@@ -15,12 +15,11 @@ use std::arch::x86_64::{
     __m256, __m256i, _CMP_UNORD_Q, _mm_loadu_si128, _mm_max_ps, _mm_min_ps, _mm_packus_epi16,
     _mm_packus_epi32, _mm_storel_epi64, _mm256_add_epi32, _mm256_add_ps, _mm256_castps256_ps128,
     _mm256_castsi256_si128, _mm256_cmp_ps, _mm256_cvtepi8_epi16, _mm256_cvtepi32_ps,
-    _mm256_cvtps_epi32, _mm256_dpbusd_avx_epi32, _mm256_extractf128_ps,
-    _mm256_extracti128_si256, _mm256_hadd_epi32, _mm256_loadu_ps, _mm256_loadu_si256,
-    _mm256_madd_epi16, _mm256_max_epi32, _mm256_max_ps, _mm256_min_epi32, _mm256_min_ps,
-    _mm256_movemask_ps, _mm256_mul_ps, _mm256_mullo_epi32, _mm256_permute4x64_epi64,
-    _mm256_set1_epi32, _mm256_set1_epi64x, _mm256_set1_ps, _mm256_setzero_ps, _mm256_setzero_si256,
-    _mm256_storeu_ps, _mm256_sub_epi32,
+    _mm256_cvtps_epi32, _mm256_dpbusd_avx_epi32, _mm256_extractf128_ps, _mm256_extracti128_si256,
+    _mm256_hadd_epi32, _mm256_loadu_ps, _mm256_loadu_si256, _mm256_madd_epi16, _mm256_max_epi32,
+    _mm256_max_ps, _mm256_min_epi32, _mm256_min_ps, _mm256_movemask_ps, _mm256_mul_ps,
+    _mm256_mullo_epi32, _mm256_permute4x64_epi64, _mm256_set1_epi32, _mm256_set1_epi64x,
+    _mm256_set1_ps, _mm256_setzero_ps, _mm256_setzero_si256, _mm256_storeu_ps, _mm256_sub_epi32,
 };
 
 use super::{Block, RowQuantization, for_each_half_block};
