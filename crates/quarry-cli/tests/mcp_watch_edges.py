@@ -42,6 +42,18 @@ async def watch_state(session):
     return status.structured_content["watch"]
 
 
+async def indexer_settled(session, within=300):
+    """Waits until the background indexer has ended its runs (the start-up run loads the
+    model, which on a loaded machine takes longer than a search waits for freshness)."""
+    started = time.time()
+    while time.time() - started < within:
+        status = await session.call_tool("index", {"action": "status"})
+        content = status.structured_content
+        if content["indexing"]["state"] != "running" and content["watch"]["files_waiting"] == 0:
+            return
+        await asyncio.sleep(0.2)
+
+
 def append_function(root, name):
     """Appends a function `name` to src/cart.rs, as an editor would."""
     with open(os.path.join(root, "src", "cart.rs"), "a") as f:
@@ -76,6 +88,9 @@ async def polled(quarry, root, out):
             await asyncio.sleep(0.1)
         out["polled_found"] = found
         # A checkout: the next search sees it (the git state), without waiting for a poll.
+        # It is made once the start-up run is over, so that the search waits for the
+        # checkout's first phase alone.
+        await indexer_settled(session)
         subprocess.run(["git", "checkout", "-q", "extra"], cwd=root, check=True)
         out["checkout_found"] = await defined_in(session, "polled_checkout_marker")
 
