@@ -177,7 +177,7 @@ fn quantize(weight: f32, scale: f32) -> i8 {
 struct QuantizedRows {
     /// `k.div_ceil(4)` lanes a row, four values each (the first in the lowest byte).
     lanes: Vec<u32>,
-    /// The lanes with each byte widened to 16 bits ([`widen_in_parts`]), for the form that
+    /// The lanes with each byte widened to 16 bits ([`widen`]), for the form that
     /// reads them (AVX2's without a dot product); else empty.
     wide: Vec<u64>,
     scales: Vec<f32>,
@@ -216,7 +216,7 @@ impl QuantizedRows {
         self.wide.clear();
         #[cfg(target_arch = "x86_64")]
         if form == Int8Form::Simd(Int8Isa::Avx2) {
-            widen_in_parts(&self.lanes, steps, &mut self.wide);
+            widen(&self.lanes, &mut self.wide);
         }
     }
 }
@@ -268,41 +268,20 @@ impl RowQuantization {
 /// call, for values within ±2^22, as the vector conversion rounds.
 const ROUND: f32 = 12_582_912.0;
 
-/// Rows of a sub-block, the part of a block of [`MR`] rows that a micro-kernel with half
-/// AVX-512's registers (AVX2's, NEON's) keeps in registers.
-const PART_ROWS: usize = 6;
-
-/// `lanes` (rows of `steps` lanes) with each byte widened to 16 bits (a lane's four bytes
-/// become a `u64`'s four 16-bit values, the first lowest), into `wide`, in the order AVX2's
-/// `vpmaddwd` kernel reads them: each block of [`MR`] rows cut into the parts
-/// [`for_each_half_block`] walks, a part's rows interleaved step by step (step `s` of its row
-/// `r` at `s · rows + r`), so that the kernel reads one stream of rows, not six. A part
-/// still takes the rows' own place: rows `a..b` of a part or a block are at `a · steps..b ·
-/// steps`.
+/// `lanes` with each byte widened to 16 bits (a lane's four bytes become a `u64`'s four
+/// 16-bit values, the first lowest), into `wide`: the rows as AVX2's `vpmaddwd` kernel
+/// multiplies them.
 #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
-fn widen_in_parts(lanes: &[u32], steps: usize, wide: &mut Vec<u64>) {
-    let widen = |quad: u32| {
+fn widen(lanes: &[u32], wide: &mut Vec<u64>) {
+    let widen_lane = |quad: u32| {
         let quad = u64::from(quad);
         (quad & 0xFF)
             | ((quad & 0xFF00) << 8)
             | ((quad & 0xFF_0000) << 16)
             | ((quad & 0xFF00_0000) << 24)
     };
-    wide.resize(lanes.len(), 0);
-    let rows = lanes.len() / steps.max(1);
-    for block in (0..rows).step_by(MR) {
-        let block_rows = MR.min(rows - block);
-        for first in (block..block + block_rows).step_by(PART_ROWS) {
-            let count = PART_ROWS.min(block + block_rows - first);
-            let part = &lanes[first * steps..(first + count) * steps];
-            let out = &mut wide[first * steps..(first + count) * steps];
-            for (r, row) in part.chunks(steps).enumerate() {
-                for (s, &quad) in row.iter().enumerate() {
-                    out[s * count + r] = widen(quad);
-                }
-            }
-        }
-    }
+    wide.clear();
+    wide.extend(lanes.iter().map(|&quad| widen_lane(quad)));
 }
 
 /// How an int8 product runs.
@@ -403,7 +382,7 @@ fn for_each_half_block(
     ldc: usize,
     mut kernel: impl FnMut(&Block<'_>, usize, usize, &mut [f32]),
 ) {
-    const ROWS: usize = PART_ROWS;
+    const ROWS: usize = 6;
     let rows = block.row_scales.len();
     let steps = block.b.len();
     let columns = (out.len() - (rows - 1) * ldc).min(NR);

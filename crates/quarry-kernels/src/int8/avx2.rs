@@ -150,9 +150,8 @@ fn vnni_kernel<const R: usize>(
     rescale(block, first_column, width, &acc, out, ldc);
 }
 
-/// The AVX2 micro-kernel without a dot product: `R` rows (widened and interleaved by
-/// [`super::widen_in_parts`]) by the 16 columns of the panel from `first_column`, eight at a
-/// time. A step's weights for eight columns (32 bytes) widen to
+/// The AVX2 micro-kernel without a dot product: `R` rows by the 16 columns of the panel from
+/// `first_column`, eight at a time. A step's weights for eight columns (32 bytes) widen to
 /// two vectors of 16-bit values, four columns' four depths each; `vpmaddwd` with a row's
 /// widened lane (its four depths, broadcast) sums each column's depths in pairs, two 32-bit
 /// sums a column, in 2·R accumulators (six rows, two vectors of weights and a broadcast fit
@@ -180,10 +179,10 @@ fn madd_kernel<const R: usize>(
             let high = unsafe { _mm_loadu_si128(lanes[4..].as_ptr().cast()) };
             let (w0, w1) = (_mm256_cvtepi8_epi16(low), _mm256_cvtepi8_epi16(high));
             for (r, pairs) in acc.iter_mut().enumerate() {
-                debug_assert!(s * R + r < wide.len());
-                // SAFETY: `wide` holds `steps` steps of R rows' lanes (asserted above),
-                // s < steps and r < R.
-                let quad = unsafe { *wide.get_unchecked(s * R + r) };
+                debug_assert!(r * steps + s < wide.len());
+                // SAFETY: `wide` holds R rows of `steps` lanes (asserted above), r < R and
+                // s < steps.
+                let quad = unsafe { *wide.get_unchecked(r * steps + s) };
                 let quad = _mm256_set1_epi64x(quad as i64);
                 pairs[0] = _mm256_add_epi32(pairs[0], _mm256_madd_epi16(quad, w0));
                 pairs[1] = _mm256_add_epi32(pairs[1], _mm256_madd_epi16(quad, w1));
