@@ -38,7 +38,12 @@ impl fmt::Display for ModelFingerprint {
             digest,
             precision,
         } = self;
-        write!(f, "{name}@{revision}#{} {precision}", &digest[..16])
+        write!(f, "{name}@{revision}#{} {precision}", &digest[..16])?;
+        // int8's vectors also depend on how weights and rows are quantised.
+        if *precision == Precision::Int8 {
+            write!(f, " (scheme {})", quarry_kernels::INT8_SCHEME)?;
+        }
+        Ok(())
     }
 }
 

@@ -19,7 +19,7 @@ use crate::loading::ModelFingerprint;
 use quarry_kernels::NR;
 
 /// The file's layout version: bump it when the arrays or their packing change.
-const FORMAT: u32 = 3;
+const FORMAT: u32 = 4;
 const MAGIC: &[u8; 8] = b"QRYPREP\0";
 /// The file name's prefix; a model directory keeps one such file, of its current model.
 const PREFIX: &str = ".quarry-prepared-";

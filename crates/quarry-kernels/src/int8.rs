@@ -1,6 +1,6 @@
 //! `x · W + b` with `W` quantised to int8 per output column, `x` to uint8 per row, exact `i32`
 //! sums, rescaled to `f32`. Every form makes the same sums (AVX-512 VNNI's and AVX-VNNI's
-//! `vpdpbusd`, AVX2's `vpmaddwd` on widened bytes, NEON's `sdot`, portable integers) and
+//! `vpdpbusd`, AVX2's `vpmaddubsw` and `vpmaddwd`, NEON's `sdot`, portable integers) and
 //! rescales them by the same operations: their results are the same to the bit.
 
 use std::cell::RefCell;
@@ -20,16 +20,25 @@ pub struct Int8Weights {
     n: usize,
     /// `n.div_ceil(NR)` panels of `k.div_ceil(4)` steps; a lane holds four depths' weights.
     panels: Vec<[u32; NR]>,
-    /// Each column's scale (its largest weight over 127), padded with zeros to whole panels.
+    /// Each column's scale ([`quantize_column`]), padded with zeros to whole panels.
     scales: Vec<[f32; NR]>,
     /// Each column's sum of quantised weights, padded with zeros to whole panels.
     sums: Vec<[i32; NR]>,
 }
 
-/// The scale of a column of `weights`: its largest magnitude over 127 (1 for a column of
-/// zeros), so that every weight over it rounds into `[-127, 127]`.
+/// The scale of a column of `weights`: the largest sum of magnitudes of a pair of depths
+/// (`2i`, `2i + 1`) over 127 (1 for a column of zeros). Every weight over it rounds into
+/// `[-127, 127]`, and a pair's quantised magnitudes sum to 128 at most (127 before rounding,
+/// half a unit each after), so that a uint8 row's products with a pair sum to within ±255 ·
+/// 128 and fit 16 bits: AVX2's `vpmaddubsw` cannot saturate. The bound costs resolution
+/// against a scale of the largest weight over 127 (a column's scale is about 1.4 times as
+/// large on all-MiniLM-L6-v2), and all forms share it, so that they make the same sums.
 fn quantize_column(weights: impl Iterator<Item = f32> + Clone) -> f32 {
-    let largest = weights.fold(0.0f32, |m, w| m.max(w.abs()));
+    let magnitudes: Vec<f32> = weights.map(f32::abs).collect();
+    let largest = magnitudes
+        .chunks(2)
+        .map(|pair| pair.iter().sum::<f32>())
+        .fold(0.0f32, f32::max);
     if largest > 0.0 { largest / 127.0 } else { 1.0 }
 }
 
@@ -149,7 +158,6 @@ impl Int8Weights {
                 let rows = row..row + rows;
                 let block = Block {
                     a: &quantized.lanes[rows.start * steps..rows.end * steps],
-                    wide: rows_of(&quantized.wide, rows.clone(), steps),
                     row_scales: &quantized.scales[rows.clone()],
                     zero_points: &quantized.zero_points[rows],
                     b: &self.panels[p * steps..(p + 1) * steps],
@@ -177,9 +185,6 @@ fn quantize(weight: f32, scale: f32) -> i8 {
 struct QuantizedRows {
     /// `k.div_ceil(4)` lanes a row, four values each (the first in the lowest byte).
     lanes: Vec<u32>,
-    /// The lanes with each byte widened to 16 bits ([`widen`]), for the form that
-    /// reads them (AVX2's without a dot product); else empty.
-    wide: Vec<u64>,
     scales: Vec<f32>,
     zero_points: Vec<i32>,
 }
@@ -188,7 +193,6 @@ impl QuantizedRows {
     const fn new() -> Self {
         Self {
             lanes: Vec::new(),
-            wide: Vec::new(),
             scales: Vec::new(),
             zero_points: Vec::new(),
         }
@@ -212,11 +216,6 @@ impl QuantizedRows {
             };
             self.scales.push(scale);
             self.zero_points.push(zero_point);
-        }
-        self.wide.clear();
-        #[cfg(target_arch = "x86_64")]
-        if form == Int8Form::Simd(Int8Isa::Avx2) {
-            widen(&self.lanes, &mut self.wide);
         }
     }
 }
@@ -268,22 +267,6 @@ impl RowQuantization {
 /// call, for values within ±2^22, as the vector conversion rounds.
 const ROUND: f32 = 12_582_912.0;
 
-/// `lanes` with each byte widened to 16 bits (a lane's four bytes become a `u64`'s four
-/// 16-bit values, the first lowest), into `wide`: the rows as AVX2's `vpmaddwd` kernel
-/// multiplies them.
-#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
-fn widen(lanes: &[u32], wide: &mut Vec<u64>) {
-    let widen_lane = |quad: u32| {
-        let quad = u64::from(quad);
-        (quad & 0xFF)
-            | ((quad & 0xFF00) << 8)
-            | ((quad & 0xFF_0000) << 16)
-            | ((quad & 0xFF00_0000) << 24)
-    };
-    wide.clear();
-    wide.extend(lanes.iter().map(|&quad| widen_lane(quad)));
-}
-
 /// How an int8 product runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Int8Form {
@@ -332,8 +315,6 @@ fn quantize_row(row: &[f32], bytes: &mut [u8]) -> (f32, i32) {
 /// and its columns' scales, sums and biases.
 struct Block<'a> {
     a: &'a [u32],
-    /// `a` widened ([`QuantizedRows::wide`]), or empty.
-    wide: &'a [u64],
     row_scales: &'a [f32],
     zero_points: &'a [i32],
     b: &'a [[u32; NR]],
@@ -360,29 +341,19 @@ impl Block<'_> {
     }
 }
 
-/// The `rows` of `values` (rows of `steps` lanes), or nothing where `values` is empty (rows
-/// a form does not read).
-fn rows_of<T>(values: &[T], rows: Range<usize>, steps: usize) -> &[T] {
-    if values.is_empty() {
-        values
-    } else {
-        &values[rows.start * steps..rows.end * steps]
-    }
-}
-
-/// Walks `block` (1 to `MR` rows by a panel) in sub-blocks of at most six rows by half a
-/// panel, for the forms with half AVX-512's registers (AVX2's two, NEON's two): `kernel(part,
-/// first column, width, out)` gets the sub-block's rows, the panel's column it starts at, how
-/// many of its 16 columns exist, and `out` from its first value (row stride `ldc`).
+/// Walks `block` (1 to `MR` rows by a panel) in sub-blocks of at most `ROWS` rows (six at
+/// most) by half a panel, for the forms with half AVX-512's registers (AVX2's two, NEON's
+/// two): `kernel(part, first column, width, out)` gets the sub-block's rows, the panel's
+/// column it starts at, how many of its 16 columns exist, and `out` from its first value (row
+/// stride `ldc`).
 #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
 #[inline(always)]
-fn for_each_half_block(
+fn for_each_half_block<const ROWS: usize>(
     block: &Block<'_>,
     out: &mut [f32],
     ldc: usize,
     mut kernel: impl FnMut(&Block<'_>, usize, usize, &mut [f32]),
 ) {
-    const ROWS: usize = 6;
     let rows = block.row_scales.len();
     let steps = block.b.len();
     let columns = (out.len() - (rows - 1) * ldc).min(NR);
@@ -390,7 +361,6 @@ fn for_each_half_block(
         let count = ROWS.min(rows - first);
         let part = Block {
             a: &block.a[first * steps..(first + count) * steps],
-            wide: rows_of(block.wide, first..first + count, steps),
             row_scales: &block.row_scales[first..first + count],
             zero_points: &block.zero_points[first..first + count],
             ..*block

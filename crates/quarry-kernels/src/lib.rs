@@ -1,7 +1,7 @@
 //! Reduced-precision matrix products for quarry's encoder: `x · W + b` with the weights `W`
 //! packed once in bf16 ([`Bf16Weights`], AVX-512 BF16's `vdpbf16ps`) or in int8
-//! ([`Int8Weights`]: the `vpdpbusd` of AVX-512 VNNI or of AVX-VNNI, AVX2's `vpmaddwd`, NEON's
-//! `sdot`), accumulated in `f32` or `i32` and returned in `f32`; and which instruction-set
+//! ([`Int8Weights`]: the `vpdpbusd` of AVX-512 VNNI or of AVX-VNNI, AVX2's `vpmaddubsw`,
+//! NEON's `sdot`), accumulated in `f32` or `i32` and returned in `f32`; and which instruction-set
 //! [`Level`] the process runs at.
 //!
 //! ```
@@ -51,7 +51,8 @@
 //! - bf16: weights and inputs rounded to bfloat16 (8 significant bits, round to nearest even),
 //!   products summed in `f32`.
 //! - int8: each output column's weights scaled to `[-127, 127]` (symmetric, one scale a column,
-//!   kept in `f32`); each input row quantised when packed, asymmetrically to `[0, 255]` with
+//!   kept in `f32`), so that a pair of depths sums to 128 at most (which keeps AVX2's 16-bit
+//!   pair sums exact; [`INT8_SCHEME`] names this quantisation); each input row quantised when packed, asymmetrically to `[0, 255]` with
 //!   its own scale and zero point (so a row of GELU outputs, mostly positive, uses the whole
 //!   range); exact `i32` sums, then `out = row scale · column scale · (sum − zero point ·
 //!   column sum) + bias`.
@@ -70,6 +71,11 @@ pub use level::{Level, level, skipped};
 /// pulp, whose types [`HostSimd`] holds, for [`on_host_simd!`]'s callers.
 pub use pulp;
 pub use simd::HostSimd;
+
+/// The revision of the int8 quantisation (how weights and rows become integers): vectors
+/// made under one differ slightly from another's, so an index records it with the model.
+/// Revision 2 bounds each pair of depths' magnitudes (revision 1 bounded each weight).
+pub const INT8_SCHEME: u32 = 2;
 
 /// Rows of the output block a micro-kernel call computes.
 pub const MR: usize = 14;
@@ -101,8 +107,8 @@ enum Int8Isa {
     /// AVX2, FMA and AVX-VNNI: `vpdpbusd` on 256-bit registers.
     #[cfg(target_arch = "x86_64")]
     AvxVnni,
-    /// AVX2 and FMA alone: `vpmaddwd` on the bytes widened to 16 bits (the same sums, about
-    /// half as many a cycle as `vpdpbusd`).
+    /// AVX2 and FMA alone: `vpmaddubsw` then `vpmaddwd` by ones (the same sums, in three
+    /// instructions where `vpdpbusd` takes one).
     #[cfg(target_arch = "x86_64")]
     Avx2,
     /// NEON with the int8 matrix multiply (i8mm): `usmmla`.
@@ -128,7 +134,7 @@ impl Int8Isa {
     }
 
     /// Every set of instructions an int8 product can run with at `level` on this CPU, fastest
-    /// first: the widest dot product the level allows, then AVX2's `vpmaddwd`; on ARM the
+    /// first: the widest dot product the level allows, then AVX2's `vpmaddubsw`; on ARM the
     /// matrix multiply, then the dot product.
     fn all_at(level: Level) -> Vec<Self> {
         #[cfg(target_arch = "x86_64")]

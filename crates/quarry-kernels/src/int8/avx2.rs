@@ -1,25 +1,25 @@
 //! The AVX2 forms (x86-64-v3: 16 registers of 256 bits): rows quantised on eight lanes, and
-//! two micro-kernels of up to six rows by half a panel:
+//! one micro-kernel of up to six rows by half a panel, in two builds:
 //! - with AVX-VNNI, `vpdpbusd`, as AVX-512's form on half the lanes;
-//! - without (Intel before Alder Lake, AMD before Zen 5), `vpmaddwd` on the bytes widened to
-//!   16 bits. Each product of a row's byte (0 to 255) and a weight (-127 to 127) is exact in
-//!   16 bits and a pair's sum in 32, so the sums are the dot product's, to the bit: the same
-//!   int8 precision, not a new one. (`vpmaddubsw` would take the bytes as they are, but its
-//!   16-bit pair sums saturate at 255 · 127 · 2, and 7-bit weights or rows, which avoid that,
-//!   cost more than the quality gate allows: cosine 0.989 and 0.969 to PyTorch's vectors.)
+//! - without (Intel before Alder Lake, AMD before Zen 5), `vpmaddubsw` (a row's bytes by the
+//!   weights, each pair of products summed in 16 bits) then `vpmaddwd` by ones (the pairs
+//!   summed in 32 bits): three instructions where `vpdpbusd` is one. The 16-bit pair sums are
+//!   exact, not saturated: the weights' scales keep a pair's magnitudes within 128
+//!   ([`super::quantize_column`]), so a pair sums to within ±255 · 128. Both builds make the
+//!   dot product's sums to the bit: the same int8 precision, not a new one.
 //!
-//! Both kernels end in the same rescale, `row scale · column scale · (sum − zero point ·
-//! column sum) + bias`, in AVX-512's order.
+//! Both end in the same rescale, `row scale · column scale · (sum − zero point · column sum)
+//! + bias`, in AVX-512's order.
 
 use std::arch::x86_64::{
-    __m256, __m256i, _CMP_UNORD_Q, _mm_loadu_si128, _mm_max_ps, _mm_min_ps, _mm_packus_epi16,
-    _mm_packus_epi32, _mm_storel_epi64, _mm256_add_epi32, _mm256_add_ps, _mm256_castps256_ps128,
-    _mm256_castsi256_si128, _mm256_cmp_ps, _mm256_cvtepi8_epi16, _mm256_cvtepi32_ps,
-    _mm256_cvtps_epi32, _mm256_dpbusd_avx_epi32, _mm256_extractf128_ps, _mm256_extracti128_si256,
-    _mm256_hadd_epi32, _mm256_loadu_ps, _mm256_loadu_si256, _mm256_madd_epi16, _mm256_max_epi32,
-    _mm256_max_ps, _mm256_min_epi32, _mm256_min_ps, _mm256_movemask_ps, _mm256_mul_ps,
-    _mm256_mullo_epi32, _mm256_permute4x64_epi64, _mm256_set1_epi32, _mm256_set1_epi64x,
-    _mm256_set1_ps, _mm256_setzero_ps, _mm256_setzero_si256, _mm256_storeu_ps, _mm256_sub_epi32,
+    __m256, __m256i, _CMP_UNORD_Q, _mm_max_ps, _mm_min_ps, _mm_packus_epi16, _mm_packus_epi32,
+    _mm_storel_epi64, _mm256_add_epi32, _mm256_add_ps, _mm256_castps256_ps128,
+    _mm256_castsi256_si128, _mm256_cmp_ps, _mm256_cvtepi32_ps, _mm256_cvtps_epi32,
+    _mm256_dpbusd_avx_epi32, _mm256_extractf128_ps, _mm256_extracti128_si256, _mm256_loadu_ps,
+    _mm256_loadu_si256, _mm256_madd_epi16, _mm256_maddubs_epi16, _mm256_max_epi32, _mm256_max_ps,
+    _mm256_min_epi32, _mm256_min_ps, _mm256_movemask_ps, _mm256_mul_ps, _mm256_mullo_epi32,
+    _mm256_set1_epi16, _mm256_set1_epi32, _mm256_set1_ps, _mm256_setzero_ps, _mm256_setzero_si256,
+    _mm256_storeu_ps, _mm256_sub_epi32,
 };
 
 use super::{Block, RowQuantization, for_each_half_block};
@@ -88,16 +88,17 @@ pub(super) fn quantize_row(row: &[f32], bytes: &mut [u8]) -> (f32, i32) {
 /// each by [`vnni_kernel`] with as many accumulator rows as it needs.
 #[target_feature(enable = "avx2,fma,avxvnni")]
 pub(super) fn vnni_block(block: &Block<'_>, out: &mut [f32], ldc: usize) {
-    for_each_half_block(block, out, ldc, |part, first_column, width, out| {
+    for_each_half_block::<6>(block, out, ldc, |part, first_column, width, out| {
         by_rows!(vnni_kernel, part, first_column, width, out, ldc)
     });
 }
 
-/// The block (1 to `MR` rows by a panel, its rows also widened) in sub-blocks of at most six
-/// rows by half a panel, each by [`madd_kernel`] with as many accumulator rows as it needs.
+/// The block (1 to `MR` rows by a panel) in sub-blocks of at most five rows by half a panel
+/// (its ones and a 16-bit product take two of the registers six rows would need), each by
+/// [`madd_kernel`] with as many accumulator rows as it needs.
 #[target_feature(enable = "avx2,fma")]
 pub(super) fn madd_block(block: &Block<'_>, out: &mut [f32], ldc: usize) {
-    for_each_half_block(block, out, ldc, |part, first_column, width, out| {
+    for_each_half_block::<5>(block, out, ldc, |part, first_column, width, out| {
         by_rows!(madd_kernel, part, first_column, width, out, ldc)
     });
 }
@@ -118,84 +119,61 @@ fn load_floats(values: &[f32]) -> __m256 {
     unsafe { _mm256_loadu_ps(values.as_ptr()) }
 }
 
-/// The AVX-VNNI micro-kernel: `R` rows by the 16 columns of the panel from `first_column`,
-/// in 2·R registers (six rows, two vectors of weights and a broadcast fit the 16), four
-/// depths a step; then [`rescale`]d into `out`.
-#[target_feature(enable = "avx2,fma,avxvnni")]
-fn vnni_kernel<const R: usize>(
-    block: &Block<'_>,
-    first_column: usize,
-    width: usize,
-    out: &mut [f32],
-    ldc: usize,
-) {
-    let (a, b) = (block.a, block.b);
-    let steps = b.len();
-    assert_eq!(a.len(), R * steps);
-    let columns = first_column..first_column + 16;
-    let mut acc: [[__m256i; 2]; R] = [[_mm256_setzero_si256(); 2]; R];
-    for (s, b_step) in b.iter().enumerate() {
-        let b_half = &b_step[columns.clone()];
-        let (b0, b1) = (load(&b_half[..8]), load(&b_half[8..]));
-        for (r, lanes) in acc.iter_mut().enumerate() {
-            debug_assert!(r * steps + s < a.len());
-            // SAFETY: `a` holds R rows of `steps` lanes (asserted above), r < R and
-            // s < steps.
-            let quad = unsafe { *a.get_unchecked(r * steps + s) };
-            let quad = _mm256_set1_epi32(quad as i32);
-            lanes[0] = _mm256_dpbusd_avx_epi32(lanes[0], quad, b0);
-            lanes[1] = _mm256_dpbusd_avx_epi32(lanes[1], quad, b1);
+/// A micro-kernel: `R` rows by the 16 columns of the panel from `first_column`, in 2·R
+/// accumulators, four depths a step (a row's lane broadcast, by two vectors of eight columns'
+/// lanes); then [`rescale`]d into `out`. `$dot(sums, quad, weights)` adds the products of a
+/// row's four bytes with each column's four weights to the column's sum.
+macro_rules! dot_kernel {
+    ($(#[$doc:meta])* $name:ident, $features:literal, $dot:expr) => {
+        $(#[$doc])*
+        #[target_feature(enable = $features)]
+        fn $name<const R: usize>(
+            block: &Block<'_>,
+            first_column: usize,
+            width: usize,
+            out: &mut [f32],
+            ldc: usize,
+        ) {
+            let (a, b) = (block.a, block.b);
+            let steps = b.len();
+            assert_eq!(a.len(), R * steps);
+            let columns = first_column..first_column + 16;
+            let mut acc: [[__m256i; 2]; R] = [[_mm256_setzero_si256(); 2]; R];
+            for (s, b_step) in b.iter().enumerate() {
+                let b_half = &b_step[columns.clone()];
+                let (b0, b1) = (load(&b_half[..8]), load(&b_half[8..]));
+                for (r, lanes) in acc.iter_mut().enumerate() {
+                    debug_assert!(r * steps + s < a.len());
+                    // SAFETY: `a` holds R rows of `steps` lanes (asserted above), r < R and
+                    // s < steps.
+                    let quad = unsafe { *a.get_unchecked(r * steps + s) };
+                    let quad = _mm256_set1_epi32(quad as i32);
+                    lanes[0] = $dot(lanes[0], quad, b0);
+                    lanes[1] = $dot(lanes[1], quad, b1);
+                }
+            }
+            rescale(block, first_column, width, &acc, out, ldc);
         }
-    }
-    rescale(block, first_column, width, &acc, out, ldc);
+    };
 }
 
-/// The AVX2 micro-kernel without a dot product: `R` rows by the 16 columns of the panel from
-/// `first_column`, eight at a time. A step's weights for eight columns (32 bytes) widen to
-/// two vectors of 16-bit values, four columns' four depths each; `vpmaddwd` with a row's
-/// widened lane (its four depths, broadcast) sums each column's depths in pairs, two 32-bit
-/// sums a column, in 2·R accumulators (six rows, two vectors of weights and a broadcast fit
-/// the 16 registers). The pairs are added at the end, then [`rescale`]d into `out`.
-#[target_feature(enable = "avx2,fma")]
-fn madd_kernel<const R: usize>(
-    block: &Block<'_>,
-    first_column: usize,
-    width: usize,
-    out: &mut [f32],
-    ldc: usize,
-) {
-    let (wide, b) = (block.wide, block.b);
-    let steps = b.len();
-    assert_eq!(wide.len(), R * steps);
-    let mut sums: [[__m256i; 2]; R] = [[_mm256_setzero_si256(); 2]; R];
-    for half in 0..2 {
-        let columns = first_column + 8 * half..first_column + 8 * half + 8;
-        let mut acc: [[__m256i; 2]; R] = [[_mm256_setzero_si256(); 2]; R];
-        for (s, b_step) in b.iter().enumerate() {
-            let lanes = &b_step[columns.clone()];
-            // SAFETY: `lanes` holds eight lanes (32 bytes): four (16 bytes) read here...
-            let low = unsafe { _mm_loadu_si128(lanes.as_ptr().cast()) };
-            // SAFETY: ...and the other four here, unaligned.
-            let high = unsafe { _mm_loadu_si128(lanes[4..].as_ptr().cast()) };
-            let (w0, w1) = (_mm256_cvtepi8_epi16(low), _mm256_cvtepi8_epi16(high));
-            for (r, pairs) in acc.iter_mut().enumerate() {
-                debug_assert!(r * steps + s < wide.len());
-                // SAFETY: `wide` holds R rows of `steps` lanes (asserted above), r < R and
-                // s < steps.
-                let quad = unsafe { *wide.get_unchecked(r * steps + s) };
-                let quad = _mm256_set1_epi64x(quad as i64);
-                pairs[0] = _mm256_add_epi32(pairs[0], _mm256_madd_epi16(quad, w0));
-                pairs[1] = _mm256_add_epi32(pairs[1], _mm256_madd_epi16(quad, w1));
-            }
-        }
-        for (sums, pairs) in sums.iter_mut().zip(&acc) {
-            // Columns 0, 1, 4, 5 | 2, 3, 6, 7 of the eight, then in order.
-            let added = _mm256_hadd_epi32(pairs[0], pairs[1]);
-            sums[half] = _mm256_permute4x64_epi64::<0b11_01_10_00>(added);
-        }
+dot_kernel!(
+    /// The AVX-VNNI micro-kernel, on `vpdpbusd` (six rows, two vectors of weights and a
+    /// broadcast fit the 16 registers).
+    vnni_kernel,
+    "avx2,fma,avxvnni",
+    _mm256_dpbusd_avx_epi32
+);
+
+dot_kernel!(
+    /// The AVX2 micro-kernel without a dot product, on `vpmaddubsw` and `vpmaddwd` by ones.
+    madd_kernel,
+    "avx2,fma",
+    |sums, quad, weights| {
+        let pairs = _mm256_maddubs_epi16(quad, weights);
+        _mm256_add_epi32(sums, _mm256_madd_epi16(pairs, _mm256_set1_epi16(1)))
     }
-    rescale(block, first_column, width, &sums, out, ldc);
-}
+);
 
 /// `row scale · column scale · (sum − zero point · column sum) + bias` for the `R` rows of
 /// `sums` (16 columns from `first_column`, two vectors a row), as the AVX-512 kernel computes

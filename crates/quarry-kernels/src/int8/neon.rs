@@ -79,7 +79,7 @@ pub(super) fn quantize_row(row: &[f32], bytes: &mut [u8]) -> (f32, i32) {
 /// each by [`dot_kernel`] with as many accumulator rows as it needs.
 #[target_feature(enable = "neon,dotprod")]
 pub(super) fn dot_block(block: &Block<'_>, out: &mut [f32], ldc: usize) {
-    for_each_half_block(block, out, ldc, |part, first_column, width, out| {
+    for_each_half_block::<6>(block, out, ldc, |part, first_column, width, out| {
         by_rows!(dot_kernel, part, first_column, width, out, ldc)
     });
 }
@@ -88,7 +88,7 @@ pub(super) fn dot_block(block: &Block<'_>, out: &mut [f32], ldc: usize) {
 /// each by [`mmla_kernel`] with as many pairs of rows as it needs.
 #[target_feature(enable = "neon,i8mm")]
 pub(super) fn mmla_block(block: &Block<'_>, out: &mut [f32], ldc: usize) {
-    for_each_half_block(block, out, ldc, |part, first_column, width, out| {
+    for_each_half_block::<6>(block, out, ldc, |part, first_column, width, out| {
         by_rows!(mmla_kernel, part, first_column, width, out, ldc)
     });
 }

@@ -64,8 +64,9 @@ fn matches_the_reference_on_the_model_shapes() {
 }
 
 /// The largest sums a product makes: rows whose bytes are all 255 (or all 0, their zero
-/// point) by columns of weights all 127 or all -127, over the model's deepest layer. A form
-/// that summed pairs in 16 bits (`vpmaddubsw`'s 255 · 127 · 2 saturates) would be off here.
+/// point) by columns of equal weights, whose pairs quantise to 64 and 64 (or -64 and -64),
+/// the most [`quantize_column`] lets a pair hold, over the model's deepest layer. A form
+/// whose 16-bit pair sums (`vpmaddubsw`'s) could saturate would be off here.
 #[test]
 fn the_largest_sums_are_exact() {
     let (m, k, n) = (3, 1536, 40);
@@ -75,6 +76,9 @@ fn the_largest_sums_are_exact() {
     let w: Vec<f32> = (0..k * n)
         .map(|i| if i % n % 2 == 0 { 1.0 } else { -1.0 })
         .collect();
+    let weights = Int8Weights::pack(&w, k, n);
+    let (panels, _, _) = weights.packed();
+    assert_eq!(panels[0], u32::from_le_bytes([64; 4]), "pairs at the bound");
     check(&x, &w, &vec![0.0; n], k, n);
 }
 
@@ -103,9 +107,10 @@ fn close_to_the_f32_product(x: &[f32], w: &[f32], bias: &[f32], out: &[f32], k: 
                 + (0..k)
                     .map(|t| f64::from(x[i * k + t]) * f64::from(w[t * n + j]))
                     .sum::<f64>();
-            // Each term off by half a step of each factor (1/255 of a range of 2, 1/127
-            // of 1): independent errors, so their sum grows as √k, well within this.
-            let bound = (k as f64).sqrt() * (1.0 / 255.0 + 0.5 / 127.0);
+            // Each term off by half a step of each factor (1/255 of a range of 2; 1/127 of
+            // a pair's magnitudes, 2 at most): independent errors, so their sum grows as
+            // √k, well within this.
+            let bound = (k as f64).sqrt() * (1.0 / 255.0 + 1.0 / 127.0);
             let found = f64::from(out[i * n + j]);
             assert!(
                 (found - exact).abs() < bound,
