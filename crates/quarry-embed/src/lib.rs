@@ -66,7 +66,7 @@
 //!
 //! The linear layers (query, key and value; the attention output; both feed-forward
 //! products) compute in a [`Precision`]: `f32`, bf16 or int8 through the `quarry-kernels`
-//! crate: bf16 with AVX-512 BF16, int8 with AVX-512 VNNI, AVX-VNNI, AVX2's 16-bit products
+//! crate: bf16 with AVX-512 BF16, int8 with AVX-512 VNNI, AVX-VNNI, AVX2's `vpmaddubsw`
 //! or NEON's dot product (weights scaled per output column once at load, each input row
 //! quantised over its own range as a product reads it, exact integer sums: the same on all).
 //! Attention, layer norms, softmax, GELU and pooling stay `f32`. [`EmbedderOptions::precision`] is a

@@ -18,7 +18,7 @@ pub enum Precision {
     /// Weights and inputs in bfloat16, sums in `f32` (AVX-512 BF16).
     Bf16,
     /// Weights in int8 (a scale a column), inputs in uint8 (a scale and zero point a row),
-    /// exact integer sums (AVX-512 VNNI, AVX-VNNI, AVX2's 16-bit products or NEON's dot
+    /// exact integer sums (AVX-512 VNNI, AVX-VNNI, AVX2's `vpmaddubsw` or NEON's dot
     /// product: the same sums on each).
     Int8,
 }

@@ -208,7 +208,7 @@ pub fn bf16_supported() -> bool {
 
 /// Whether this process runs [`Int8Weights`]' products on SIMD instructions: at every x86
 /// [`level`] from AVX2 up (on AVX-512 VNNI's or AVX-VNNI's dot product where the level has
-/// it, else on AVX2's 16-bit products, about 1.5 times `f32`'s speed there), or at the NEON
+/// it, else on AVX2's `vpmaddubsw`, about twice `f32`'s speed on a Zen 3), or at the NEON
 /// level with the dot-product instructions (every Apple M-series, Graviton 2 and later; with
 /// the int8 matrix multiply, Apple M2 and later and Graviton 3, on that).
 /// All sum the same products exactly, so their results are the same to the bit. Detected
