@@ -154,4 +154,5 @@ async def main(quarry, root):
     json.dump(out, sys.stdout)
 
 
-asyncio.run(main(sys.argv[1], sys.argv[2]))
+if __name__ == "__main__":
+    asyncio.run(main(sys.argv[1], sys.argv[2]))

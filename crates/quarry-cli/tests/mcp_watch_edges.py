@@ -21,6 +21,8 @@ import time
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
+from mcp_watch import Client
+
 
 def server(quarry, root, *flags):
     args = ["mcp", "--root", root, *flags]
@@ -40,18 +42,6 @@ async def watch_state(session):
     """What the index tool's status says of the watch."""
     status = await session.call_tool("index", {"action": "status"})
     return status.structured_content["watch"]
-
-
-async def indexer_settled(session, within=300):
-    """Waits until the background indexer has ended its runs (the start-up run loads the
-    model, which on a loaded machine takes longer than a search waits for freshness)."""
-    started = time.time()
-    while time.time() - started < within:
-        status = await session.call_tool("index", {"action": "status"})
-        content = status.structured_content
-        if content["indexing"]["state"] != "running" and content["watch"]["files_waiting"] == 0:
-            return
-        await asyncio.sleep(0.2)
 
 
 def append_function(root, name):
@@ -88,9 +78,10 @@ async def polled(quarry, root, out):
             await asyncio.sleep(0.1)
         out["polled_found"] = found
         # A checkout: the next search sees it (the git state), without waiting for a poll.
-        # It is made once the start-up run is over, so that the search waits for the
+        # It is made once the start-up run is over (its model load, on a loaded machine,
+        # outlasts a search's wait for freshness), so that the search waits for the
         # checkout's first phase alone.
-        await indexer_settled(session)
+        await Client(session).settled()
         subprocess.run(["git", "checkout", "-q", "extra"], cwd=root, check=True)
         out["checkout_found"] = await defined_in(session, "polled_checkout_marker")
 
