@@ -33,7 +33,7 @@ pub struct Int8Weights {
 /// 128 and fit 16 bits: AVX2's `vpmaddubsw` cannot saturate. The bound costs resolution
 /// against a scale of the largest weight over 127 (a column's scale is about 1.4 times as
 /// large on all-MiniLM-L6-v2), and all forms share it, so that they make the same sums.
-fn quantize_column(weights: impl Iterator<Item = f32> + Clone) -> f32 {
+fn quantize_column(weights: impl Iterator<Item = f32>) -> f32 {
     let magnitudes: Vec<f32> = weights.map(f32::abs).collect();
     let largest = magnitudes
         .chunks(2)
