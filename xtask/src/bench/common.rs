@@ -203,3 +203,29 @@ pub(crate) fn append_comment(path: &Path, text: &str) -> Result<()> {
     source.push_str(&format!("\n{comment} {text}\n"));
     Ok(fs::write(path, source)?)
 }
+
+/// The CPU's name, its SIMD flags, and the level quarry runs at (`QUARRY_CPU` caps it):
+/// every report of a speed names them, since a speed holds for one CPU family.
+pub(crate) fn cpu_description() -> String {
+    let level = quarry_kernels::level();
+    let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+    let field = |name: &str| {
+        cpuinfo
+            .lines()
+            .find(|line| line.starts_with(name))
+            .and_then(|line| line.split_once(':'))
+            .map_or("", |(_, value)| value.trim())
+    };
+    let mut flags: Vec<&str> = field("flags")
+        .split_whitespace()
+        .filter(|flag| {
+            ["avx2", "fma", "f16c", "avx_vnni"].contains(flag) || flag.starts_with("avx512")
+        })
+        .collect();
+    flags.sort_unstable();
+    format!(
+        "{} ({}); quarry at the {level} level",
+        field("model name"),
+        flags.join(" ")
+    )
+}

@@ -18,7 +18,7 @@ use quarry_embed::{
 };
 use serde_json::{Value, json};
 
-use crate::bench::common::{git_commit, reference_python, write_report};
+use crate::bench::common::{cpu_description, git_commit, reference_python, write_report};
 
 mod report;
 use report::Report;
@@ -233,7 +233,7 @@ pub fn run(args: EmbedArgs) -> Result<()> {
 
     let report = Report {
         model: model_name,
-        cpu: cpu_description(quarry_kernels::level()),
+        cpu: cpu_description(),
         texts: texts.len(),
         default: if on_gpu {
             QUARRY_GPU.into()
@@ -520,28 +520,4 @@ fn torch_caps(level: Level) -> Option<(&'static str, &'static str, &'static str)
         Level::Avx512 => Some(("avx512", "AVX512", "AVX512")),
         Level::Scalar | Level::Neon => None,
     }
-}
-
-/// The CPU's name, its SIMD flags, and the level quarry ran at.
-fn cpu_description(level: Level) -> String {
-    let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
-    let field = |name: &str| {
-        cpuinfo
-            .lines()
-            .find(|line| line.starts_with(name))
-            .and_then(|line| line.split_once(':'))
-            .map_or("", |(_, value)| value.trim())
-    };
-    let mut flags: Vec<&str> = field("flags")
-        .split_whitespace()
-        .filter(|flag| {
-            ["avx2", "fma", "f16c", "avx_vnni"].contains(flag) || flag.starts_with("avx512")
-        })
-        .collect();
-    flags.sort_unstable();
-    format!(
-        "{} ({}); quarry at the {level} level",
-        field("model name"),
-        flags.join(" ")
-    )
 }

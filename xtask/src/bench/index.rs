@@ -12,7 +12,9 @@ use quarry_embed::{DEFAULT_MODEL, EmbedderOptions, ModelDir, Precision, Precisio
 use quarry_engine::{Engine, EngineOptions};
 use serde_json::json;
 
-use crate::bench::common::{CorpusArgs, git_commit, release_quarry, repository_root, write_report};
+use crate::bench::common::{
+    CorpusArgs, cpu_description, git_commit, release_quarry, repository_root, write_report,
+};
 use crate::model::provisioner;
 
 /// The question each fresh copy is asked; what it finds does not matter here.
@@ -83,10 +85,14 @@ pub fn run(args: IndexArgs) -> Result<()> {
     let backend = quarry_embed::backend::select(engine_options()?.embedder.backend)?.1;
     let commit = git_commit(root);
     let mut markdown = markdown(&commit, runs, &measured);
-    markdown.push_str(&format!("\nThe transformer ran on {backend}.\n"));
+    let cpu = cpu_description();
+    markdown.push_str(&format!(
+        "\nThe transformer ran on {backend}; CPU: {cpu}.\n"
+    ));
     let json = json!({
         "commit": commit,
         "backend": backend.to_string(),
+        "cpu": cpu,
         "runs": runs,
         "query": QUERY,
         "corpora": measured.iter().map(|m| json!({
