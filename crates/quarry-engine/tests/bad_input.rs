@@ -33,6 +33,7 @@ const SETTINGS: &[(&str, &str)] = &[
     ("ranking", "definition_boost"),
     ("ranking", "path_match"),
     ("ranking", "file_evidence"),
+    ("ranking", "file_coverage"),
     ("ranking", "pagerank_strength"),
     ("ranking", "threshold"),
     ("ranking", "disable"),

@@ -70,6 +70,10 @@ pub struct RankingConfig {
     /// The largest boost of the best chunk of a file many candidates come from, at least 0
     /// (see [`FileEvidence`]).
     pub file_evidence: f32,
+    /// The largest boost of the best chunk of a file whose candidates hold the query's words
+    /// between them, at least 0 (see [`FileEvidence`]; 0.5: files ranked better, chunks as
+    /// well as before, on both splits of the suite, hybrid and lexical).
+    pub file_coverage: f32,
     /// The largest PageRank boost, at least 0 (0.2: the most central files gain up to 20%,
     /// enough to overtake a peripheral file that matches slightly better, not one that
     /// matches clearly better).
@@ -95,6 +99,7 @@ impl Default for RankingConfig {
             definition_boost: 2.0,
             path_match: 0.5,
             file_evidence: 0.2,
+            file_coverage: 0.5,
             source_boost: 1.1,
             pagerank_strength: 0.2,
             threshold: Some(0.0),
@@ -160,8 +165,10 @@ impl RankingConfig {
             true => factor.max(1.0),
             false => 1.0,
         };
-        enabled(LayerKind::FileEvidence, 1.0 + self.file_evidence)
-            * enabled(LayerKind::Definition, self.definition_boost)
+        enabled(
+            LayerKind::FileEvidence,
+            (1.0 + self.file_evidence) * (1.0 + self.file_coverage),
+        ) * enabled(LayerKind::Definition, self.definition_boost)
             * enabled(LayerKind::PathMatch, 1.0 + self.path_match)
             * enabled(LayerKind::SourceBoost, self.source_boost)
             * enabled(LayerKind::PageRank, 1.0 + self.pagerank_strength)
@@ -206,7 +213,7 @@ impl Pipeline {
         // Built (and so checked) even when disabled: an ablation must not hide a bad value.
         let penalty = PathPenalty::new(config.penalties.clone(), config.include_tests)?;
         let boost = SourceBoost::new(config.source_boost)?;
-        let evidence = FileEvidence::new(config.file_evidence)?;
+        let evidence = FileEvidence::new(config.file_evidence, config.file_coverage)?;
         let definition = Definition::new(config.definition_boost)?;
         let path_match = PathMatch::new(config.path_match)?;
         let mode = if config.soft_cap {

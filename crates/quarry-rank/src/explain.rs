@@ -114,6 +114,9 @@ pub enum Effect {
     FileEvidence {
         /// The file's summed score over the largest file's.
         share: f32,
+        /// The share of the query's words the file's candidates hold (weighted; 0 where
+        /// `file_coverage` is 0).
+        covered: f32,
         /// The boost.
         factor: f32,
     },

@@ -40,7 +40,8 @@
 //! 1. [`CrossEncoderRerank`]: a [`Reranker`]'s scores replace the retriever's; only when
 //!    the caller has one (the model itself lives outside this crate);
 //! 2. [`Definition`]: chunks that define the symbol the query names, raised above mentions;
-//! 3. [`FileEvidence`]: the best chunk of a file that many candidates come from, raised;
+//! 3. [`FileEvidence`]: the best chunk of a file that many candidates come from, or whose
+//!    candidates hold the query's words between them, raised;
 //! 4. [`PathMatch`]: chunks of files named after the query's words, raised;
 //! 5. [`PathPenalty`]: tests, fixtures, mocks, generated, vendored, minified and example
 //!    code and, unless the query asks for documentation, prose, each scaled by its factor;

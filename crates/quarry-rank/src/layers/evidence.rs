@@ -1,8 +1,9 @@
-//! [`FileEvidence`]: a file that several candidates come from is likely the answer.
+//! [`FileEvidence`]: a file that several candidates come from, or whose candidates hold the
+//! query's words between them, is likely the answer.
 
 use std::collections::{HashMap, HashSet};
 
-use crate::{ConfigError, Effect, LayerKind, Pass, RankError, RankingLayer};
+use crate::{ConfigError, Effect, LayerKind, Pass, RankError, Ranked, RankingLayer};
 
 /// Raises the best chunk of each file by `1 + strength × share`, where `share` is the sum of
 /// the file's candidate scores over the largest such sum among the files (1 for the file
@@ -12,16 +13,24 @@ use crate::{ConfigError, Effect, LayerKind, Pass, RankError, RankingLayer};
 /// module's helpers), none of which scores high alone while two chunks of a wrong file fill
 /// the top. Only the best chunk is raised, so the file climbs without flooding the results;
 /// a file with one strong chunk still gets its share.
+///
+/// The boost is then multiplied by `1 + coverage × covered`, where `covered` is the share of
+/// the query's keywords that the file's candidates hold between them (each keyword weighted
+/// by how few of the candidates' files hold it): a large file that answers a question across
+/// several chunks overtakes a small sibling whose one chunk repeats one of its words.
 #[derive(Debug, Clone, PartialEq)]
 pub struct FileEvidence {
     strength: f32,
+    coverage: f32,
 }
 
 impl FileEvidence {
-    /// A boost of up to `strength` (finite, at least 0).
-    pub fn new(strength: f32) -> Result<Self, ConfigError> {
+    /// A boost of up to `strength` for evidence and up to `coverage` for the query's words
+    /// (each finite, at least 0).
+    pub fn new(strength: f32, coverage: f32) -> Result<Self, ConfigError> {
         let strength = super::strength("file_evidence", strength)?;
-        Ok(Self { strength })
+        let coverage = super::strength("file_coverage", coverage)?;
+        Ok(Self { strength, coverage })
     }
 }
 
@@ -50,19 +59,90 @@ impl RankingLayer for FileEvidence {
                 })
                 .collect()
         };
+        let coverage = match self.coverage > 0.0 {
+            true => coverage_of(pass.query.keywords(), list),
+            false => HashMap::new(),
+        };
+        let covers: Vec<f32> = list
+            .iter()
+            .map(|ranked| {
+                let path = ranked.candidate.path.as_str();
+                coverage.get(path).copied().unwrap_or(0.0)
+            })
+            .collect();
         pass.scale_each(|index, _| {
             let share = shares[index]?;
-            let factor = 1.0 + self.strength * share;
-            Some((factor, Effect::FileEvidence { share, factor }))
+            let covered = covers[index];
+            let factor = (1.0 + self.strength * share) * (1.0 + self.coverage * covered);
+            Some((
+                factor,
+                Effect::FileEvidence {
+                    share,
+                    covered,
+                    factor,
+                },
+            ))
         });
         Ok(())
     }
 }
 
+/// Each file's share of the query's keywords that its candidates hold between them (in their
+/// text or its path), each keyword weighted by how few of the candidates' files hold it: a
+/// large file that answers a question across several chunks covers what a small file's one
+/// dense chunk does not.
+fn coverage_of<'a>(keywords: &[String], list: &'a [Ranked]) -> HashMap<&'a str, f32> {
+    // A bit a keyword; a query's first 64 are plenty.
+    // Found as substrings of the lowercased text: a light stem is a prefix of its words,
+    // once a final `i` (`dependency` gives `dependenci`) is dropped.
+    let needles: Vec<&str> = (keywords.iter().take(64))
+        .map(|k| match k.len() > 4 {
+            true => k.strip_suffix('i').unwrap_or(k),
+            false => k,
+        })
+        .collect();
+    let mut masks: HashMap<&str, u64> = HashMap::new();
+    for ranked in list {
+        let candidate = &ranked.candidate;
+        let text = candidate.text.to_ascii_lowercase();
+        let path = candidate.path.to_ascii_lowercase();
+        let mask = (needles.iter().enumerate())
+            .filter(|(_, needle)| text.contains(**needle) || path.contains(**needle))
+            .fold(0u64, |mask, (i, _)| mask | 1 << i);
+        *masks.entry(candidate.path.as_str()).or_default() |= mask;
+    }
+    let files = masks.len() as f32;
+    let weights: Vec<f32> = (0..needles.len())
+        .map(|i| {
+            let holding = masks.values().filter(|mask| *mask & 1 << i != 0).count() as f32;
+            match holding > 0.0 {
+                true => (1.0 + files / holding).ln(),
+                false => 0.0,
+            }
+        })
+        .collect();
+    let total: f32 = weights.iter().sum();
+    if total <= 0.0 {
+        return HashMap::new();
+    }
+    masks
+        .into_iter()
+        .map(|(path, mask)| {
+            let held: f32 = (weights.iter().enumerate())
+                .filter(|(i, _)| mask & 1 << i != 0)
+                .map(|(_, weight)| weight)
+                .sum();
+            (path, held / total)
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::chain::tests::{outline, run};
+    use crate::chain::tests::{candidate, outline, run};
+    use crate::{QueryTerms, apply_chain};
+    use quarry_chunk::StoredChunk;
 
     #[test]
     fn a_file_with_more_evidence_overtakes_a_single_strong_chunk() {
@@ -72,7 +152,7 @@ mod tests {
             ("src/right.rs", 20, 0.50),
             ("src/right.rs", 40, 0.45),
         ];
-        let ranking = run(FileEvidence::new(0.3).unwrap(), "", &input);
+        let ranking = run(FileEvidence::new(0.3, 0.0).unwrap(), "", &input);
         let order = outline(&ranking);
         assert_eq!(order[0].0, "src/right.rs", "{order:?}");
         assert_eq!(order[0].1, 1);
@@ -87,16 +167,63 @@ mod tests {
     }
 
     #[test]
+    fn a_file_whose_chunks_hold_the_query_between_them_overtakes_one_dense_chunk() {
+        let chunk = |path: &str, line: usize, text: &str, score: f32| {
+            let text = text.to_owned();
+            (
+                StoredChunk {
+                    text,
+                    ..candidate(path, line)
+                },
+                score,
+            )
+        };
+        // The small sibling's chunk holds one of the question's words, twice; the large
+        // file's chunks hold the rest between them, none of them scoring high alone.
+        let input = vec![
+            chunk("src/retry_policy.rs", 1, "fn retry() { retry() }", 0.60),
+            chunk(
+                "src/client.rs",
+                1,
+                "fn send(request) { connection.write() }",
+                0.50,
+            ),
+            chunk(
+                "src/client.rs",
+                30,
+                "fn retry_after(status) { backoff }",
+                0.40,
+            ),
+            chunk("src/client.rs", 60, "fn timeout() { deadline }", 0.30),
+        ];
+        let query = QueryTerms::of("how does the client retry a request after a timeout");
+        let rank = |layer: FileEvidence| {
+            let layers: Vec<Box<dyn RankingLayer>> = vec![Box::new(layer)];
+            let ranking = apply_chain(&layers, &query, input.clone()).unwrap();
+            (ranking.results.into_iter())
+                .map(|r| (r.candidate.path, r.candidate.start_line))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(
+            rank(FileEvidence::new(0.0, 0.0).unwrap())[0].0,
+            "src/retry_policy.rs"
+        );
+        let order = rank(FileEvidence::new(0.0, 0.5).unwrap());
+        assert_eq!(order[0], ("src/client.rs".into(), 1), "{order:?}");
+        assert!(FileEvidence::new(0.2, -0.5).is_err());
+    }
+
+    #[test]
     fn zero_strength_changes_nothing_and_bad_values_are_refused() {
         let input = [("src/a.rs", 1, 0.6), ("src/b.rs", 1, 0.5)];
-        let ranking = run(FileEvidence::new(0.0).unwrap(), "", &input);
+        let ranking = run(FileEvidence::new(0.0, 0.0).unwrap(), "", &input);
         assert!(
             ranking
                 .results
                 .iter()
                 .all(|r| r.explanation.steps.is_empty())
         );
-        assert!(FileEvidence::new(-1.0).is_err());
-        assert!(FileEvidence::new(f32::NAN).is_err());
+        assert!(FileEvidence::new(-1.0, 0.0).is_err());
+        assert!(FileEvidence::new(f32::NAN, 0.0).is_err());
     }
 }
