@@ -32,7 +32,8 @@ enum Plan {
 }
 
 /// `cargo xtask bench relevance`'s options. Reports go to
-/// bench-suite/reports/relevance[-smoke|-tuning|-held-out][-ab-K|-ablate|-arms]-<commit>.*
+/// bench-suite/reports/relevance[-smoke|-tuning|-held-out][-ab-K|-ablate|-arms][-SET]-<commit>.*,
+/// where `-SET` names each `--set` (`-lexical` for `mode=lexical`, `-K-V` for the rest).
 #[derive(clap::Args)]
 #[command(group(clap::ArgGroup::new("plan").args(["ab", "ablate", "arm"])))]
 pub struct RelevanceArgs {
@@ -296,7 +297,15 @@ pub fn run(args: RelevanceArgs) -> Result<()> {
         Some(path) => report.against(&Report::load(path)?),
         None => Vec::new(),
     };
-    let stem = format!("relevance{suite_slug}{slug}-{commit}");
+    // The settings name the run too, so that a lexical run does not overwrite the hybrid one.
+    let settings_slug: String = settings
+        .iter()
+        .map(|(key, value)| match key.as_str() {
+            "mode" => format!("-{value}"),
+            _ => format!("-{key}-{value}"),
+        })
+        .collect();
+    let stem = format!("relevance{suite_slug}{slug}{settings_slug}-{commit}");
     report.write(&out, &stem, &regressions)?;
 
     print!("{}", report.table());
