@@ -3,12 +3,12 @@
 //! value and the range, before anything is sized by it.
 
 use std::fs;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Output;
 use std::sync::OnceLock;
 
 use proptest::prelude::*;
-use quarry_testkit::shop;
+use quarry_testkit::{kept_dir, shop, shop_in};
 
 mod support;
 
@@ -17,13 +17,13 @@ use support::{quarry, quarry_ok, text};
 /// One indexed copy of the shop for every test here: searched by its words (no model run),
 /// never written after the first search.
 fn indexed() -> &'static Path {
-    static REPO: OnceLock<tempfile::TempDir> = OnceLock::new();
+    static REPO: OnceLock<PathBuf> = OnceLock::new();
     REPO.get_or_init(|| {
-        let repo = shop();
-        quarry_ok(repo.path(), &["search", "retry", "--mode", "lexical"]);
+        let repo = kept_dir(env!("CARGO_TARGET_TMPDIR"), "limits-shop");
+        shop_in(&repo);
+        quarry_ok(&repo, &["search", "retry", "--mode", "lexical"]);
         repo
     })
-    .path()
 }
 
 /// The process ended by itself (no abort, no signal), without a panic, and a refusal is one

@@ -78,8 +78,14 @@ fn write_safetensors(path: &Path, tensors: &[StoredTensor]) {
 /// (`bert.` as Hugging Face saves a classifier, or nothing), the committed head unless
 /// `with_head` is false, and the committed configuration as `edit` leaves it.
 fn assemble(prefix: &str, with_head: bool, edit: impl FnOnce(&mut Value)) -> tempfile::TempDir {
-    let trunk_dir = &quarry_testkit::model().path;
     let dir = tempfile::tempdir().unwrap();
+    assemble_in(dir.path(), prefix, with_head, edit);
+    dir
+}
+
+/// [`assemble`] into `dir`.
+fn assemble_in(dir: &Path, prefix: &str, with_head: bool, edit: impl FnOnce(&mut Value)) {
+    let trunk_dir = &quarry_testkit::model().path;
     let mut tensors = read_safetensors(&trunk_dir.join("model.safetensors"));
     for tensor in &mut tensors {
         tensor.name = format!("{prefix}{}", tensor.name);
@@ -87,30 +93,24 @@ fn assemble(prefix: &str, with_head: bool, edit: impl FnOnce(&mut Value)) -> tem
     if with_head {
         tensors.extend(read_safetensors(&fixture("cross_encoder_head.safetensors")));
     }
-    write_safetensors(&dir.path().join("model.safetensors"), &tensors);
+    write_safetensors(&dir.join("model.safetensors"), &tensors);
     let mut config: Value = serde_json::from_str(
         &std::fs::read_to_string(fixture("cross_encoder_config.json")).unwrap(),
     )
     .unwrap();
     edit(&mut config);
-    std::fs::write(dir.path().join("config.json"), config.to_string()).unwrap();
-    std::fs::copy(
-        trunk_dir.join("tokenizer.json"),
-        dir.path().join("tokenizer.json"),
-    )
-    .unwrap();
-    dir
+    std::fs::write(dir.join("config.json"), config.to_string()).unwrap();
+    std::fs::copy(trunk_dir.join("tokenizer.json"), dir.join("tokenizer.json")).unwrap();
 }
 
 /// The assembled reference model, Hugging Face style, kept for the whole test binary.
 fn reference_dir() -> &'static ModelDir {
-    static DIR: OnceLock<(tempfile::TempDir, ModelDir)> = OnceLock::new();
-    &DIR.get_or_init(|| {
-        let dir = assemble("bert.", true, |_| {});
-        let model = ModelDir::local(dir.path());
-        (dir, model)
+    static DIR: OnceLock<ModelDir> = OnceLock::new();
+    DIR.get_or_init(|| {
+        let dir = quarry_testkit::kept_dir(env!("CARGO_TARGET_TMPDIR"), "cross-encoder-reference");
+        assemble_in(&dir, "bert.", true, |_| {});
+        ModelDir::local(&dir)
     })
-    .1
 }
 
 fn load(dir: &ModelDir, max_tokens: usize) -> CrossEncoder {

@@ -3,19 +3,21 @@
 //! `fixtures/engine/shop`. Nothing may panic; every refusal names what is wrong.
 
 use std::fs;
+use std::path::PathBuf;
 use std::sync::OnceLock;
 
 use proptest::prelude::*;
 use quarry_engine::{Config, Engine, EngineOptions, ResultRequest, SearchMode, SearchOptions};
 use quarry_rank::IncludeTests;
-use quarry_testkit::model;
+use quarry_testkit::{kept_dir, model, shop_in};
 
 /// The fixture, indexed once (words only: the lexical leg needs no model) for every case.
-fn shop() -> &'static (tempfile::TempDir, Engine) {
-    static SHOP: OnceLock<(tempfile::TempDir, Engine)> = OnceLock::new();
+fn shop() -> &'static (PathBuf, Engine) {
+    static SHOP: OnceLock<(PathBuf, Engine)> = OnceLock::new();
     SHOP.get_or_init(|| {
-        let dir = quarry_testkit::shop();
-        let engine = Engine::open(dir.path(), model(), EngineOptions::default()).unwrap();
+        let dir = kept_dir(env!("CARGO_TARGET_TMPDIR"), "bad-input-shop");
+        shop_in(&dir);
+        let engine = Engine::open(&dir, model(), EngineOptions::default()).unwrap();
         engine.index_files(&mut |_| {}).unwrap();
         (dir, engine)
     })
@@ -133,9 +135,9 @@ proptest! {
         ],
     ) {
         let (dir, engine) = shop();
-        fs::create_dir_all(dir.path().join(".quarry")).unwrap();
-        fs::write(Config::path(dir.path()), &config).unwrap();
-        let config = match Config::load(dir.path()) {
+        fs::create_dir_all(dir.join(".quarry")).unwrap();
+        fs::write(Config::path(dir), &config).unwrap();
+        let config = match Config::load(dir) {
             Ok(config) => config,
             Err(error) => {
                 let message = error.to_string();

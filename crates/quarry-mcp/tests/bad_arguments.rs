@@ -16,7 +16,6 @@ use serde_json::{Map, Value, json};
 
 /// A server over the indexed fixture, with a client connected to it through a pipe.
 struct Session {
-    _repo: tempfile::TempDir,
     /// Some of the index's chunk ids, for `get_related`.
     chunk_ids: Vec<String>,
     runtime: tokio::runtime::Runtime,
@@ -26,8 +25,9 @@ struct Session {
 fn session() -> &'static Session {
     static SESSION: OnceLock<Session> = OnceLock::new();
     SESSION.get_or_init(|| {
-        let repo = quarry_testkit::shop();
-        let engine = Engine::open(repo.path(), model(), EngineOptions::default()).unwrap();
+        let repo = quarry_testkit::kept_dir(env!("CARGO_TARGET_TMPDIR"), "bad-arguments-shop");
+        quarry_testkit::shop_in(&repo);
+        let engine = Engine::open(&repo, model(), EngineOptions::default()).unwrap();
         engine.index(&mut |_| {}).unwrap();
         let chunk_ids = engine
             .store()
@@ -41,7 +41,7 @@ fn session() -> &'static Session {
             index_on_start: false,
             ..ServerOptions::default()
         };
-        let config = Config::load(repo.path()).unwrap();
+        let config = Config::load(&repo).unwrap();
         let server = Server::new(engine, config, model().clone(), options);
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .enable_all()
@@ -56,7 +56,6 @@ fn session() -> &'static Session {
             ().serve(client_end).await.unwrap()
         });
         Session {
-            _repo: repo,
             chunk_ids,
             runtime,
             client,

@@ -34,9 +34,29 @@ pub fn model() -> &'static ModelDir {
 /// temporary directory of its own.
 pub fn shop() -> tempfile::TempDir {
     let repo = tempfile::tempdir().unwrap();
-    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/engine/shop");
-    copy_dir(&fixture, repo.path());
+    shop_in(repo.path());
     repo
+}
+
+/// A copy of `fixtures/engine/shop` in `dir`.
+pub fn shop_in(dir: &Path) {
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/engine/shop");
+    copy_dir(&fixture, dir);
+}
+
+/// An empty directory `name` under `scratch` (a test binary's `env!("CARGO_TARGET_TMPDIR")`),
+/// for what the binary keeps in a `static` (a fixture indexed once, a model assembled once).
+/// A `static` is never dropped, so a `TempDir` kept in one would be left in the system's
+/// temporary directory by every run; this one is emptied by the next run instead.
+pub fn kept_dir(scratch: &str, name: &str) -> PathBuf {
+    let dir = Path::new(scratch).join(name);
+    match fs::remove_dir_all(&dir) {
+        Ok(()) => {}
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => {}
+        Err(error) => panic!("cannot empty {}: {error}", dir.display()),
+    }
+    fs::create_dir_all(&dir).unwrap();
+    dir
 }
 
 /// A library of one file, `path` holding `text`, in a temporary directory of its own.
