@@ -65,6 +65,16 @@ impl ChunkKind {
             ChunkKind::Window => "window",
         }
     }
+
+    /// Whether it defines a type or a module (a class, struct, enum, trait, interface,
+    /// type alias, module or namespace), what a capitalised name usually stands for.
+    pub fn is_type(self) -> bool {
+        use ChunkKind::*;
+        matches!(
+            self,
+            Class | Struct | Enum | Trait | Interface | Type | Module
+        )
+    }
 }
 
 impl fmt::Display for ChunkKind {

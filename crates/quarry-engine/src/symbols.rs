@@ -46,9 +46,13 @@ pub enum SymbolMatch {
     Qualified,
     /// The name as written.
     Exact,
-    /// The name without case and `_` (`parse_config` for `parseConfig`), qualified as
-    /// asked if it was.
+    /// The name without case and `_` (`parse_config` for `parseConfig`, the type
+    /// `session_state` for `SessionState`), qualified as asked if it was.
     Folded,
+    /// A capitalised name matched, without case, by a function, method, macro or other
+    /// definition that is not a type and whose name starts in lower case (the function
+    /// `list` for `List`): a namesake of the type asked for, not its definition.
+    Namesake,
     /// The name, but the query's qualifier names neither an enclosing symbol nor the file.
     OtherQualifier,
     /// The query's words joined into one name (`deflate params` for `deflateParams`).
@@ -62,6 +66,7 @@ impl SymbolMatch {
             SymbolMatch::Qualified => "qualified",
             SymbolMatch::Exact => "exact",
             SymbolMatch::Folded => "folded",
+            SymbolMatch::Namesake => "namesake",
             SymbolMatch::OtherQualifier => "other_qualifier",
             SymbolMatch::Joined => "joined",
         }
@@ -99,13 +104,15 @@ pub struct SymbolHit {
 impl SymbolHit {
     /// How well this hit answers the query, lower first, where it is a definition of the
     /// name as asked: the name as written (qualified or not) before the name folded, then
-    /// a type before a function before a macro. `None` under another qualifier or for
-    /// joined words.
+    /// a type before a function before a macro. `None` for a namesake, under another
+    /// qualifier or for joined words.
     pub(crate) fn preference(&self) -> Option<(u8, u8)> {
         let tier = match self.matched {
             SymbolMatch::Qualified | SymbolMatch::Exact => 0,
             SymbolMatch::Folded => 1,
-            SymbolMatch::OtherQualifier | SymbolMatch::Joined => return None,
+            SymbolMatch::Namesake | SymbolMatch::OtherQualifier | SymbolMatch::Joined => {
+                return None;
+            }
         };
         Some((tier, kind_rank(self.kind)))
     }
@@ -201,11 +208,13 @@ impl SymbolTable {
                 }
                 let exact = is_referred || definition.name == *name;
                 let qualified = qualifier.as_ref().map(|q| qualifies(q, definition, path));
+                let namesake = quarry_rank::is_namesake(name, &definition.name, definition.kind);
                 let matched = match (is_joined, qualified, exact) {
                     (true, _, _) => SymbolMatch::Joined,
                     (false, Some(false), _) => SymbolMatch::OtherQualifier,
                     (false, Some(true), true) => SymbolMatch::Qualified,
                     (false, None, true) => SymbolMatch::Exact,
+                    (false, _, false) if namesake => SymbolMatch::Namesake,
                     (false, _, false) => SymbolMatch::Folded,
                 };
                 hits.push(SymbolHit {
@@ -257,7 +266,7 @@ fn qualifies(qualifier: &str, definition: &Definition, path: &str) -> bool {
 fn kind_rank(kind: ChunkKind) -> u8 {
     use ChunkKind::*;
     match kind {
-        Class | Struct | Enum | Trait | Interface | Type | Module => 0,
+        kind if kind.is_type() => 0,
         Function | Method | Test => 1,
         Macro | Impl => 2,
         _ => 3,

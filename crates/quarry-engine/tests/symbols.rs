@@ -123,6 +123,52 @@ fn a_qualified_name_picks_the_definition_in_its_container() {
 }
 
 #[test]
+fn a_capitalised_name_is_not_given_to_a_lowercase_function() {
+    // A Lua class is a table: `List` has methods here but no definition of its own, and
+    // another file defines the function `list`.
+    let dir = quarry_testkit::library(
+        "List.lua",
+        "local List = {}\nList.__index = List\n\nfunction List.new(items)\n    \
+         return setmetatable({items = items or {}}, List)\nend\n\n\
+         function List:append(value)\n    table.insert(self.items, value)\n    \
+         return self\nend\n\nreturn List\n",
+    );
+    fs::write(
+        dir.path().join("seq.lua"),
+        "local seq = {}\n\n-- Collects an iterator's values into a table.\n\
+         function seq.list(iter)\n    local values = {}\n    for v in iter do\n        \
+         values[#values + 1] = v\n    end\n    return values\nend\n\nreturn seq\n",
+    )
+    .unwrap();
+    let engine = indexed(dir.path());
+    let response = search(&engine, "List");
+    let list = &response.definitions[0];
+    assert_eq!(
+        (list.symbol.as_str(), list.matched),
+        ("seq::list", SymbolMatch::Namesake),
+        "{:?}",
+        response.definitions
+    );
+    assert_eq!(response.results[0].chunk.path, "List.lua");
+    let seq_is_raised = |response: &SearchResponse| {
+        let seq = response
+            .results
+            .iter()
+            .find(|r| r.chunk.path == "seq.lua")
+            .expect("seq.lua is found");
+        seq.explanation
+            .steps
+            .iter()
+            .any(|step| matches!(step.effect, quarry_rank::Effect::Defines { .. }))
+    };
+    assert!(!seq_is_raised(&response));
+    // Asked for in lower case, the function is the definition, and is raised as one.
+    let lowercase = search(&engine, "list");
+    assert_eq!(lowercase.definitions[0].matched, SymbolMatch::Exact);
+    assert!(seq_is_raised(&lowercase));
+}
+
+#[test]
 fn the_leg_can_be_left_out_and_the_table_follows_the_files() {
     let dir = repository();
     let engine = indexed(dir.path());

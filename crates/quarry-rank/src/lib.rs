@@ -81,4 +81,4 @@ pub use layers::{
     Threshold, TopK,
 };
 pub use path::{PathClass, declaration_files};
-pub use query::{QueryShape, QueryTerms, segments as identifier_segments};
+pub use query::{QueryShape, QueryTerms, is_namesake, segments as identifier_segments};

@@ -184,6 +184,16 @@ pub enum QueryShape {
     Phrase,
 }
 
+/// Whether a definition named `defined`, of `kind`, is only a namesake of the name `asked`
+/// it matched without case: the name asked for is capitalised and the definition is no type
+/// and starts in lower case (the function `list` for `List`; the C type `session_state`
+/// for `SessionState` is no namesake). Who writes a capital asks for the type.
+pub fn is_namesake(asked: &str, defined: &str, kind: quarry_chunk::ChunkKind) -> bool {
+    asked.starts_with(char::is_uppercase)
+        && defined.starts_with(char::is_lowercase)
+        && !kind.is_type()
+}
+
 /// The segments of `token` if it is a (possibly qualified) identifier, with a `()` or `$`
 /// allowed around it: `Router::merge` is `Router`, `merge`.
 pub fn segments(token: &str) -> Option<Vec<String>> {

@@ -4,13 +4,14 @@
 use quarry_text::{file_stem, identifiers, stem, words};
 
 use super::boost;
-use crate::query::{normalise, segments};
+use crate::query::{is_namesake, normalise, segments};
 use crate::{ConfigError, Effect, LayerKind, Pass, RankError, Ranked, RankingLayer};
 
 /// Raises the chunks that define the symbol a query names over those that merely mention it.
 ///
 /// A chunk defines `name` when its symbol is `name` (compared without case and `_`, so
-/// `parse_config` finds `parseConfig`). When the whole query is the identifier
+/// `parse_config` finds `parseConfig`), unless it is only a namesake of a capitalised name
+/// ([`is_namesake`]: the function `list` for `List`). When the whole query is the identifier
 /// ([`QueryTerms::symbol`](crate::QueryTerms::symbol)), a definition is scaled by `factor`; when the query qualifies it
 /// (`Router::merge`, `pl.tablex.deepcompare`) and the qualifier names neither an enclosing
 /// symbol nor the file, by `√factor` only. Identifiers inside a query in words
@@ -33,6 +34,8 @@ impl Definition {
 
 /// A symbol the query asks for.
 struct Wanted {
+    /// The name as written.
+    asked: String,
     /// The name, normalised.
     name: String,
     /// The segment before it, normalised, if the query qualified it.
@@ -45,6 +48,7 @@ impl Wanted {
     fn of(segments: &[String], factor: f32) -> Option<Self> {
         let (name, before) = segments.split_last()?;
         Some(Wanted {
+            asked: name.clone(),
             name: normalise(name),
             qualifier: before.last().map(|q| normalise(q)),
             factor,
@@ -54,7 +58,8 @@ impl Wanted {
     /// The factor for `ranked`, if it defines this symbol.
     fn factor(&self, ranked: &Ranked) -> Option<f32> {
         let candidate = &ranked.candidate;
-        if candidate.name.as_deref().map(normalise).as_deref() != Some(self.name.as_str()) {
+        let name = candidate.name.as_deref()?;
+        if normalise(name) != self.name || is_namesake(&self.asked, name, candidate.kind) {
             return None;
         }
         let Some(qualifier) = &self.qualifier else {
@@ -228,6 +233,37 @@ mod tests {
             input,
         );
         assert_eq!(order[2], ("src/config.rs".into(), 10));
+    }
+
+    #[test]
+    fn a_capitalised_name_raises_types_not_lowercase_functions() {
+        let class = StoredChunk {
+            kind: quarry_chunk::ChunkKind::Struct,
+            ..symbol("src/state.c", 1, "session_state", &[])
+        };
+        let input = vec![
+            (symbol("src/seq.lua", 1, "list", &["seq"]), 0.5),
+            (class, 0.5),
+            (candidate("src/other.rs", 1), 0.6),
+        ];
+        let raised = |query: &str| {
+            let layers: Vec<Box<dyn RankingLayer>> = vec![Box::new(Definition::new(2.0).unwrap())];
+            let ranking = apply_chain(&layers, &QueryTerms::of(query), input.clone()).unwrap();
+            let mut raised: Vec<String> = ranking
+                .results
+                .iter()
+                .filter(|r| r.score > 0.5 && r.candidate.path != "src/other.rs")
+                .map(|r| r.candidate.path.clone())
+                .collect();
+            raised.sort();
+            raised
+        };
+        // The function `list` is a namesake of `List`; the type `session_state` is what
+        // `SessionState` asks for.
+        assert!(raised("List").is_empty());
+        assert_eq!(raised("list"), ["src/seq.lua"]);
+        assert_eq!(raised("SessionState"), ["src/state.c"]);
+        assert_eq!(raised("session_state"), ["src/state.c"]);
     }
 
     #[test]
