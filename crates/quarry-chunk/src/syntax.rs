@@ -85,7 +85,58 @@ impl<'a> SyntaxChunker<'a> {
         let mut pieces = Vec::new();
         let entries = self.entries(named_children(root), &[]);
         self.emit(entries, 0..self.lines.count(), &[], None, 0, &mut pieces);
+        if self.language == Language::Lua {
+            self.define_lua_tables(root);
+        }
         (pieces, self.definitions.into_inner())
+    }
+
+    /// A Lua class or module is a table: `local List = utils.stdmt.List` (or `M = {}`) at
+    /// the top of a file that defines `function List.new` or `List:append` defines `List`,
+    /// a module, at that statement; the functions alone would leave the name undefined.
+    fn define_lua_tables(&self, root: Node) {
+        let mut definitions = self.definitions.borrow_mut();
+        let mut tables = Vec::new();
+        for node in named_children(root) {
+            let assignment = match node.kind() {
+                "variable_declaration" => node.named_child(0),
+                "assignment_statement" => Some(node),
+                _ => None,
+            };
+            let Some(variables) = assignment
+                .filter(|a| a.kind() == "assignment_statement")
+                .and_then(|a| a.named_child(0))
+                .filter(|v| v.kind() == "variable_list" && v.named_child_count() == 1)
+            else {
+                continue;
+            };
+            let Some(name) = variables
+                .named_child(0)
+                .filter(|n| n.kind() == "identifier")
+            else {
+                continue;
+            };
+            let name = self.text_of(name);
+            let has_members = definitions
+                .iter()
+                .any(|d| d.container.first() == Some(&name));
+            let defined = definitions
+                .iter()
+                .chain(&tables)
+                .any(|d: &Found| d.container.is_empty() && d.name == name);
+            if has_members && !defined {
+                let lines = self.node_lines(node);
+                tables.push(Found {
+                    code_line: lines.start,
+                    lines,
+                    name,
+                    container: Vec::new(),
+                    kind: ChunkKind::Module,
+                    refers_to: None,
+                });
+            }
+        }
+        definitions.extend(tables);
     }
 
     /// Classifies the nodes of a scope (inside `container`) into entries of whole lines.

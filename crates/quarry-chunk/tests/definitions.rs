@@ -296,3 +296,38 @@ cfg_if::cfg_if! {
         ]
     );
 }
+
+#[test]
+fn a_lua_table_with_functions_is_a_module_at_its_statement() {
+    let source = "\
+local utils = require 'utils'
+local List = utils.stdmt.List
+local count = 0
+
+function List.new(items)
+    return setmetatable(items or {}, List)
+end
+
+function List:append(value)
+    self[#self + 1] = value
+end
+
+Map = {}
+
+function Map:get(key)
+    return self[key]
+end
+
+return List
+";
+    assert_eq!(
+        summary(&definitions("List.lua", source)),
+        [
+            ("List".into(), ChunkKind::Module, 2, 2),
+            ("List::new".into(), ChunkKind::Function, 5, 7),
+            ("List::append".into(), ChunkKind::Function, 9, 11),
+            ("Map".into(), ChunkKind::Module, 13, 13),
+            ("Map::get".into(), ChunkKind::Function, 15, 17),
+        ]
+    );
+}
