@@ -8,7 +8,7 @@ use std::process::Output;
 use std::sync::OnceLock;
 
 use proptest::prelude::*;
-use quarry_testkit::{kept_dir, shop, shop_in};
+use quarry_testkit::{kept_shop, shop};
 
 mod support;
 
@@ -19,8 +19,7 @@ use support::{quarry, quarry_ok, text};
 fn indexed() -> &'static Path {
     static REPO: OnceLock<PathBuf> = OnceLock::new();
     REPO.get_or_init(|| {
-        let repo = kept_dir(env!("CARGO_TARGET_TMPDIR"), "limits-shop");
-        shop_in(&repo);
+        let repo = kept_shop(env!("CARGO_TARGET_TMPDIR"), "limits-shop");
         quarry_ok(&repo, &["search", "retry", "--mode", "lexical"]);
         repo
     })

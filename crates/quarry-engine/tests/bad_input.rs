@@ -9,14 +9,13 @@ use std::sync::OnceLock;
 use proptest::prelude::*;
 use quarry_engine::{Config, Engine, EngineOptions, ResultRequest, SearchMode, SearchOptions};
 use quarry_rank::IncludeTests;
-use quarry_testkit::{kept_dir, model, shop_in};
+use quarry_testkit::{kept_shop, model};
 
 /// The fixture, indexed once (words only: the lexical leg needs no model) for every case.
 fn shop() -> &'static (PathBuf, Engine) {
     static SHOP: OnceLock<(PathBuf, Engine)> = OnceLock::new();
     SHOP.get_or_init(|| {
-        let dir = kept_dir(env!("CARGO_TARGET_TMPDIR"), "bad-input-shop");
-        shop_in(&dir);
+        let dir = kept_shop(env!("CARGO_TARGET_TMPDIR"), "bad-input-shop");
         let engine = Engine::open(&dir, model(), EngineOptions::default()).unwrap();
         engine.index_files(&mut |_| {}).unwrap();
         (dir, engine)

@@ -25,8 +25,7 @@ struct Session {
 fn session() -> &'static Session {
     static SESSION: OnceLock<Session> = OnceLock::new();
     SESSION.get_or_init(|| {
-        let repo = quarry_testkit::kept_dir(env!("CARGO_TARGET_TMPDIR"), "bad-arguments-shop");
-        quarry_testkit::shop_in(&repo);
+        let repo = quarry_testkit::kept_shop(env!("CARGO_TARGET_TMPDIR"), "bad-arguments-shop");
         let engine = Engine::open(&repo, model(), EngineOptions::default()).unwrap();
         engine.index(&mut |_| {}).unwrap();
         let chunk_ids = engine

@@ -38,8 +38,16 @@ pub fn shop() -> tempfile::TempDir {
     repo
 }
 
+/// A copy of `fixtures/engine/shop` in [`kept_dir`]`(scratch, name)`, for a test binary that
+/// indexes the shop once and keeps it in a `static`.
+pub fn kept_shop(scratch: &str, name: &str) -> PathBuf {
+    let dir = kept_dir(scratch, name);
+    shop_in(&dir);
+    dir
+}
+
 /// A copy of `fixtures/engine/shop` in `dir`.
-pub fn shop_in(dir: &Path) {
+fn shop_in(dir: &Path) {
     let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/engine/shop");
     copy_dir(&fixture, dir);
 }
