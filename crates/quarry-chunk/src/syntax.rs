@@ -2,6 +2,7 @@
 //! merged blocks of module-level code.
 
 use std::cell::RefCell;
+use std::collections::HashSet;
 use std::ops::Range;
 
 use tree_sitter::{Node, Tree};
@@ -96,7 +97,17 @@ impl<'a> SyntaxChunker<'a> {
     /// a module, at that statement; the functions alone would leave the name undefined.
     fn define_lua_tables(&self, root: Node) {
         let mut definitions = self.definitions.borrow_mut();
-        let mut tables = Vec::new();
+        // Names that hold functions, and names already defined at the top (a table bound
+        // twice is defined once).
+        let holders: HashSet<String> = definitions
+            .iter()
+            .filter_map(|d| d.container.first().cloned())
+            .collect();
+        let mut defined: HashSet<String> = definitions
+            .iter()
+            .filter(|d| d.container.is_empty())
+            .map(|d| d.name.clone())
+            .collect();
         for node in named_children(root) {
             let assignment = match node.kind() {
                 "variable_declaration" => node.named_child(0),
@@ -117,16 +128,9 @@ impl<'a> SyntaxChunker<'a> {
                 continue;
             };
             let name = self.text_of(name);
-            let has_members = definitions
-                .iter()
-                .any(|d| d.container.first() == Some(&name));
-            let defined = definitions
-                .iter()
-                .chain(&tables)
-                .any(|d: &Found| d.container.is_empty() && d.name == name);
-            if has_members && !defined {
+            if holders.contains(&name) && defined.insert(name.clone()) {
                 let lines = self.node_lines(node);
-                tables.push(Found {
+                definitions.push(Found {
                     code_line: lines.start,
                     lines,
                     name,
@@ -136,7 +140,6 @@ impl<'a> SyntaxChunker<'a> {
                 });
             }
         }
-        definitions.extend(tables);
     }
 
     /// Classifies the nodes of a scope (inside `container`) into entries of whole lines.
