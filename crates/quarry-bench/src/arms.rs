@@ -276,6 +276,11 @@ impl Arm {
         }
     }
 
+    /// Whether its answers need the embedding model: quarry's arms unless in lexical mode.
+    pub fn needs_model(&self) -> bool {
+        matches!(&self.ranker, Ranker::Engine { mode, .. } if *mode != SearchMode::Lexical)
+    }
+
     /// The index the arm searches: `Some(embed_header)` for quarry's arms, `None` for
     /// controls (they use the default index).
     pub fn embed_header(&self) -> Option<bool> {

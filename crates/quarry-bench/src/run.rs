@@ -7,7 +7,7 @@ use std::time::Instant;
 
 use quarry_chunk::ChunkId;
 use quarry_embed::ModelDir;
-use quarry_engine::{Engine, EngineOptions, SearchOptions};
+use quarry_engine::{Engine, EngineOptions, SearchMode, SearchOptions};
 use quarry_store::{Filter, StoredChunk};
 use serde::{Deserialize, Serialize};
 
@@ -130,6 +130,10 @@ impl CorpusReport {
 /// Files from which a corpus counts as a large repository.
 pub const LARGE_CORPUS_FILES: usize = 2000;
 
+/// A report's backend when no arm ran the model: the index was built in its first phase
+/// alone, so a run of the largest corpora costs minutes, not hours.
+pub const MODEL_FREE: &str = "none (model-free: every quarry arm lexical, no chunk embedded)";
+
 /// One arm's results.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ArmResult {
@@ -220,6 +224,7 @@ pub fn run(
     let mut corpora = Vec::new();
     let mut warnings = Vec::new();
     let mut config = None;
+    let model_free = options.arms.iter().all(|arm| !arm.needs_model());
     for corpus in &options.corpora {
         progress(Progress::Fetching(corpus.name.clone()));
         let source = corpus.fetch(&options.suite_dir, &options.cache.join("corpora"))?;
@@ -267,21 +272,31 @@ pub fn run(
             } else {
                 sync_worktree(&source, &work)?;
             }
-            let engine = open_indexed(options, &work, variant.embed_header, &label, progress)?;
+            let engine = open_indexed(
+                options,
+                &work,
+                variant.embed_header,
+                model_free,
+                &label,
+                progress,
+            )?;
             let chunks = all_chunks(&engine)?;
             if variant.name == "default" {
-                report.index_seconds = build_seconds(&work);
+                report.index_seconds = (!model_free).then(|| build_seconds(&work)).flatten();
                 report.searchable_seconds = Some(first_phase_seconds(options, &source)?);
                 report.files = chunks.iter().map(|c| &c.path).collect::<HashSet<_>>().len();
                 report.chunks = chunks.len();
                 doc_cases = docs::doc_cases(&chunks, options.doc_cases);
                 report.doc_cases = doc_cases.len();
-                let backend = engine
-                    .model()
-                    .expect("a bench engine is opened with its model")
-                    .backend()
-                    .map_err(quarry_engine::EngineError::from)?
-                    .to_string();
+                let backend = match model_free {
+                    true => MODEL_FREE.to_owned(),
+                    false => engine
+                        .model()
+                        .expect("a bench engine is opened with its model")
+                        .backend()
+                        .map_err(quarry_engine::EngineError::from)?
+                        .to_string(),
+                };
                 config.get_or_insert_with(|| RunConfig {
                     commit: options.commit.clone(),
                     model: engine.store().settings().model.clone(),
@@ -301,7 +316,14 @@ pub fn run(
             });
             let index = IndexedChunks::new(chunks);
             // The first search after opening loads the vector index: not a query's cost.
-            let _ = engine.search("warm up", &SearchOptions::default());
+            let warm_up = SearchOptions {
+                mode: match model_free {
+                    true => SearchMode::Lexical,
+                    false => SearchMode::Hybrid,
+                },
+                ..SearchOptions::default()
+            };
+            let _ = engine.search("warm up", &warm_up);
             // Peers and controls answer on the default index's worktree (and its doc twin).
             let default_variant = variant.embed_header;
             let semble = match options.arms.iter().find(|a| a.ranker == Ranker::Semble) {
@@ -421,11 +443,13 @@ fn list<'a>(targets: impl IntoIterator<Item = &'a crate::cases::Target>) -> Stri
         .join(", ")
 }
 
-/// An engine on `work`, its index brought up to date.
+/// An engine on `work`, its index brought up to date: its first phase alone (files and
+/// words) when the run is `model_free`, every chunk embedded otherwise.
 fn open_indexed(
     options: &RunOptions<'_>,
     work: &Path,
     embed_header: bool,
+    model_free: bool,
     label: &str,
     progress: &mut dyn FnMut(Progress),
 ) -> Result<Engine, BenchError> {
@@ -439,6 +463,10 @@ fn open_indexed(
         Ok(engine) => engine,
         Err(_) => Engine::rebuild(work, options.model, engine_options)?.finish()?,
     };
+    if model_free {
+        engine.index_files(&mut |_| {})?;
+        return Ok(engine);
+    }
     let started = Instant::now();
     let report = engine.index(&mut |event| {
         if let quarry_engine::IndexEvent::Embedded { chunks, total } = event {

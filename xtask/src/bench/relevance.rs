@@ -252,6 +252,18 @@ pub fn run(args: RelevanceArgs) -> Result<()> {
             )
         }
     };
+    // `--set mode=lexical` makes the controls lexical like hybrid: one of each is enough.
+    let mut arms: Vec<Arm> = arms;
+    if matches!(plan, Plan::Controls) {
+        let mut kept: Vec<quarry_bench::arms::Ranker> = Vec::new();
+        arms.retain(|arm| match kept.contains(&arm.ranker) {
+            true => false,
+            false => {
+                kept.push(arm.ranker.clone());
+                true
+            }
+        });
+    }
     let suite_slug = match (suite, split) {
         (Suite::Smoke, _) => "-smoke",
         (_, Split::Tuning) => "-tuning",
