@@ -279,6 +279,33 @@ impl Language {
         })
     }
 
+    /// The words a question in prose names the language by, lower case (`c++` and `cpp`,
+    /// `python`): never one that is mostly something else in English or in code (`c`, `go`,
+    /// `node`, `shell`), and none for prose and plain text.
+    pub fn prose_names(self) -> &'static [&'static str] {
+        match self {
+            Language::Bash => &["bash"],
+            Language::Cpp => &["c++", "cpp"],
+            Language::CSharp => &["c#", "csharp"],
+            Language::Elixir => &["elixir"],
+            Language::Go => &["golang"],
+            Language::Haskell => &["haskell"],
+            Language::Java => &["java"],
+            Language::JavaScript => &["javascript", "js", "nodejs"],
+            Language::Kotlin => &["kotlin"],
+            Language::Lua => &["lua"],
+            Language::Php => &["php"],
+            Language::Python => &["python"],
+            Language::Ruby => &["ruby"],
+            Language::Rust => &["rust"],
+            Language::Scala => &["scala"],
+            Language::Swift => &["swift"],
+            Language::TypeScript | Language::Tsx => &["typescript", "ts"],
+            Language::Zig => &["zig"],
+            Language::C | Language::Markdown | Language::Text => &[],
+        }
+    }
+
     /// The language a `#!` interpreter line names, if any.
     pub fn from_shebang(text: &str) -> Option<Language> {
         let line = text.strip_prefix("#!")?.lines().next()?;

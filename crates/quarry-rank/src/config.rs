@@ -67,6 +67,9 @@ pub struct RankingConfig {
     /// The largest boost of a chunk whose file is named after the query's words, at least 0
     /// (see [`PathMatch`]).
     pub path_match: f32,
+    /// The boost of a chunk whose language the query names (`the C++ messages`), at least 0
+    /// (see [`PathMatch`]).
+    pub language_match: f32,
     /// The largest boost of the best chunk of a file many candidates come from, at least 0
     /// (see [`FileEvidence`]).
     pub file_evidence: f32,
@@ -98,6 +101,7 @@ impl Default for RankingConfig {
             penalties: PenaltyFactors::default(),
             definition_boost: 2.0,
             path_match: 0.5,
+            language_match: 0.5,
             file_evidence: 0.2,
             file_coverage: 0.5,
             source_boost: 1.1,
@@ -169,7 +173,10 @@ impl RankingConfig {
             LayerKind::FileEvidence,
             (1.0 + self.file_evidence) * (1.0 + self.file_coverage),
         ) * enabled(LayerKind::Definition, self.definition_boost)
-            * enabled(LayerKind::PathMatch, 1.0 + self.path_match)
+            * enabled(
+                LayerKind::PathMatch,
+                (1.0 + self.path_match) * (1.0 + self.language_match),
+            )
             * enabled(LayerKind::SourceBoost, self.source_boost)
             * enabled(LayerKind::PageRank, 1.0 + self.pagerank_strength)
     }
@@ -215,7 +222,7 @@ impl Pipeline {
         let boost = SourceBoost::new(config.source_boost)?;
         let evidence = FileEvidence::new(config.file_evidence, config.file_coverage)?;
         let definition = Definition::new(config.definition_boost)?;
-        let path_match = PathMatch::new(config.path_match)?;
+        let path_match = PathMatch::new(config.path_match, config.language_match)?;
         let mode = if config.soft_cap {
             CapMode::Soft {
                 decay: config.soft_cap_decay,

@@ -1,6 +1,7 @@
 //! What the ranking reads of a query: whether it names a symbol, the identifiers it
 //! mentions, and its topical words.
 
+use quarry_chunk::{ALL_LANGUAGES, Language};
 use quarry_text::{identifier_parts, is_stopword, stem, words};
 
 /// A query, analysed once: the engine's legs and every ranking layer read this analysis
@@ -15,6 +16,9 @@ use quarry_text::{identifier_parts, is_stopword, stem, words};
 /// assert_eq!(words.symbol(), None);
 /// assert_eq!(words.identifiers(), ["parseConfig"]);
 /// assert_eq!(words.keywords(), ["pars", "config", "result", "cach"]);
+/// let bindings = QueryTerms::of("how do the C++ core and the pure-Python runtime differ?");
+/// let named: Vec<_> = bindings.languages().iter().map(|(word, l)| (word.as_str(), l.name())).collect();
+/// assert_eq!(named, [("c++", "cpp"), ("python", "python")]);
 /// ```
 #[derive(Debug, Clone, PartialEq)]
 pub struct QueryTerms {
@@ -25,6 +29,8 @@ pub struct QueryTerms {
     keywords: Vec<String>,
     words: usize,
     question: bool,
+    /// The languages the query names in prose, each with the word that named it.
+    languages: Vec<(String, Language)>,
     /// Chunks that define what the query names, sorted: the caller's definitions table.
     definitions: Vec<u128>,
 }
@@ -83,6 +89,10 @@ impl QueryTerms {
             .is_some_and(|first| INTERROGATIVES.contains(&first.to_lowercase().as_str()));
         QueryTerms {
             text: query.to_owned(),
+            languages: match symbol {
+                Some(_) => Vec::new(),
+                None => named_languages(query),
+            },
             symbol,
             joined,
             identifiers,
@@ -148,6 +158,12 @@ impl QueryTerms {
         &self.keywords
     }
 
+    /// The languages a query in words names (`the C++ messages`, `the pure-Python
+    /// runtime`; [`Language::prose_names`]), each with its word as written, lower case.
+    pub fn languages(&self) -> &[(String, Language)] {
+        &self.languages
+    }
+
     /// The query's shape, which sets how much each retrieval leg weighs.
     pub fn shape(&self) -> QueryShape {
         match (&self.symbol, self.words) {
@@ -182,6 +198,23 @@ pub enum QueryShape {
     Sentence,
     /// Anything else: a word or a few (`retry backoff`).
     Phrase,
+}
+
+/// The languages `query` names by one of their [`Language::prose_names`], in order, once
+/// each: its words split at anything but letters, digits, `+` and `#` (`C++`, `C#`).
+fn named_languages(query: &str) -> Vec<(String, Language)> {
+    let mut named: Vec<(String, Language)> = Vec::new();
+    for word in query.split(|c: char| !(c.is_alphanumeric() || c == '+' || c == '#')) {
+        let word = word.to_lowercase();
+        for &language in ALL_LANGUAGES {
+            if language.prose_names().contains(&word.as_str())
+                && !named.iter().any(|(_, l)| *l == language)
+            {
+                named.push((word.clone(), language));
+            }
+        }
+    }
+    named
 }
 
 /// Whether a definition named `defined`, of `kind`, is only a namesake of the name `asked`

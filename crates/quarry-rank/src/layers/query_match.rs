@@ -121,16 +121,25 @@ impl RankingLayer for Definition {
 ///
 /// Developers name files after the concept inside; a question about that concept often uses
 /// the same words, which in the file's text may appear only once or not at all.
+///
+/// A file's extension names its language too: where the query names the chunk's language
+/// ([`QueryTerms::languages`](crate::QueryTerms::languages): `the C++ messages`, `the Rust
+/// crate`), the chunk is raised by `1 + language` more. In a repository of several
+/// languages (a library with bindings), that is what the question sets apart; in a
+/// repository of one, every chunk of code is raised alike.
 #[derive(Debug, Clone, PartialEq)]
 pub struct PathMatch {
     strength: f32,
+    language: f32,
 }
 
 impl PathMatch {
-    /// A boost of up to `strength` (finite, at least 0).
-    pub fn new(strength: f32) -> Result<Self, ConfigError> {
+    /// A boost of up to `strength` for the file's name, and of `language` for its language
+    /// (both finite, at least 0).
+    pub fn new(strength: f32, language: f32) -> Result<Self, ConfigError> {
         let strength = super::strength("path_match", strength)?;
-        Ok(Self { strength })
+        let language = super::strength("language_match", language)?;
+        Ok(Self { strength, language })
     }
 }
 
@@ -140,22 +149,36 @@ impl RankingLayer for PathMatch {
     }
 
     fn apply(&self, pass: &mut Pass<'_>) -> Result<(), RankError> {
-        let keywords = pass.query.keywords();
-        if keywords.is_empty() || self.strength == 0.0 {
+        let keywords = match self.strength {
+            0.0 => &[][..],
+            _ => pass.query.keywords(),
+        };
+        let languages = match self.language {
+            0.0 => &[][..],
+            _ => pass.query.languages(),
+        };
+        if keywords.is_empty() && languages.is_empty() {
             return Ok(());
         }
         let mut by_path: std::collections::HashMap<String, Vec<String>> =
             std::collections::HashMap::new();
         pass.scale_each(|_, ranked| {
-            let matched = by_path
+            let mut matched = by_path
                 .entry(ranked.candidate.path.clone())
                 .or_insert_with(|| matched_keywords(keywords, &ranked.candidate.path))
                 .clone();
+            let mut factor =
+                1.0 + self.strength * matched.len() as f32 / keywords.len().max(1) as f32;
+            if let Some((word, _)) = languages
+                .iter()
+                .find(|(_, language)| *language == ranked.candidate.language)
+            {
+                matched.push(word.clone());
+                factor *= 1.0 + self.language;
+            }
             if matched.is_empty() {
                 return None;
             }
-            let share = matched.len() as f32 / keywords.len() as f32;
-            let factor = 1.0 + self.strength * share;
             let effect = Effect::PathMatch {
                 words: matched,
                 factor,
@@ -193,7 +216,7 @@ mod tests {
     use super::*;
     use crate::chain::tests::candidate;
     use crate::{QueryTerms, RankingLayer, apply_chain};
-    use quarry_chunk::StoredChunk;
+    use quarry_chunk::{Language, StoredChunk};
 
     fn symbol(path: &str, line: usize, name: &str, container: &[&str]) -> StoredChunk {
         StoredChunk {
@@ -297,7 +320,7 @@ mod tests {
             (candidate("src/session/store.rs", 1), 0.45),
         ];
         let order = rank(
-            PathMatch::new(1.0).unwrap(),
+            PathMatch::new(1.0, 0.0).unwrap(),
             "how are sessions stored?",
             input,
         );
@@ -315,5 +338,49 @@ mod tests {
             ["configur"]
         );
         assert!(matched_keywords(&["con".into()], "lib/config.js").is_empty());
+    }
+
+    #[test]
+    fn the_language_a_question_names_rises() {
+        let written_in = |path: &str, language| StoredChunk {
+            language,
+            ..candidate(path, 1)
+        };
+        let input = || {
+            vec![
+                (written_in("java/Parser.java", Language::Java), 0.6),
+                (written_in("src/parser.cc", Language::Cpp), 0.5),
+                (written_in("python/parser.py", Language::Python), 0.45),
+            ]
+        };
+        let paths = |order: Vec<(String, usize)>| -> Vec<String> {
+            order.into_iter().map(|(path, _)| path).collect()
+        };
+        // C++ by its symbol: 0.5 × 1.5 passes Java's 0.6; Python is not named.
+        let order = rank(
+            PathMatch::new(0.0, 0.5).unwrap(),
+            "how do the C++ messages parse the wire format?",
+            input(),
+        );
+        assert_eq!(
+            paths(order),
+            ["src/parser.cc", "java/Parser.java", "python/parser.py"]
+        );
+        // A word inside another (`pure-Python`) names it too; 0 leaves the order alone.
+        let question = "how does the pure-Python runtime encode fields";
+        let order = rank(PathMatch::new(0.0, 0.5).unwrap(), question, input());
+        assert_eq!(paths(order)[0], "python/parser.py");
+        let order = rank(PathMatch::new(0.0, 0.0).unwrap(), question, input());
+        assert_eq!(paths(order)[0], "java/Parser.java");
+        // The step says which word named it.
+        let layers: Vec<Box<dyn RankingLayer>> = vec![Box::new(PathMatch::new(0.0, 0.5).unwrap())];
+        let ranking = apply_chain(&layers, &QueryTerms::of(question), input()).unwrap();
+        assert_eq!(
+            ranking.results[0].explanation.steps[0].effect,
+            Effect::PathMatch {
+                words: vec!["python".into()],
+                factor: 1.5
+            }
+        );
     }
 }
