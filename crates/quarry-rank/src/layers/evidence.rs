@@ -3,7 +3,9 @@
 
 use std::collections::{HashMap, HashSet};
 
-use crate::{ConfigError, Effect, LayerKind, Pass, RankError, Ranked, RankingLayer};
+use crate::{
+    ConfigError, Effect, LayerKind, Pass, RankError, Ranked, RankingLayer, declaration_files,
+};
 
 /// Raises the best chunk of each file by `1 + strength × share`, where `share` is the sum of
 /// the file's candidate scores over the largest such sum among the files (1 for the file
@@ -18,6 +20,13 @@ use crate::{ConfigError, Effect, LayerKind, Pass, RankError, Ranked, RankingLaye
 /// the query's keywords that the file's candidates hold between them (each keyword weighted
 /// by how few of the candidates' files hold it): a large file that answers a question across
 /// several chunks overtakes a small sibling whose one chunk repeats one of its words.
+///
+/// A declaration and its implementation are one file's evidence when both are candidates
+/// and the query names no symbol ([`declaration_files`]: `x.h` and `x.c`, `x.d.ts` and
+/// `x.ts`): their scores and words count together, and only the implementation's best chunk
+/// is raised. A header's comments hold a question's words more densely than the code that
+/// does what it asks; a name asked for may be defined in either, so a symbol query keeps
+/// each file apart.
 #[derive(Debug, Clone, PartialEq)]
 pub struct FileEvidence {
     strength: f32,
@@ -42,9 +51,15 @@ impl RankingLayer for FileEvidence {
     fn apply(&self, pass: &mut Pass<'_>) -> Result<(), RankError> {
         // Only positive evidence counts; in ranking order, so the first of a file is its best.
         let list = &*pass.list;
+        let implementations = match pass.query.symbol() {
+            Some(_) => HashMap::new(),
+            None => implementations(list),
+        };
         let mut sums: HashMap<&str, f32> = HashMap::new();
         for ranked in list {
-            *sums.entry(ranked.candidate.path.as_str()).or_default() += ranked.score.max(0.0);
+            *sums
+                .entry(unit(&implementations, ranked.candidate.path.as_str()))
+                .or_default() += ranked.score.max(0.0);
         }
         let largest = sums.values().copied().fold(0.0_f32, f32::max);
         if largest <= 0.0 {
@@ -55,12 +70,13 @@ impl RankingLayer for FileEvidence {
             list.iter()
                 .map(|ranked| {
                     let path = ranked.candidate.path.as_str();
-                    seen.insert(path).then(|| sums[path] / largest)
+                    (unit(&implementations, path) == path && seen.insert(path))
+                        .then(|| sums[path] / largest)
                 })
                 .collect()
         };
         let coverage = match self.coverage > 0.0 {
-            true => coverage_of(pass.query.keywords(), list),
+            true => coverage_of(pass.query.keywords(), list, &implementations),
             false => HashMap::new(),
         };
         let covers: Vec<f32> = list
@@ -91,7 +107,11 @@ impl RankingLayer for FileEvidence {
 /// text or its path), each keyword weighted by how few of the candidates' files hold it: a
 /// large file that answers a question across several chunks covers what a small file's one
 /// dense chunk does not.
-fn coverage_of<'a>(keywords: &[String], list: &'a [Ranked]) -> HashMap<&'a str, f32> {
+fn coverage_of<'a>(
+    keywords: &[String],
+    list: &'a [Ranked],
+    implementations: &HashMap<&'a str, &'a str>,
+) -> HashMap<&'a str, f32> {
     // A bit a keyword; a query's first 64 are plenty.
     // Found as substrings of the lowercased text: a light stem is a prefix of its words,
     // once a final `i` (`dependency` gives `dependenci`) is dropped.
@@ -109,7 +129,9 @@ fn coverage_of<'a>(keywords: &[String], list: &'a [Ranked]) -> HashMap<&'a str, 
         let mask = (needles.iter().enumerate())
             .filter(|(_, needle)| text.contains(**needle) || path.contains(**needle))
             .fold(0u64, |mask, (i, _)| mask | 1 << i);
-        *masks.entry(candidate.path.as_str()).or_default() |= mask;
+        *masks
+            .entry(unit(implementations, candidate.path.as_str()))
+            .or_default() |= mask;
     }
     let files = masks.len() as f32;
     let weights: Vec<f32> = (0..needles.len())
@@ -135,6 +157,28 @@ fn coverage_of<'a>(keywords: &[String], list: &'a [Ranked]) -> HashMap<&'a str, 
             (path, held / total)
         })
         .collect()
+}
+
+/// The file whose evidence a chunk of `path` adds to: its own, or, for a declaration, its
+/// implementation's.
+fn unit<'a>(implementations: &HashMap<&'a str, &'a str>, path: &'a str) -> &'a str {
+    implementations.get(path).copied().unwrap_or(path)
+}
+
+/// Each declaration among the candidates whose implementation is one too, with that
+/// implementation (the best ranked, if a header has two).
+fn implementations(list: &[Ranked]) -> HashMap<&str, &str> {
+    let paths: HashSet<&str> = list.iter().map(|r| r.candidate.path.as_str()).collect();
+    let mut implementations = HashMap::new();
+    for ranked in list {
+        let path = ranked.candidate.path.as_str();
+        for declaration in declaration_files(path) {
+            if let Some(&declaration) = paths.get(declaration.as_str()) {
+                implementations.entry(declaration).or_insert(path);
+            }
+        }
+    }
+    implementations
 }
 
 #[cfg(test)]
@@ -164,6 +208,31 @@ mod tests {
             .find(|r| r.candidate.path == "src/right.rs" && r.candidate.start_line == 20)
             .unwrap();
         assert!(right_second.explanation.steps.is_empty());
+    }
+
+    #[test]
+    fn a_header_s_evidence_raises_its_implementation() {
+        let input = [
+            ("src/codec.h", 10, 0.60),
+            ("src/codec.h", 40, 0.50),
+            ("src/codec.c", 100, 0.50),
+            ("src/other.c", 1, 0.55),
+        ];
+        // A question: the header's and the source's chunks are one file's evidence (1.6,
+        // the largest), which raises the source's best chunk alone.
+        let ranking = run(
+            FileEvidence::new(1.0, 0.0).unwrap(),
+            "how are codecs chosen",
+            &input,
+        );
+        let order = outline(&ranking);
+        assert_eq!(order[0], ("src/codec.c", 100, 1.0), "{order:?}");
+        assert_eq!(order[1], ("src/other.c", 1, 0.7391), "{order:?}");
+        assert_eq!(order[2], ("src/codec.h", 10, 0.6), "{order:?}");
+        // A symbol may be defined in the header: each file keeps its own evidence.
+        let ranking = run(FileEvidence::new(1.0, 0.0).unwrap(), "codec_init", &input);
+        let order = outline(&ranking);
+        assert_eq!(order[0], ("src/codec.h", 10, 1.2), "{order:?}");
     }
 
     #[test]
