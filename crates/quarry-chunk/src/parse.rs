@@ -31,7 +31,8 @@ thread_local! {
 /// same offsets and lines that ends with a newline (tree-sitter-kotlin-ng 1.1.0's scanner
 /// loops forever on an annotation that ends the file) and, for grammars whose scanner
 /// crashes on characters above U+00FF (tree-sitter-bash 0.25.1, upstream issue #337),
-/// has every non-ASCII byte replaced by `_`.
+/// has every non-ASCII byte replaced by `_`. In the C family, where the file's parse errs, it
+/// may be a copy with its preprocessor conditional lines blanked (`Rules::conditionals`).
 ///
 /// ```
 /// use quarry_chunk::{Language, SyntaxTree};
@@ -63,10 +64,21 @@ impl<'a> SyntaxTree<'a> {
         if !text.ends_with('\n') {
             copy.get_or_insert_with(|| text.to_owned()).push('\n');
         }
-        let text = copy.map_or(Cow::Borrowed(text), Cow::Owned);
+        let mut text = copy.map_or(Cow::Borrowed(text), Cow::Owned);
+        let conditionals = rules::rules(language).is_some_and(|rules| rules.conditionals);
         let (tree, macro_bodies) = PARSER.with_borrow_mut(|parser| {
             parser.set_language(&grammar).ok()?;
-            let tree = guarded_parse(parser, text.as_bytes(), text.len())?;
+            let mut tree = guarded_parse(parser, text.as_bytes(), text.len())?;
+            if conditionals && tree.root_node().has_error() {
+                let blanked = conditionals_blanked(&text);
+                let better = blanked.and_then(|blanked| {
+                    let parsed = guarded_parse(parser, blanked.as_bytes(), blanked.len())?;
+                    (errors(&parsed) < errors(&tree)).then_some((blanked, parsed))
+                });
+                if let Some((blanked, parsed)) = better {
+                    (text, tree) = (Cow::Owned(blanked), parsed);
+                }
+            }
             let item_macro = rules::rules(language).and_then(|rules| rules.item_macro);
             let bodies = item_macro.map_or_else(Vec::new, |kind| {
                 parse_macro_bodies(parser, text.as_bytes(), &tree, kind)
@@ -217,6 +229,57 @@ fn brace_groups(tokens: Node) -> Vec<Range> {
     groups.into_iter().filter_map(braced_body).collect()
 }
 
+/// `text` with every line of a preprocessor conditional (`#if`, `#ifdef`, `#ifndef`, `#elif`,
+/// `#else`, `#endif`, and the lines a trailing backslash continues) blanked to spaces, offsets and
+/// lines kept; `None` where it has none. Both branches of a conditional are then read as
+/// one: `f(int a\n#if X\n, int b\n#endif\n)` is `f(int a, int b)`, which parses.
+fn conditionals_blanked(text: &str) -> Option<String> {
+    const CONDITIONALS: [&str; 6] = ["if", "ifdef", "ifndef", "elif", "else", "endif"];
+    let is_conditional = |line: &str| {
+        line.trim_start()
+            .strip_prefix('#')
+            .map(|rest| rest.trim_start())
+            .is_some_and(|rest| {
+                let word = rest.split(|c: char| !c.is_ascii_alphabetic()).next();
+                word.is_some_and(|word| CONDITIONALS.contains(&word))
+            })
+    };
+    let mut blanked = String::with_capacity(text.len());
+    let mut continued = false;
+    let mut any = false;
+    for line in text.split_inclusive('\n') {
+        let body = line.trim_end_matches(['\n', '\r']);
+        if continued || is_conditional(body) {
+            any = true;
+            continued = body.ends_with('\\');
+            blanked.extend(std::iter::repeat_n(' ', body.len()));
+            blanked.push_str(&line[body.len()..]);
+        } else {
+            blanked.push_str(line);
+        }
+    }
+    any.then_some(blanked)
+}
+
+/// How many error and missing nodes `tree` holds.
+fn errors(tree: &Tree) -> usize {
+    let mut count = 0;
+    let mut cursor = tree.walk();
+    loop {
+        let node = cursor.node();
+        count += usize::from(node.is_error() || node.is_missing());
+        // Only subtrees with an error hold one.
+        if node.has_error() && cursor.goto_first_child() {
+            continue;
+        }
+        while !cursor.goto_next_sibling() {
+            if !cursor.goto_parent() {
+                return count;
+            }
+        }
+    }
+}
+
 /// Parses `bytes` with `parser`, already set to its grammar, abandoning the parse once it
 /// needs more than [`MAX_PARSE_REPORTS_PER_KIB`] for the `size` bytes it reads.
 fn guarded_parse(parser: &mut Parser, bytes: &[u8], size: usize) -> Option<Tree> {
@@ -243,6 +306,33 @@ fn guarded_parse(parser: &mut Parser, bytes: &[u8], size: usize) -> Option<Tree>
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn conditional_lines_are_blanked_with_their_continuations_and_offsets_kept() {
+        let text =
+            "int f(int a\n  #if defined(X) && \\\n  defined(Y)\n, int b\n#endif\n);\n#define Z 1\n";
+        let blanked = conditionals_blanked(text).unwrap();
+        assert_eq!(blanked.len(), text.len());
+        assert_eq!(blanked.lines().count(), text.lines().count());
+        let kept: Vec<&str> = blanked
+            .lines()
+            .map(str::trim)
+            .filter(|l| !l.is_empty())
+            .collect();
+        assert_eq!(kept, ["int f(int a", ", int b", ");", "#define Z 1"]);
+        assert_eq!(conditionals_blanked("#define Z 1\nint x;\n"), None);
+        // In C the blanked copy is parsed only where the file's own parse errs.
+        let clean = "#ifdef X\nint x;\n#endif\n";
+        let tree = SyntaxTree::parse(clean, Language::C).unwrap();
+        assert_eq!(tree.text(), clean);
+        let cut = "int f(int a\n#ifdef X\n, int b\n#endif\n) { return a; }\n";
+        let tree = SyntaxTree::parse(cut, Language::C).unwrap();
+        assert!(!tree.tree().root_node().has_error());
+        assert_eq!(
+            tree.text(),
+            "int f(int a\n        \n, int b\n      \n) { return a; }\n"
+        );
+    }
 
     #[test]
     fn the_parser_sees_a_final_newline_and_ascii_where_the_grammar_needs_it() {

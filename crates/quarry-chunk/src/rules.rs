@@ -42,6 +42,11 @@ pub(crate) struct Rules {
     /// The node kind of a macro invocation whose braced body may hold items (Rust's
     /// `cfg_rt! { ... }`), parsed again on its own ([`crate::SyntaxTree`]).
     pub item_macro: Option<&'static str>,
+    /// Preprocessor conditionals (`#if` ... `#else` ... `#endif`) may cut through a
+    /// declaration (a parameter list, an initializer) where the grammar cannot follow them:
+    /// where the file's parse errs, a copy with those lines blanked is parsed too, and the
+    /// tree with fewer errors kept ([`crate::SyntaxTree`]).
+    pub conditionals: bool,
 }
 
 const NONE: &[&str] = &[];
@@ -62,6 +67,7 @@ const DEFAULT: Rules = Rules {
     clauses: false,
     ascii_only: false,
     item_macro: None,
+    conditionals: false,
 };
 
 const C_ITEMS: &[(&str, ChunkKind)] = &[
@@ -198,6 +204,7 @@ pub(crate) fn rules(language: Language) -> Option<&'static Rules> {
         Language::C => &Rules {
             items: C_ITEMS,
             transparent: C_TRANSPARENT,
+            conditionals: true,
             ..DEFAULT
         },
         Language::Cpp => &Rules {
@@ -211,6 +218,7 @@ pub(crate) fn rules(language: Language) -> Option<&'static Rules> {
             wrappers: &["template_declaration", "field_declaration"],
             transparent: C_TRANSPARENT,
             qualifiers: &["::"],
+            conditionals: true,
             ..DEFAULT
         },
         Language::CSharp => &Rules {
@@ -234,6 +242,7 @@ pub(crate) fn rules(language: Language) -> Option<&'static Rules> {
                 "interface_declaration",
             ],
             transparent: &["file_scoped_namespace_declaration"],
+            conditionals: true,
             ..DEFAULT
         },
         Language::Ruby => &Rules {

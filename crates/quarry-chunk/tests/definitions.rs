@@ -63,6 +63,119 @@ int session_open(struct session *s)
 }
 
 #[test]
+fn a_conditional_inside_a_declaration_leaves_its_class_and_methods_defined() {
+    // From pythonnet's Finalizer.cs: an `#if` in a parameter list, before a block and in an
+    // initializer, which tree-sitter-c-sharp cannot follow.
+    let source = "\
+namespace Python.Runtime
+{
+    public class Finalizer
+    {
+        internal void AddFinalizedObject(ref IntPtr obj, int run
+#if TRACE_ALLOC
+                                         , StackTrace stackTrace
+#endif
+        )
+        {
+            Debug.Assert(obj != IntPtr.Zero);
+            if (!Enable)
+            {
+                return;
+            }
+
+            Debug.Assert(Runtime.Refcount(new BorrowedReference(obj)) > 0);
+
+#if FINALIZER_CHECK
+            lock (_queueLock)
+#endif
+            {
+                this._objQueue.Enqueue(new PendingFinalization {
+                    PyObj = obj, RuntimeRun = run,
+#if TRACE_ALLOC
+                    StackTrace = stackTrace.ToString(),
+#endif
+                });
+            }
+            obj = IntPtr.Zero;
+        }
+
+        internal void AddDerivedFinalizedObject(ref IntPtr derived, int run)
+        {
+            if (derived == IntPtr.Zero)
+                throw new ArgumentNullException(nameof(derived));
+
+            if (!Enable)
+            {
+                return;
+            }
+
+            var pending = new PendingFinalization { PyObj = derived, RuntimeRun = run };
+            derived = IntPtr.Zero;
+            _derivedQueue.Enqueue(pending);
+        }
+
+        internal void AddFinalizedBuffer(ref Py_buffer buffer)
+        {
+            if (buffer.obj == IntPtr.Zero)
+                throw new ArgumentNullException(nameof(buffer));
+
+            if (!Enable)
+                return;
+
+            var pending = buffer;
+            buffer = default;
+            _bufferQueue.Enqueue(pending);
+        }
+
+        internal static void Initialize()
+        {
+            Instance.started = true;
+        }
+
+        internal static void Shutdown()
+        {
+            Instance.DisposeAll();
+            Instance.started = false;
+        }
+
+        internal nint DisposeAll(bool disposeObj = true)
+        {
+            return 0;
+        }
+    }
+}
+";
+    // Without the conditionals blanked, the error swallows the namespace: no definitions.
+    let names: Vec<(String, ChunkKind, usize)> = definitions("Finalizer.cs", source)
+        .iter()
+        .map(|d| (d.qualified_name(), d.kind, d.start_line))
+        .collect();
+    let member = |name: &str, line| {
+        let name = format!("Python.Runtime::Finalizer::{name}");
+        (name, ChunkKind::Method, line)
+    };
+    let expected = vec![
+        ("Python.Runtime".to_owned(), ChunkKind::Module, 1),
+        ("Python.Runtime::Finalizer".to_owned(), ChunkKind::Class, 3),
+        member("AddFinalizedObject", 5),
+        member("AddDerivedFinalizedObject", 33),
+        member("AddFinalizedBuffer", 48),
+        member("Initialize", 61),
+        member("Shutdown", 66),
+        member("DisposeAll", 72),
+    ];
+    assert_eq!(names, expected);
+    // The chunks keep the file's text, conditionals and all.
+    let chunks =
+        Chunker::default().chunk_text("Finalizer.cs", source, quarry_chunk::Language::CSharp);
+    assert!(
+        chunks
+            .iter()
+            .any(|c| c.stored.text.contains("#if TRACE_ALLOC"))
+    );
+}
+
+#[test]
 fn members_of_a_container_that_stays_one_chunk_are_definitions_too() {
     let source = "\
 class Cache:
