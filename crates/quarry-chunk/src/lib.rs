@@ -232,7 +232,9 @@ impl Chunker {
             }]
         });
         // Where a grammar loses definitions to a parse error, lines are read for them too;
-        // the tree's own definitions win over a name read from the lines.
+        // the tree's own definitions win over a name read from the lines, a type over a
+        // type and a function over a function (a class the tree lost keeps the name its
+        // constructors, defined outside it, also carry).
         let scanned = match language {
             Language::Bash => definition::shell_functions(&lines),
             Language::C => definition::c_functions(&lines),
@@ -245,7 +247,11 @@ impl Chunker {
         };
         let unknown: Vec<definition::Found> = scanned
             .into_iter()
-            .filter(|s| !found.iter().any(|f| f.name == s.name))
+            .filter(|s| {
+                !found
+                    .iter()
+                    .any(|f| f.name == s.name && f.kind.is_type() == s.kind.is_type())
+            })
             .collect();
         found.extend(unknown);
         let chunks = piece::into_chunks(path, language, &lines, pieces, &self.config);

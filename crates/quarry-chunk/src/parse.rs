@@ -32,7 +32,8 @@ thread_local! {
 /// loops forever on an annotation that ends the file) and, for grammars whose scanner
 /// crashes on characters above U+00FF (tree-sitter-bash 0.25.1, upstream issue #337),
 /// has every non-ASCII byte replaced by `_`. In the C family, where the file's parse errs, it
-/// may be a copy with its preprocessor conditional lines blanked (`Rules::conditionals`).
+/// may be a copy with its preprocessor conditional lines blanked, where that parse errs over
+/// fewer bytes (`Rules::conditionals`).
 ///
 /// ```
 /// use quarry_chunk::{Language, SyntaxTree};
@@ -73,7 +74,7 @@ impl<'a> SyntaxTree<'a> {
                 let blanked = conditionals_blanked(&text);
                 let better = blanked.and_then(|blanked| {
                     let parsed = guarded_parse(parser, blanked.as_bytes(), blanked.len())?;
-                    (errors(&parsed) < errors(&tree)).then_some((blanked, parsed))
+                    (damage(&parsed) < damage(&tree)).then_some((blanked, parsed))
                 });
                 if let Some((blanked, parsed)) = better {
                     (text, tree) = (Cow::Owned(blanked), parsed);
@@ -261,20 +262,27 @@ fn conditionals_blanked(text: &str) -> Option<String> {
     any.then_some(blanked)
 }
 
-/// How many error and missing nodes `tree` holds.
-fn errors(tree: &Tree) -> usize {
-    let mut count = 0;
+/// How much of `tree` its errors took: the bytes under its outermost error nodes, and one
+/// for each missing node. A conditional blanked can mend one error and break a whole class
+/// (both branches of an `#ifdef` inside it read as one); bytes tell the two apart, a count
+/// of errors does not.
+fn damage(tree: &Tree) -> usize {
+    let mut damage = 0;
     let mut cursor = tree.walk();
     loop {
         let node = cursor.node();
-        count += usize::from(node.is_error() || node.is_missing());
-        // Only subtrees with an error hold one.
-        if node.has_error() && cursor.goto_first_child() {
-            continue;
+        if node.is_error() {
+            damage += node.byte_range().len();
+        } else {
+            damage += usize::from(node.is_missing());
+            // Only subtrees with an error hold one.
+            if node.has_error() && cursor.goto_first_child() {
+                continue;
+            }
         }
         while !cursor.goto_next_sibling() {
             if !cursor.goto_parent() {
-                return count;
+                return damage;
             }
         }
     }

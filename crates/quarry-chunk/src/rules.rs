@@ -44,8 +44,8 @@ pub(crate) struct Rules {
     pub item_macro: Option<&'static str>,
     /// Preprocessor conditionals (`#if` ... `#else` ... `#endif`) may cut through a
     /// declaration (a parameter list, an initializer) where the grammar cannot follow them:
-    /// where the file's parse errs, a copy with those lines blanked is parsed too, and the
-    /// tree with fewer errors kept ([`crate::SyntaxTree`]).
+    /// where the file's parse errs, a copy with those lines blanked is parsed too, and kept
+    /// if its errors cover fewer bytes ([`crate::SyntaxTree`]).
     pub conditionals: bool,
 }
 

@@ -176,6 +176,35 @@ namespace Python.Runtime
 }
 
 #[test]
+fn a_class_the_parse_lost_keeps_its_name_beside_its_constructors() {
+    // A macro before a member (protobuf's RepeatedPtrField) leaves the class to an error;
+    // the lines still show a class, and the constructor defined outside it does not take
+    // the class's place.
+    let source = "\
+template <typename Element>
+class RepeatedPtrField final : private internal::RepeatedPtrFieldBase {
+ public:
+  constexpr RepeatedPtrField();
+  int size() const;
+
+  ABSL_DEPRECATED(\"This will be removed in a future release\")
+  int ClearedCount() const;
+};
+
+template <typename Element>
+inline RepeatedPtrField<Element>::RepeatedPtrField() : RepeatedPtrFieldBase() {}
+";
+    let found: Vec<(String, ChunkKind)> = definitions("repeated_ptr_field.h", source)
+        .iter()
+        .map(|d| (d.qualified_name(), d.kind))
+        .collect();
+    assert!(
+        found.contains(&("RepeatedPtrField".to_owned(), ChunkKind::Class)),
+        "{found:?}"
+    );
+}
+
+#[test]
 fn members_of_a_container_that_stays_one_chunk_are_definitions_too() {
     let source = "\
 class Cache:
