@@ -222,7 +222,7 @@ impl Chunker {
             (Language::Markdown, _, _) => Some(markdown::pieces(&lines)),
             _ => None,
         };
-        let pieces = pieces.unwrap_or_else(|| {
+        let mut pieces = pieces.unwrap_or_else(|| {
             vec![Piece {
                 lines: 0..lines.count(),
                 kind: ChunkKind::Window,
@@ -253,12 +253,39 @@ impl Chunker {
                     .any(|f| f.name == s.name && f.kind.is_type() == s.kind.is_type())
             })
             .collect();
+        name_lost_blocks(&mut pieces, &unknown, &lines);
         found.extend(unknown);
         let chunks = piece::into_chunks(path, language, &lines, pieces, &self.config);
         let definitions = definition::attach(found, &chunks);
         (chunks, definitions)
     }
 }
+
+/// A definition the tree lost to a parse error, read from the lines instead, names the
+/// nameless block that is it: one that ends where the definition ends and opens at most
+/// [`LOST_DEFINITION_LEAD`] lines before it (a `template <...>` line), so that a class the
+/// parser could not read is still a class, by its name, in search.
+fn name_lost_blocks(pieces: &mut [Piece], lost: &[definition::Found], lines: &Lines) {
+    for definition in lost {
+        let block = pieces.iter_mut().find(|piece| {
+            piece.kind == ChunkKind::Block
+                && piece.name.is_none()
+                && piece.lines.end == definition.lines.end
+                && (piece.lines.start..=piece.lines.start + LOST_DEFINITION_LEAD)
+                    .contains(&definition.lines.start)
+        });
+        if let Some(block) = block {
+            block.kind = definition.kind;
+            block.name = Some(definition.name.clone());
+            block.container = definition.container.clone();
+            let line = definition.code_line;
+            block.signature = Some(lines.text(line..line + 1).trim().to_owned());
+        }
+    }
+}
+
+/// How many lines a nameless block may open before the lost definition it is named after.
+const LOST_DEFINITION_LEAD: usize = 3;
 
 /// A chunked file: its decoded text, language, syntax tree (where it has a grammar and
 /// the parse was not abandoned) and chunks.

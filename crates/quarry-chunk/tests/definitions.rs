@@ -176,7 +176,7 @@ namespace Python.Runtime
 }
 
 #[test]
-fn a_class_the_parse_lost_keeps_its_name_beside_its_constructors() {
+fn a_class_the_parse_lost_keeps_its_name_and_its_chunk_beside_its_constructors() {
     // A macro before a member (protobuf's RepeatedPtrField) leaves the class to an error;
     // the lines still show a class, and the constructor defined outside it does not take
     // the class's place.
@@ -201,6 +201,20 @@ inline RepeatedPtrField<Element>::RepeatedPtrField() : RepeatedPtrFieldBase() {}
     assert!(
         found.contains(&("RepeatedPtrField".to_owned(), ChunkKind::Class)),
         "{found:?}"
+    );
+    // The block the error left is that class, by its name.
+    let chunks =
+        Chunker::default().chunk_text("repeated_ptr_field.h", source, quarry_chunk::Language::Cpp);
+    let shown: Vec<(usize, ChunkKind, Option<&str>)> = chunks
+        .iter()
+        .map(|c| (c.stored.start_line, c.stored.kind, c.stored.name.as_deref()))
+        .collect();
+    assert_eq!(
+        shown,
+        [
+            (1, ChunkKind::Class, Some("RepeatedPtrField")),
+            (11, ChunkKind::Function, Some("RepeatedPtrField"))
+        ]
     );
 }
 
