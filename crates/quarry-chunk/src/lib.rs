@@ -262,17 +262,18 @@ impl Chunker {
 }
 
 /// A definition the tree lost to a parse error, read from the lines instead, names the
-/// nameless block that is it: one that ends where the definition ends and opens at most
-/// [`LOST_DEFINITION_LEAD`] lines before it (a `template <...>` line), so that a class the
-/// parser could not read is still a class, by its name, in search.
+/// nameless block that opens it: one that holds its declaration line, starts at most
+/// [`LOST_DEFINITION_LEAD`] lines before it (a `template <...>` line) and ends within it, so
+/// that a class the parser could not read is still a class, by its name, in search (the
+/// error may leave its end to other pieces).
 fn name_lost_blocks(pieces: &mut [Piece], lost: &[definition::Found], lines: &Lines) {
     for definition in lost {
         let block = pieces.iter_mut().find(|piece| {
             piece.kind == ChunkKind::Block
                 && piece.name.is_none()
-                && piece.lines.end == definition.lines.end
-                && (piece.lines.start..=piece.lines.start + LOST_DEFINITION_LEAD)
-                    .contains(&definition.lines.start)
+                && piece.lines.contains(&definition.code_line)
+                && piece.lines.start + LOST_DEFINITION_LEAD >= definition.lines.start
+                && piece.lines.end <= definition.lines.end
         });
         if let Some(block) = block {
             block.kind = definition.kind;
