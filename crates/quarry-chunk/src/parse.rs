@@ -56,7 +56,8 @@ impl<'a> SyntaxTree<'a> {
     /// was abandoned because error recovery ran away.
     pub fn parse(text: &'a str, language: Language) -> Option<Self> {
         let grammar = language.grammar()?;
-        let ascii_only = rules::rules(language).is_some_and(|rules| rules.ascii_only);
+        let rules = rules::rules(language);
+        let ascii_only = rules.is_some_and(|rules| rules.ascii_only);
         let mut copy = (ascii_only && !text.is_ascii()).then(|| {
             text.bytes()
                 .map(|b| if b.is_ascii() { b as char } else { '_' })
@@ -66,7 +67,7 @@ impl<'a> SyntaxTree<'a> {
             copy.get_or_insert_with(|| text.to_owned()).push('\n');
         }
         let mut text = copy.map_or(Cow::Borrowed(text), Cow::Owned);
-        let conditionals = rules::rules(language).is_some_and(|rules| rules.conditionals);
+        let conditionals = rules.is_some_and(|rules| rules.conditionals);
         let (tree, macro_bodies) = PARSER.with_borrow_mut(|parser| {
             parser.set_language(&grammar).ok()?;
             let mut tree = guarded_parse(parser, text.as_bytes(), text.len())?;
@@ -80,7 +81,7 @@ impl<'a> SyntaxTree<'a> {
                     (text, tree) = (Cow::Owned(blanked), parsed);
                 }
             }
-            let item_macro = rules::rules(language).and_then(|rules| rules.item_macro);
+            let item_macro = rules.and_then(|rules| rules.item_macro);
             let bodies = item_macro.map_or_else(Vec::new, |kind| {
                 parse_macro_bodies(parser, text.as_bytes(), &tree, kind)
             });

@@ -170,8 +170,13 @@ fn unit<'a>(implementations: &HashMap<&'a str, &'a str>, path: &'a str) -> &'a s
 fn implementations(list: &[Ranked]) -> HashMap<&str, &str> {
     let paths: HashSet<&str> = list.iter().map(|r| r.candidate.path.as_str()).collect();
     let mut implementations = HashMap::new();
+    let mut seen: HashSet<&str> = HashSet::new();
+    // Each file once, in ranking order (a file has many chunks among the candidates).
     for ranked in list {
         let path = ranked.candidate.path.as_str();
+        if !seen.insert(path) {
+            continue;
+        }
         for declaration in declaration_files(path) {
             if let Some(&declaration) = paths.get(declaration.as_str()) {
                 implementations.entry(declaration).or_insert(path);
