@@ -8,7 +8,9 @@
 //!
 //! The task is fused: a tile of queries at a time, its scores (a few kilobytes) are computed,
 //! exponentiated and multiplied by the values while they are in L1, and no `L × L` matrix is
-//! written or packed. Everything is `f32`, in one body for every level of [`HostSimd`]; the
+//! written. A head's keys and values are packed first, in blocks of a pair of vectors that a
+//! product reads from start to end (rows of every key, a power of two apart, would share a few
+//! of L1's sets). Everything is `f32`, in one body for every level of [`HostSimd`]; the
 //! products' sums run in depth order, so each level computes each product alike.
 
 use pulp::Simd;
@@ -71,9 +73,12 @@ struct Operands {
     /// The scaled queries, `rows × width`: rows rounded up to a tile, width to a pair of
     /// vectors, the padding zero.
     queries: Vec<f32>,
-    /// Kᵀ, `width × keys`: keys rounded up to a pair of vectors, zero past the last.
+    /// Kᵀ in blocks of a pair of vectors of keys, each `width × pair` (a depth's keys side by
+    /// side), zero past the last key: a block is read from start to end, where rows of all
+    /// the keys (a power of two apart) would fall in the same few sets of the L1 cache.
     keys: Vec<f32>,
-    /// The values, `length × width`.
+    /// The values in blocks of a pair of vectors of columns, each `length × pair`, zero past
+    /// the head's width.
     values: Vec<f32>,
     /// A tile of queries' scores, then their weights: `S::ROWS × keys`.
     scores: Vec<f32>,
@@ -125,80 +130,111 @@ fn fused<'a, S: Lanes>(
         {
             *q = x * scale;
         }
-        for (d, &k) in column(1, token).iter().enumerate() {
-            keys[d * keys_width + token] = k;
+        let (block, lane) = (token / pair, token % pair);
+        let key_block = &mut keys[block * width * pair..][..head_width * pair];
+        for (depth, &k) in key_block.chunks_exact_mut(pair).zip(column(1, token)) {
+            depth[lane] = k;
         }
-        values[row..row + head_width].copy_from_slice(column(2, token));
+        for (block, part) in column(2, token).chunks(pair).enumerate() {
+            let start = (block * length + token) * pair;
+            values[start..start + part.len()].copy_from_slice(part);
+        }
     }
     for (tile, out) in attended.chunks_mut(S::ROWS * head_width).enumerate() {
         let tile_queries = &queries[tile * S::ROWS * width..(tile + 1) * S::ROWS * width];
-        for first in (0..keys_width).step_by(pair) {
-            let block = multiply(simd, tile_queries, width, &keys[first..], keys_width, width);
-            store(simd, &block, &mut scores[first..], keys_width, pair);
+        for (block, key_block) in keys.chunks_exact(width * pair).enumerate() {
+            let scores = &mut scores[block * pair..];
+            let out = (scores, keys_width, pair);
+            multiply_into(simd, tile_queries, width, key_block, width, None, out);
         }
         let mut inverse = [0.0; MR];
         for (row, inverse) in scores.chunks_mut(keys_width).zip(&mut inverse) {
             *inverse = 1.0 / exponentiate(simd, &mut row[..length]);
         }
-        for first in (0..head_width).step_by(pair) {
-            let mut block = multiply(simd, scores, keys_width, &values[first..], width, length);
-            for (row, &inverse) in block.iter_mut().zip(&inverse) {
-                let inverse = simd.splat_f32s(inverse);
-                row.iter_mut()
-                    .for_each(|lanes| *lanes = simd.mul_f32s(*lanes, inverse));
-            }
-            let rows = out.len() / head_width;
-            let columns = pair.min(head_width - first);
-            store(simd, &block[..rows], &mut out[first..], head_width, columns);
+        for (first, value_block) in (0..head_width)
+            .step_by(pair)
+            .zip(values.chunks_exact(length * pair))
+        {
+            let out = (&mut out[first..], head_width, pair.min(head_width - first));
+            multiply_into(
+                simd,
+                scores,
+                keys_width,
+                value_block,
+                length,
+                Some(&inverse),
+                out,
+            );
         }
     }
     (attended, operands)
 }
 
-/// `Σₛ a[r · a_stride + s] · b[s · b_stride + c]` for the [`Lanes::ROWS`] rows `r` of `a`
-/// and the two vectors of columns `c` at the start of `b`, over `depth` steps `s`, in
-/// `2 · ROWS` registers (rows of the result past `ROWS` are zero).
+/// `out[r · stride + c] = scales[r] · Σₛ a[r · a_stride + s] · b[s · 2 · LANES + c]` (no
+/// scale where `scales` is `None`) for the [`Lanes::ROWS`] rows `r` of `a` (those `out`
+/// holds) and the first `columns` of the pair of vectors of columns `c` of `b`, over `depth`
+/// steps `s`; `out` is `(out, stride, columns)`.
 #[inline(always)]
-fn multiply<S: Lanes>(
+fn multiply_into<S: Lanes>(
     simd: S,
     a: &[f32],
     a_stride: usize,
     b: &[f32],
-    b_stride: usize,
     depth: usize,
-) -> [[S::f32s; 2]; MR] {
+    scales: Option<&[f32; MR]>,
+    out: (&mut [f32], usize, usize),
+) {
+    // The accumulators are an array of the level's rows: an array of the widest level's
+    // would be zeroed, returned and read whole on every call.
+    match S::ROWS {
+        6 => multiply_rows::<S, 6>(simd, a, a_stride, b, depth, scales, out),
+        14 => multiply_rows::<S, 14>(simd, a, a_stride, b, depth, scales, out),
+        rows => unreachable!("no attention kernel of {rows} rows"),
+    }
+}
+
+/// [`multiply_into`] for `R` rows, in `2 · R` registers.
+#[inline(always)]
+fn multiply_rows<S: Lanes, const R: usize>(
+    simd: S,
+    a: &[f32],
+    a_stride: usize,
+    b: &[f32],
+    depth: usize,
+    scales: Option<&[f32; MR]>,
+    (out, stride, columns): (&mut [f32], usize, usize),
+) {
+    let pair = 2 * S::F32_LANES;
     let zero = simd.splat_f32s(0.0);
-    let mut acc = [[zero; 2]; MR];
-    let rows: [&[f32]; MR] = std::array::from_fn(|r| {
-        if r < S::ROWS {
-            &a[r * a_stride..][..depth]
-        } else {
-            &[]
-        }
-    });
-    for (step, b_row) in b.chunks(b_stride).take(depth).enumerate() {
-        let b_lanes = S::as_simd_f32s(&b_row[..2 * S::F32_LANES]).0;
+    let mut acc = [[zero; 2]; R];
+    let rows: [&[f32]; R] = std::array::from_fn(|r| &a[r * a_stride..][..depth]);
+    // Each row's length, once: the loop's reads then need no checks of their own.
+    for row in &rows {
+        assert_eq!(row.len(), depth);
+    }
+    for (step, b_row) in b.chunks_exact(pair).take(depth).enumerate() {
+        let b_lanes = S::as_simd_f32s(b_row).0;
         let (b0, b1) = (b_lanes[0], b_lanes[1]);
-        for (lanes, row) in acc.iter_mut().zip(&rows).take(S::ROWS) {
+        for (lanes, row) in acc.iter_mut().zip(&rows) {
             let value = simd.splat_f32s(row[step]);
             lanes[0] = simd.mul_add_f32s(value, b0, lanes[0]);
             lanes[1] = simd.mul_add_f32s(value, b1, lanes[1]);
         }
     }
-    acc
-}
-
-/// Each row of `block` to `out[r · stride..]`, its first `columns` lanes.
-#[inline(always)]
-fn store<S: Lanes>(
-    simd: S,
-    block: &[[S::f32s; 2]],
-    out: &mut [f32],
-    stride: usize,
-    columns: usize,
-) {
-    for (row, lanes) in out.chunks_mut(stride).zip(block) {
+    for (r, (row, lanes)) in out.chunks_mut(stride).zip(acc).enumerate() {
+        let lanes = match scales {
+            Some(scales) => {
+                let scale = simd.splat_f32s(scales[r]);
+                lanes.map(|lanes| simd.mul_f32s(lanes, scale))
+            }
+            None => lanes,
+        };
         let row = &mut row[..columns];
+        if columns == pair {
+            // Whole vectors (every block but a narrow head's): plain stores.
+            S::as_mut_simd_f32s(row).0.copy_from_slice(&lanes);
+            continue;
+        }
         let (low, high) = row.split_at_mut(columns.min(S::F32_LANES));
         simd.partial_store_f32s(low, lanes[0]);
         simd.partial_store_f32s(high, lanes[1]);
@@ -282,10 +318,14 @@ mod tests {
 
     #[test]
     fn attention_matches_a_plain_computation() {
-        // One tile of a head narrower than a vector; then several tiles of a head of two
-        // 16-lane vectors, one text's keys ending inside a vector.
-        for (seq, heads, head_width, lengths) in [(5, 2, 3, vec![5, 3]), (40, 2, 32, vec![40, 17])]
-        {
+        // One tile of a head narrower than a vector; several tiles of a head of two 16-lane
+        // vectors, one text's keys ending inside a vector; a head whose last pair of vectors
+        // is partly past its width.
+        for (seq, heads, head_width, lengths) in [
+            (5, 2, 3, vec![5, 3]),
+            (40, 2, 32, vec![40, 17]),
+            (19, 2, 40, vec![19, 11]),
+        ] {
             let shape = Shape {
                 seq,
                 heads,
