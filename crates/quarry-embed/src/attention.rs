@@ -143,9 +143,18 @@ fn fused<'a, S: Lanes>(
     for (tile, out) in attended.chunks_mut(S::ROWS * head_width).enumerate() {
         let tile_queries = &queries[tile * S::ROWS * width..(tile + 1) * S::ROWS * width];
         for (block, key_block) in keys.chunks_exact(width * pair).enumerate() {
-            let scores = &mut scores[block * pair..];
-            let out = (scores, keys_width, pair);
-            multiply_into(simd, tile_queries, width, key_block, width, None, out);
+            let product = Product {
+                a: tile_queries,
+                a_stride: width,
+                b: key_block,
+                depth: width,
+                scales: None,
+            };
+            multiply_into(
+                simd,
+                product,
+                (&mut scores[block * pair..], keys_width, pair),
+            );
         }
         let mut inverse = [0.0; MR];
         for (row, inverse) in scores.chunks_mut(keys_width).zip(&mut inverse) {
@@ -155,40 +164,40 @@ fn fused<'a, S: Lanes>(
             .step_by(pair)
             .zip(values.chunks_exact(length * pair))
         {
+            let product = Product {
+                a: scores,
+                a_stride: keys_width,
+                b: value_block,
+                depth: length,
+                scales: Some(&inverse),
+            };
             let out = (&mut out[first..], head_width, pair.min(head_width - first));
-            multiply_into(
-                simd,
-                scores,
-                keys_width,
-                value_block,
-                length,
-                Some(&inverse),
-                out,
-            );
+            multiply_into(simd, product, out);
         }
     }
     (attended, operands)
 }
 
-/// `out[r · stride + c] = scales[r] · Σₛ a[r · a_stride + s] · b[s · 2 · LANES + c]` (no
-/// scale where `scales` is `None`) for the [`Lanes::ROWS`] rows `r` of `a` (those `out`
-/// holds) and the first `columns` of the pair of vectors of columns `c` of `b`, over `depth`
-/// steps `s`; `out` is `(out, stride, columns)`.
-#[inline(always)]
-fn multiply_into<S: Lanes>(
-    simd: S,
-    a: &[f32],
+/// One product of a tile: `scales[r] · Σₛ a[r · a_stride + s] · b[s · 2 · LANES + c]` (no
+/// scale where `scales` is `None`) for the [`Lanes::ROWS`] rows `r` of `a` and the pair of
+/// vectors of columns `c` of `b`, over `depth` steps `s`.
+struct Product<'a> {
+    a: &'a [f32],
     a_stride: usize,
-    b: &[f32],
+    b: &'a [f32],
     depth: usize,
-    scales: Option<&[f32; MR]>,
-    out: (&mut [f32], usize, usize),
-) {
+    scales: Option<&'a [f32; MR]>,
+}
+
+/// `product` into `out[r · stride + c]` for the rows `out` holds and its first `columns`
+/// columns; `out` is `(out, stride, columns)`.
+#[inline(always)]
+fn multiply_into<S: Lanes>(simd: S, product: Product<'_>, out: (&mut [f32], usize, usize)) {
     // The accumulators are an array of the level's rows: an array of the widest level's
     // would be zeroed, returned and read whole on every call.
     match S::ROWS {
-        6 => multiply_rows::<S, 6>(simd, a, a_stride, b, depth, scales, out),
-        14 => multiply_rows::<S, 14>(simd, a, a_stride, b, depth, scales, out),
+        6 => multiply_rows::<S, 6>(simd, product, out),
+        14 => multiply_rows::<S, 14>(simd, product, out),
         rows => unreachable!("no attention kernel of {rows} rows"),
     }
 }
@@ -197,13 +206,16 @@ fn multiply_into<S: Lanes>(
 #[inline(always)]
 fn multiply_rows<S: Lanes, const R: usize>(
     simd: S,
-    a: &[f32],
-    a_stride: usize,
-    b: &[f32],
-    depth: usize,
-    scales: Option<&[f32; MR]>,
+    product: Product<'_>,
     (out, stride, columns): (&mut [f32], usize, usize),
 ) {
+    let Product {
+        a,
+        a_stride,
+        b,
+        depth,
+        scales,
+    } = product;
     let pair = 2 * S::F32_LANES;
     let zero = simd.splat_f32s(0.0);
     let mut acc = [[zero; 2]; R];
