@@ -9,7 +9,7 @@ use crate::{Chunk, ChunkId, ChunkKind};
 /// The version of what the chunker lists as definitions and how it picks their chunks:
 /// bumped when either changes, so that an index holding definitions of another version
 /// lists them again.
-pub const DEFINITIONS_VERSION: u32 = 15;
+pub const DEFINITIONS_VERSION: u32 = 16;
 
 /// A named definition in a file: a type, class, struct, interface, trait, enum, module or
 /// namespace, function, method, macro, constant or type alias.

@@ -32,8 +32,8 @@ thread_local! {
 /// loops forever on an annotation that ends the file) and, for grammars whose scanner
 /// crashes on characters above U+00FF (tree-sitter-bash 0.25.1, upstream issue #337),
 /// has every non-ASCII byte replaced by `_`. In the C family, where the file's parse errs, it
-/// may be a copy with its preprocessor conditional lines blanked, where that parse errs over
-/// fewer bytes (`Rules::conditionals`).
+/// may be a copy with its preprocessor conditional lines (`Rules::conditionals`), then its
+/// annotation macros (`Rules::annotations`), blanked, where that parse errs over fewer bytes.
 ///
 /// ```
 /// use quarry_chunk::{Language, SyntaxTree};
@@ -67,13 +67,25 @@ impl<'a> SyntaxTree<'a> {
             copy.get_or_insert_with(|| text.to_owned()).push('\n');
         }
         let mut text = copy.map_or(Cow::Borrowed(text), Cow::Owned);
-        let conditionals = rules.is_some_and(|rules| rules.conditionals);
+        let blankings = [
+            (
+                rules.is_some_and(|rules| rules.conditionals),
+                conditionals_blanked as Blanking,
+            ),
+            (
+                rules.is_some_and(|rules| rules.annotations),
+                annotations_blanked,
+            ),
+        ];
         let (tree, macro_bodies) = PARSER.with_borrow_mut(|parser| {
             parser.set_language(&grammar).ok()?;
             let mut tree = guarded_parse(parser, text.as_bytes(), text.len())?;
-            if conditionals && tree.root_node().has_error() {
-                let blanked = conditionals_blanked(&text);
-                let better = blanked.and_then(|blanked| {
+            // Each blanking in turn, on the best copy so far, while the parse errs.
+            for (_, blanking) in blankings.iter().filter(|(applies, _)| *applies) {
+                if !tree.root_node().has_error() {
+                    break;
+                }
+                let better = blanking(&text).and_then(|blanked| {
                     let parsed = guarded_parse(parser, blanked.as_bytes(), blanked.len())?;
                     (damage(&parsed) < damage(&tree)).then_some((blanked, parsed))
                 });
@@ -263,6 +275,110 @@ fn conditionals_blanked(text: &str) -> Option<String> {
     any.then_some(blanked)
 }
 
+/// A copy of a text with some lines or words blanked to spaces, offsets and lines kept;
+/// `None` where there is nothing to blank.
+type Blanking = fn(&str) -> Option<String>;
+
+/// `text` with the annotation macros of C and C++ blanked to spaces, offsets and lines kept;
+/// `None` where it has none. An annotation macro is an upper-case name with an underscore
+/// (`PROTOBUF_EXPORT`, `SPDLOG_INLINE`, `ABSL_DEPRECATED("...")`), with its arguments if
+/// any, where it opens a line before a declaration or stands alone on it, or between
+/// `class`, `struct` or `union` and the name. Its definition is in a header the parser never
+/// reads, so a grammar sees two names in a row, or a call where a member is declared, and may
+/// lose the whole class to one error.
+fn annotations_blanked(text: &str) -> Option<String> {
+    let mut blanked = String::with_capacity(text.len());
+    let mut any = false;
+    for line in text.split_inclusive('\n') {
+        let mut spans = Vec::new();
+        let indent = line.len() - line.trim_start_matches([' ', '\t']).len();
+        if let Some(end) = annotation_at(line, indent) {
+            let rest = line[end..].trim_start();
+            let declaration =
+                rest.starts_with(|c: char| c.is_ascii_alphabetic() || "_~:".contains(c));
+            if rest.is_empty() || declaration {
+                spans.push(indent..end);
+            }
+        }
+        for keyword in ["class ", "struct ", "union "] {
+            let Some(at) = line
+                .find(keyword)
+                .filter(|&at| at == 0 || !is_word(line.as_bytes()[at - 1]))
+            else {
+                continue;
+            };
+            let name = at + keyword.len();
+            let name = name + line[name..].len() - line[name..].trim_start().len();
+            let word = word_end(line, name);
+            let followed = line[word..].starts_with([' ', '\t'])
+                && line[word..]
+                    .trim_start()
+                    .starts_with(|c: char| c.is_ascii_alphabetic() || c == '_');
+            if is_macro_name(&line[name..word]) && followed {
+                spans.push(name..word);
+            }
+        }
+        let mut start = 0;
+        for span in spans {
+            any = true;
+            blanked.push_str(&line[start..span.start]);
+            blanked.extend(std::iter::repeat_n(' ', span.len()));
+            start = span.end;
+        }
+        blanked.push_str(&line[start..]);
+    }
+    any.then_some(blanked)
+}
+
+/// The end of the annotation macro at `start` of `line` (its name, then its arguments where
+/// a balanced parenthesis follows on the line), if one is there.
+fn annotation_at(line: &str, start: usize) -> Option<usize> {
+    let name_end = word_end(line, start);
+    if !is_macro_name(&line[start..name_end]) {
+        return None;
+    }
+    let open = name_end + line[name_end..].len() - line[name_end..].trim_start().len();
+    if !line[open..].starts_with('(') {
+        return Some(name_end);
+    }
+    let mut depth = 0usize;
+    for (offset, byte) in line.bytes().enumerate().skip(open) {
+        match byte {
+            b'(' => depth += 1,
+            b')' => {
+                depth -= 1;
+                if depth == 0 {
+                    return Some(offset + 1);
+                }
+            }
+            _ => {}
+        }
+    }
+    None
+}
+
+/// Where the word (letters, digits, `_`) at `start` of `line` ends.
+fn word_end(line: &str, start: usize) -> usize {
+    start
+        + line.as_bytes()[start..]
+            .iter()
+            .take_while(|&&b| is_word(b))
+            .count()
+}
+
+fn is_word(byte: u8) -> bool {
+    byte.is_ascii_alphanumeric() || byte == b'_'
+}
+
+/// An upper-case name with an underscore: a macro by C's convention, not a type or a call.
+fn is_macro_name(word: &str) -> bool {
+    word.starts_with(|c: char| c.is_ascii_uppercase())
+        && word.contains('_')
+        && word
+            .bytes()
+            .all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b'_')
+}
+
 /// How much of `tree` its errors took: the bytes under its outermost error nodes, and one
 /// for each missing node. A conditional blanked can mend one error and break a whole class
 /// (both branches of an `#ifdef` inside it read as one); bytes tell the two apart, a count
@@ -341,6 +457,37 @@ mod tests {
             tree.text(),
             "int f(int a\n        \n, int b\n      \n) { return a; }\n"
         );
+    }
+
+    #[test]
+    fn annotation_macros_are_blanked_where_declarations_are() {
+        let text = "class PROTOBUF_EXPORT Arena final {\n public:\n  ABSL_DEPRECATED(\"Use (Create)\")\n  \
+                    void* Allocate(size_t n);\n  PROTOBUF_NODISCARD T* Create();\n  CHECK_OK(x);\n  \
+                    EVP_PKEY *key;\n  int MAX_SIZE = 4;\n};\nSPDLOG_INLINE void logger::flush() {}\n";
+        let blanked = annotations_blanked(text).unwrap();
+        assert_eq!(blanked.len(), text.len());
+        let kept: Vec<&str> = blanked.lines().map(str::trim).collect();
+        assert_eq!(
+            kept,
+            [
+                "class                 Arena final {",
+                "public:",
+                "",
+                "void* Allocate(size_t n);",
+                "T* Create();",
+                "CHECK_OK(x);",
+                "EVP_PKEY *key;",
+                "int MAX_SIZE = 4;",
+                "};",
+                "void logger::flush() {}",
+            ]
+        );
+        assert_eq!(annotations_blanked("EVP_PKEY *k;\nint x;\n"), None);
+        // Parsed as C++, the class and the function are read where the file's own parse
+        // lost them.
+        let tree = SyntaxTree::parse(text, Language::Cpp).unwrap();
+        assert!(!tree.tree().root_node().has_error(), "{}", tree.text());
+        assert_eq!(tree.text(), blanked);
     }
 
     #[test]

@@ -47,6 +47,11 @@ pub(crate) struct Rules {
     /// where the file's parse errs, a copy with those lines blanked is parsed too, and kept
     /// if its errors cover fewer bytes ([`crate::SyntaxTree`]).
     pub conditionals: bool,
+    /// Annotation macros (`PROTOBUF_EXPORT class`, `SPDLOG_INLINE void`, `ABSL_DEPRECATED(...)`
+    /// on a line of its own) read as names or calls where declarations are: where the parse
+    /// still errs, a copy with them blanked is parsed too, and kept if its errors cover fewer
+    /// bytes ([`crate::SyntaxTree`]).
+    pub annotations: bool,
 }
 
 const NONE: &[&str] = &[];
@@ -68,6 +73,7 @@ const DEFAULT: Rules = Rules {
     ascii_only: false,
     item_macro: None,
     conditionals: false,
+    annotations: false,
 };
 
 const C_ITEMS: &[(&str, ChunkKind)] = &[
@@ -205,6 +211,7 @@ pub(crate) fn rules(language: Language) -> Option<&'static Rules> {
             items: C_ITEMS,
             transparent: C_TRANSPARENT,
             conditionals: true,
+            annotations: true,
             ..DEFAULT
         },
         Language::Cpp => &Rules {
@@ -219,6 +226,7 @@ pub(crate) fn rules(language: Language) -> Option<&'static Rules> {
             transparent: C_TRANSPARENT,
             qualifiers: &["::"],
             conditionals: true,
+            annotations: true,
             ..DEFAULT
         },
         Language::CSharp => &Rules {

@@ -177,7 +177,8 @@ namespace Python.Runtime
 
 #[test]
 fn a_class_the_parse_lost_keeps_its_name_and_its_chunk_beside_its_constructors() {
-    // A macro before a member (protobuf's RepeatedPtrField) leaves the class to an error;
+    // A macro before a member (protobuf's RepeatedPtrField, its `ABSL_DEPRECATED` renamed to
+    // a name the annotation blanking leaves: no underscore) leaves the class to an error;
     // the lines still show a class, and the constructor defined outside it does not take
     // the class's place.
     let source = "\
@@ -187,7 +188,7 @@ class RepeatedPtrField final : private internal::RepeatedPtrFieldBase {
   constexpr RepeatedPtrField();
   int size() const;
 
-  ABSL_DEPRECATED(\"This will be removed in a future release\")
+  DEPRECATED(\"This will be removed in a future release\")
   int ClearedCount() const;
 };
 
@@ -216,6 +217,38 @@ inline RepeatedPtrField<Element>::RepeatedPtrField() : RepeatedPtrFieldBase() {}
             (11, ChunkKind::Function, Some("RepeatedPtrField"))
         ]
     );
+}
+
+#[test]
+fn annotation_macros_do_not_cost_a_class_its_members() {
+    // spdlog's and protobuf's export, inline and deprecation macros: without their
+    // definitions the grammar loses the class to one error, and its members with it.
+    let source = "\
+namespace google {
+class PROTOBUF_EXPORT Arena final {
+ public:
+  ABSL_DEPRECATED(\"Use Create\")
+  void* AllocateAligned(size_t n) { return Allocate(n); }
+  PROTOBUF_NODISCARD void* Create(size_t n) { return Allocate(n); }
+};
+}  // namespace google
+
+SPDLOG_INLINE void logger::flush() {
+  flush_();
+}
+";
+    let found: Vec<String> = definitions("arena.h", source)
+        .iter()
+        .map(|d| d.qualified_name())
+        .collect();
+    for name in [
+        "google::Arena",
+        "google::Arena::AllocateAligned",
+        "google::Arena::Create",
+        "logger::flush",
+    ] {
+        assert!(found.contains(&name.to_owned()), "{name} in {found:?}");
+    }
 }
 
 #[test]
