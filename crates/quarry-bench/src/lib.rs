@@ -46,6 +46,7 @@ pub mod peers;
 pub mod report;
 mod run;
 pub mod stats;
+mod worktree;
 
 pub use error::BenchError;
 pub use run::{

@@ -1,7 +1,6 @@
 //! Running arms over corpora: fetch, index (once per index variant, cached), query, score.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
-use std::fs;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
@@ -16,10 +15,11 @@ use crate::arms::{Arm, Ranker};
 use crate::cases::{Case, CaseFile, Category, Shape, Split};
 use crate::corpus::Corpus;
 use crate::docs::{self, DocCase};
-use crate::files::{Index, copy_files, list_files};
+use crate::files::{Index, list_files};
 use crate::metrics::{self, DEPTH, Location, Scores};
 use crate::peers::{self, PeerAnswers, SemblePeer};
 use crate::stats::Rng;
+use crate::worktree::{build_seconds, copy_tree, first_phase_seconds, open_indexed, sync_worktree};
 
 /// What a run measures, and with what.
 #[derive(Debug)]
@@ -272,18 +272,32 @@ pub fn run(
             } else {
                 sync_worktree(&source, &work)?;
             }
+            let engine_options = EngineOptions {
+                embed_header: variant.embed_header,
+                ..options.engine
+            };
             let engine = open_indexed(
-                options,
+                options.model,
+                engine_options,
                 &work,
-                variant.embed_header,
                 model_free,
-                &label,
-                progress,
+                &mut |done, total| {
+                    progress(Progress::Indexing {
+                        index: label.clone(),
+                        done,
+                        total,
+                    })
+                },
             )?;
             let chunks = all_chunks(&engine)?;
             if variant.name == "default" {
                 report.index_seconds = (!model_free).then(|| build_seconds(&work)).flatten();
-                report.searchable_seconds = Some(first_phase_seconds(options, &source)?);
+                report.searchable_seconds = Some(first_phase_seconds(
+                    &options.cache,
+                    options.model,
+                    options.engine,
+                    &source,
+                )?);
                 report.files = chunks.iter().map(|c| &c.path).collect::<HashSet<_>>().len();
                 report.chunks = chunks.len();
                 doc_cases = docs::doc_cases(&chunks, options.doc_cases);
@@ -443,88 +457,6 @@ fn list<'a>(targets: impl IntoIterator<Item = &'a crate::cases::Target>) -> Stri
         .join(", ")
 }
 
-/// An engine on `work`, its index brought up to date: its first phase alone (files and
-/// words) when the run is `model_free`, every chunk embedded otherwise.
-fn open_indexed(
-    options: &RunOptions<'_>,
-    work: &Path,
-    embed_header: bool,
-    model_free: bool,
-    label: &str,
-    progress: &mut dyn FnMut(Progress),
-) -> Result<Engine, BenchError> {
-    let engine_options = EngineOptions {
-        embed_header,
-        ..options.engine
-    };
-    // An index the current code would not build (another chunker, a damaged file) is
-    // rebuilt: the cache holds nothing the corpus cannot give again.
-    let engine = match Engine::open(work, options.model, engine_options) {
-        Ok(engine) => engine,
-        Err(_) => Engine::rebuild(work, options.model, engine_options)?.finish()?,
-    };
-    if model_free {
-        engine.index_files(&mut |_| {})?;
-        return Ok(engine);
-    }
-    let started = Instant::now();
-    let report = engine.index(&mut |event| {
-        if let quarry_engine::IndexEvent::Embedded { chunks, total } = event {
-            progress(Progress::Indexing {
-                index: label.to_owned(),
-                done: chunks,
-                total,
-            });
-        }
-    })?;
-    if report.chunks_embedded > 0 || report.files_read > 0 {
-        let record = BuildRecord {
-            seconds: started.elapsed().as_secs_f64(),
-            chunks_embedded: report.chunks_embedded,
-        };
-        let path = build_record_path(work);
-        let json = serde_json::to_vec_pretty(&record).expect("a build record serialises");
-        fs::write(&path, json).map_err(|source| BenchError::Io { path, source })?;
-    }
-    Ok(engine)
-}
-
-/// The seconds the first phase of an index run takes on a fresh copy of `source`.
-fn first_phase_seconds(options: &RunOptions<'_>, source: &Path) -> Result<f64, BenchError> {
-    let scratch = options.cache.join("work");
-    fs::create_dir_all(&scratch).map_err(BenchError::io(&scratch))?;
-    let fresh = tempfile::tempdir_in(&scratch).map_err(BenchError::io(&scratch))?;
-    let work = fresh.path().join("corpus");
-    copy_tree(source, &work)?;
-    let engine = Engine::open(&work, options.model, options.engine)?;
-    let started = Instant::now();
-    engine.index_files(&mut |_| {})?;
-    Ok(started.elapsed().as_secs_f64())
-}
-
-/// When an index was last built, and how long that took.
-#[derive(Debug, Serialize, Deserialize)]
-struct BuildRecord {
-    seconds: f64,
-    chunks_embedded: usize,
-}
-
-/// `<worktree>.build.json`, beside the worktree.
-fn build_record_path(work: &Path) -> PathBuf {
-    let mut name = work.file_name().unwrap_or_default().to_os_string();
-    name.push(".build.json");
-    work.with_file_name(name)
-}
-
-/// The seconds the index at `work` took to build, from its build record (`None` for an
-/// index built before records were kept).
-fn build_seconds(work: &Path) -> Option<f64> {
-    let bytes = fs::read(build_record_path(work)).ok()?;
-    serde_json::from_slice::<BuildRecord>(&bytes)
-        .ok()
-        .map(|r| r.seconds)
-}
-
 /// Every chunk of the index, in path and file order.
 fn all_chunks(engine: &Engine) -> Result<Vec<StoredChunk>, BenchError> {
     let store = engine.store();
@@ -664,24 +596,6 @@ fn answer(
             Ok((hits, None))
         }
     }
-}
-
-/// Makes `work` hold exactly the corpus's files (its index, if any, stays): a worktree
-/// is created once and then only checked.
-fn sync_worktree(source: &Path, work: &Path) -> Result<(), BenchError> {
-    if work.join(quarry_store::INDEX_DIR).is_dir() {
-        return Ok(());
-    }
-    copy_tree(source, work)
-}
-
-/// Replaces `to` with a copy of `from`, index included.
-fn copy_tree(from: &Path, to: &Path) -> Result<(), BenchError> {
-    if to.exists() {
-        fs::remove_dir_all(to).map_err(BenchError::io(to))?;
-    }
-    let files = list_files(from, Index::Keep)?;
-    copy_files(from, to, files.iter().map(String::as_str))
 }
 
 /// Mean scores of `cases` grouped by `key`, with the count per group.
