@@ -291,7 +291,7 @@ fn annotations_blanked(text: &str) -> Option<String> {
     let mut any = false;
     for line in text.split_inclusive('\n') {
         let mut spans = Vec::new();
-        let indent = line.len() - line.trim_start_matches([' ', '\t']).len();
+        let indent = blanks_end(line, 0);
         if let Some(end) = annotation_at(line, indent) {
             let rest = line[end..].trim_start();
             let declaration =
@@ -307,8 +307,7 @@ fn annotations_blanked(text: &str) -> Option<String> {
             else {
                 continue;
             };
-            let name = at + keyword.len();
-            let name = name + line[name..].len() - line[name..].trim_start().len();
+            let name = blanks_end(line, at + keyword.len());
             let word = word_end(line, name);
             let followed = line[word..].starts_with([' ', '\t'])
                 && line[word..]
@@ -337,7 +336,7 @@ fn annotation_at(line: &str, start: usize) -> Option<usize> {
     if !is_macro_name(&line[start..name_end]) {
         return None;
     }
-    let open = name_end + line[name_end..].len() - line[name_end..].trim_start().len();
+    let open = blanks_end(line, name_end);
     if !line[open..].starts_with('(') {
         return Some(name_end);
     }
@@ -355,6 +354,11 @@ fn annotation_at(line: &str, start: usize) -> Option<usize> {
         }
     }
     None
+}
+
+/// Where the spaces and tabs from `start` of `line` end.
+fn blanks_end(line: &str, start: usize) -> usize {
+    line.len() - line[start..].trim_start_matches([' ', '\t']).len()
 }
 
 /// Where the word (letters, digits, `_`) at `start` of `line` ends.
