@@ -372,18 +372,27 @@ fn for_each_half_block<const ROWS: usize>(
     }
 }
 
-/// `kernel::<R>(block, args..)` for the `R` of `block`'s 1 to 6 rows.
+/// A form's block function (`$name`, compiled with `$features`) for the forms with half
+/// AVX-512's registers: the block (1 to `MR` rows by a panel) in sub-blocks of at most
+/// `$rows` rows (six at most) by half a panel ([`for_each_half_block`]), each by
+/// `$kernel::<R>` for its `R` rows.
 #[cfg(any(target_arch = "x86_64", target_arch = "aarch64"))]
-macro_rules! by_rows {
-    ($kernel:ident, $block:expr, $($arg:expr),*) => {
-        match $block.row_scales.len() {
-            1 => $kernel::<1>($block, $($arg),*),
-            2 => $kernel::<2>($block, $($arg),*),
-            3 => $kernel::<3>($block, $($arg),*),
-            4 => $kernel::<4>($block, $($arg),*),
-            5 => $kernel::<5>($block, $($arg),*),
-            6 => $kernel::<6>($block, $($arg),*),
-            rows => unreachable!("1 to 6 rows, not {rows}"),
+macro_rules! half_block {
+    ($name:ident, $features:literal, $rows:literal, $kernel:ident) => {
+        #[doc = concat!("The block by [`", stringify!($kernel), "`], ", $rows, " rows at a time.")]
+        #[target_feature(enable = $features)]
+        pub(super) fn $name(block: &Block<'_>, out: &mut [f32], ldc: usize) {
+            for_each_half_block::<$rows>(block, out, ldc, |part, first, width, out| {
+                match part.row_scales.len() {
+                    1 => $kernel::<1>(part, first, width, out, ldc),
+                    2 => $kernel::<2>(part, first, width, out, ldc),
+                    3 => $kernel::<3>(part, first, width, out, ldc),
+                    4 => $kernel::<4>(part, first, width, out, ldc),
+                    5 => $kernel::<5>(part, first, width, out, ldc),
+                    6 => $kernel::<6>(part, first, width, out, ldc),
+                    rows => unreachable!("1 to 6 rows, not {rows}"),
+                }
+            });
         }
     };
 }

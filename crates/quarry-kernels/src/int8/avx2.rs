@@ -84,24 +84,9 @@ pub(super) fn quantize_row(row: &[f32], bytes: &mut [u8]) -> (f32, i32) {
     (quantization.scale, quantization.zero_point as i32)
 }
 
-/// The block (1 to `MR` rows by a panel) in sub-blocks of at most six rows by half a panel,
-/// each by [`vnni_kernel`] with as many accumulator rows as it needs.
-#[target_feature(enable = "avx2,fma,avxvnni")]
-pub(super) fn vnni_block(block: &Block<'_>, out: &mut [f32], ldc: usize) {
-    for_each_half_block::<6>(block, out, ldc, |part, first_column, width, out| {
-        by_rows!(vnni_kernel, part, first_column, width, out, ldc)
-    });
-}
-
-/// The block (1 to `MR` rows by a panel) in sub-blocks of at most five rows by half a panel
-/// (its ones and a 16-bit product take two of the registers six rows would need), each by
-/// [`madd_kernel`] with as many accumulator rows as it needs.
-#[target_feature(enable = "avx2,fma")]
-pub(super) fn madd_block(block: &Block<'_>, out: &mut [f32], ldc: usize) {
-    for_each_half_block::<5>(block, out, ldc, |part, first_column, width, out| {
-        by_rows!(madd_kernel, part, first_column, width, out, ldc)
-    });
-}
+half_block!(vnni_block, "avx2,fma,avxvnni", 6, vnni_kernel);
+// Five rows: its ones and a 16-bit product take two of the registers six rows would need.
+half_block!(madd_block, "avx2,fma", 5, madd_kernel);
 
 /// 8 lanes from `values`, which holds at least 8.
 #[target_feature(enable = "avx2")]

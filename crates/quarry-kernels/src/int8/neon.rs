@@ -75,23 +75,8 @@ pub(super) fn quantize_row(row: &[f32], bytes: &mut [u8]) -> (f32, i32) {
     (quantization.scale, quantization.zero_point as i32)
 }
 
-/// The block (1 to `MR` rows by a panel) in sub-blocks of at most six rows by half a panel,
-/// each by [`dot_kernel`] with as many accumulator rows as it needs.
-#[target_feature(enable = "neon,dotprod")]
-pub(super) fn dot_block(block: &Block<'_>, out: &mut [f32], ldc: usize) {
-    for_each_half_block::<6>(block, out, ldc, |part, first_column, width, out| {
-        by_rows!(dot_kernel, part, first_column, width, out, ldc)
-    });
-}
-
-/// The block (1 to `MR` rows by a panel) in sub-blocks of at most six rows by half a panel,
-/// each by [`mmla_kernel`] with as many pairs of rows as it needs.
-#[target_feature(enable = "neon,i8mm")]
-pub(super) fn mmla_block(block: &Block<'_>, out: &mut [f32], ldc: usize) {
-    for_each_half_block::<6>(block, out, ldc, |part, first_column, width, out| {
-        by_rows!(mmla_kernel, part, first_column, width, out, ldc)
-    });
-}
+half_block!(dot_block, "neon,dotprod", 6, dot_kernel);
+half_block!(mmla_block, "neon,i8mm", 6, mmla_kernel);
 
 /// A multiply-accumulate instruction of four `i32` sums from two registers of sixteen bytes,
 /// as a function: `$instruction acc, a, b`, which needs `$feature`.
