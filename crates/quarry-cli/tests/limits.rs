@@ -178,32 +178,11 @@ proptest! {
     }
 }
 
-/// A value a user (or a script) might give a string flag: words that mean something to some
-/// flag, globs good and bad, control characters, and very long text.
+/// A value a user (or a script) might give a string flag: the test kit's odd values, any
+/// printable text, and very long text.
 fn string() -> impl Strategy<Value = String> {
     prop_oneof![
-        prop::sample::select(vec![
-            "",
-            " ",
-            "retry",
-            "lexical",
-            "full",
-            "never",
-            "project",
-            "all",
-            "lib:nope",
-            "src/**",
-            "src/[oops",
-            "**/*.py",
-            "rust",
-            "klingon",
-            "../../etc/passwd",
-            "0123456789abcdef",
-            "🦀",
-            "a\nb",
-            "\u{7}",
-        ])
-        .prop_map(str::to_owned),
+        prop::sample::select(quarry_testkit::ODD_VALUES).prop_map(str::to_owned),
         "[ -~]{0,24}",
         // Linux takes one argument of 128 KiB at most.
         (1usize..100_000).prop_map(|n| "x".repeat(n)),

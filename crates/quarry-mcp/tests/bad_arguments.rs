@@ -112,41 +112,11 @@ const RESULT_KEYS: &[&str] = &[
 /// Keys no tool takes.
 const UNKNOWN_KEYS: &[&str] = &["max_results", "", "Query", "k"];
 
-/// Strings that mean something to some argument, and some that mean nothing.
-const WORDS: &[&str] = &[
-    "",
-    " ",
-    "cart total with tax",
-    "retry",
-    "lexical",
-    "semantic",
-    "hybrid",
-    "psychic",
-    "full",
-    "compact",
-    "auto",
-    "always",
-    "never",
-    "status",
-    "project",
-    "all",
-    "lib:nope",
-    "src/**",
-    "src/[oops",
-    "**/*.py",
-    "rust",
-    "klingon",
-    "src/cart.rs",
-    "../../etc/passwd",
-    "00000000000000000000000000000000",
-    "ffffffffffffffffffffffffffffffffff",
-    "\u{0}",
-    "🦀",
-];
-
 fn word() -> BoxedStrategy<Value> {
     prop_oneof![
-        3 => proptest::sample::select(WORDS).prop_map(|w| json!(w)),
+        // JSON, unlike a process's argument, can hold a NUL.
+        3 => proptest::sample::select([quarry_testkit::ODD_VALUES, &["\u{0}"]].concat())
+            .prop_map(|w| json!(w)),
         1 => ".{0,40}".prop_map(Value::String),
     ]
     .boxed()

@@ -14,6 +14,44 @@ use std::sync::{Mutex, OnceLock};
 
 use quarry_embed::{DEFAULT_MODEL, ModelDir, Provisioner};
 
+/// Values a user or a script might give a string option of the CLI or a string argument of
+/// an MCP tool, for the tests that throw bad arguments at both: words that mean something to
+/// some option (modes, scopes, detail levels, languages), globs good and bad, a path out of
+/// the repository, chunk ids of the wrong length, a control character, a line break and an
+/// emoji. No NUL: a process's argument cannot hold one.
+pub const ODD_VALUES: &[&str] = &[
+    "",
+    " ",
+    "cart total with tax",
+    "retry",
+    "lexical",
+    "semantic",
+    "hybrid",
+    "psychic",
+    "full",
+    "compact",
+    "auto",
+    "always",
+    "never",
+    "status",
+    "project",
+    "all",
+    "lib:nope",
+    "src/**",
+    "src/[oops",
+    "**/*.py",
+    "rust",
+    "klingon",
+    "src/cart.rs",
+    "../../etc/passwd",
+    "0123456789abcdef",
+    "00000000000000000000000000000000",
+    "ffffffffffffffffffffffffffffffffff",
+    "a\nb",
+    "\u{7}",
+    "🦀",
+];
+
 /// The Python packages the tests use, pinned: `pytrec-eval-terrier` (trec_eval, for the
 /// relevance metrics) and `mcp` (the official MCP client, for the MCP server). `.ci/run`
 /// installs the same file.
