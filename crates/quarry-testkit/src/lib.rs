@@ -1,5 +1,6 @@
-//! What quarry's integration tests share: the real default model, copies of fixtures,
-//! and a Python with the packages the reference checks use (`.ci/python-requirements.txt`).
+//! What quarry's integration tests share: the real default model, copies of fixtures, the
+//! odd values the bad-argument tests throw at the CLI and the MCP server, and a Python with
+//! the packages the reference checks use (`.ci/python-requirements.txt`).
 //!
 //! ```no_run
 //! let model = quarry_testkit::model(); // downloaded into the user cache on first use
