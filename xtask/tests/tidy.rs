@@ -117,7 +117,12 @@ fn without_tests(text: &str) -> String {
     let lines: Vec<&str> = text.lines().collect();
     let end = lines
         .windows(2)
-        .position(|pair| pair[0].trim() == "#[cfg(test)]" && pair[1].starts_with("mod "))
+        .position(|pair| {
+            // A block, not a `mod tests;` that names a file of its own (code may follow it).
+            pair[0].trim() == "#[cfg(test)]"
+                && pair[1].starts_with("mod ")
+                && pair[1].trim_end().ends_with('{')
+        })
         .unwrap_or(lines.len());
     lines[..end]
         .iter()
