@@ -264,6 +264,7 @@ pub fn model_json(model: &ModelDir, embedder: &Embedder) -> Value {
         "backend": embedder.backend().to_string(),
         "precision": embedder.precision().name(),
         "cpu_level": embedder.cpu_level().map(|level| level.name()),
+        "int8_instructions": embedder.int8_instructions(),
         "dimensions": embedder.dimensions(),
         "max_tokens": embedder.max_tokens(),
     })
@@ -286,6 +287,9 @@ pub fn print_model(
     writeln!(out, "precision    {}", embedder.precision())?;
     if let Some(level) = embedder.cpu_level() {
         writeln!(out, "cpu level    {level}")?;
+    }
+    if let Some(instructions) = embedder.int8_instructions() {
+        writeln!(out, "int8 on      {instructions}")?;
     }
     writeln!(out, "dimensions   {}", embedder.dimensions())?;
     writeln!(out, "max tokens   {}", embedder.max_tokens())?;

@@ -270,6 +270,15 @@ impl Embedder {
         self.model.cpu_level()
     }
 
+    /// The instructions the linear layers' int8 products run on
+    /// ([`quarry_kernels::int8_instructions`]); `None` in another precision or off the host.
+    pub fn int8_instructions(&self) -> Option<&'static str> {
+        let on_host = self.cpu_level().is_some_and(|level| level != Level::Scalar);
+        (on_host && self.precision() == Precision::Int8)
+            .then(quarry_kernels::int8_instructions)
+            .flatten()
+    }
+
     /// The precision the linear layers compute in.
     pub fn precision(&self) -> Precision {
         self.fingerprint.precision

@@ -6,7 +6,7 @@
 use std::cell::RefCell;
 use std::ops::Range;
 
-use crate::{Int8Isa, MR, NR, check_product, for_each_block, packing};
+use crate::{Int8Isa, MR, NR, Walk, check_product, for_each_block, packing};
 
 thread_local! {
     /// Each thread's quantised input rows, kept from call to call.
@@ -154,22 +154,37 @@ impl Int8Weights {
         let steps = self.k.div_ceil(4);
         ROWS.with_borrow_mut(|quantized| {
             quantized.quantize(form, x, self.k);
-            for_each_block(rows, self.n, panels, out, ldc, |p, row, rows, out| {
-                let rows = row..row + rows;
-                let block = Block {
-                    a: &quantized.lanes[rows.start * steps..rows.end * steps],
-                    row_scales: &quantized.scales[rows.clone()],
-                    zero_points: &quantized.zero_points[rows],
-                    b: &self.panels[p * steps..(p + 1) * steps],
-                    column_scales: &self.scales[p],
-                    column_sums: &self.sums[p],
-                    bias: &bias[p],
-                };
-                match form {
-                    Int8Form::Simd(isa) => simd::block(isa, block, out, ldc),
-                    Int8Form::Portable => portable_block(&block, out, ldc),
-                }
-            });
+            let mut products = match form {
+                Int8Form::Simd(isa) => Some(simd::Products::new(isa, steps)),
+                Int8Form::Portable => None,
+            };
+            let blocking = products
+                .as_ref()
+                .map_or((MR, Walk::Panels), simd::Products::blocking);
+            for_each_block(
+                rows,
+                self.n,
+                panels,
+                out,
+                ldc,
+                blocking,
+                |p, row, rows, out| {
+                    let rows = row..row + rows;
+                    let block = Block {
+                        a: &quantized.lanes[rows.start * steps..rows.end * steps],
+                        row_scales: &quantized.scales[rows.clone()],
+                        zero_points: &quantized.zero_points[rows],
+                        b: &self.panels[p * steps..(p + 1) * steps],
+                        column_scales: &self.scales[p],
+                        column_sums: &self.sums[p],
+                        bias: &bias[p],
+                    };
+                    match &mut products {
+                        Some(products) => products.block(block, out, ldc),
+                        None => portable_block(&block, out, ldc),
+                    }
+                },
+            );
         });
     }
 }
@@ -280,7 +295,7 @@ enum Int8Form {
 /// in `i32` (wrapping, as `vpdpbusd` and `sdot` add), then `row scale · column scale · (sum
 /// − zero point · column sum) + bias` in the kernels' order, so the same results to the bit.
 fn portable_block(block: &Block<'_>, out: &mut [f32], ldc: usize) {
-    let rows = block.rows_within(out, ldc);
+    let rows = block.rows_within(out, ldc, MR);
     let steps = block.b.len();
     let columns = (out.len() - (rows - 1) * ldc).min(NR);
     for (r, a) in block.a.chunks(steps).enumerate() {
@@ -324,17 +339,17 @@ struct Block<'a> {
 }
 
 impl Block<'_> {
-    /// The block's rows, checked: 1 to [`MR`] of `b.len()` lanes each, with their scales and
+    /// The block's rows, checked: 1 to `most` of `b.len()` lanes each, with their scales and
     /// zero points, and room in `out` (row stride `ldc`) for them. Every form checks this
     /// before it reads the block.
-    fn rows_within(&self, out: &[f32], ldc: usize) -> usize {
+    fn rows_within(&self, out: &[f32], ldc: usize, most: usize) -> usize {
         let rows = self.row_scales.len();
         let steps = self.b.len();
         assert!(
-            (1..=MR).contains(&rows)
+            (1..=most).contains(&rows)
                 && self.a.len() == rows * steps
                 && self.zero_points.len() == rows,
-            "1 to {MR} rows of {steps} lanes, with their scales and zero points"
+            "1 to {most} rows of {steps} lanes, with their scales and zero points"
         );
         assert!(out.len() > (rows - 1) * ldc, "room for {rows} rows");
         rows
@@ -398,43 +413,84 @@ macro_rules! half_block {
 }
 
 #[cfg(target_arch = "x86_64")]
+pub(crate) mod amx;
+#[cfg(target_arch = "x86_64")]
 mod avx2;
 #[cfg(target_arch = "x86_64")]
 mod avx512;
 
 #[cfg(target_arch = "x86_64")]
 mod simd {
-    use super::{Block, avx2, avx512};
-    use crate::Int8Isa;
+    use super::{Block, amx, avx2, avx512};
+    use crate::{Int8Isa, Walk};
 
     /// `row` quantised into `bytes` (as long or longer; the rest is left as it is): its scale
     /// and zero point. The vector forms of the scalar reference, to the bit.
     pub(super) fn quantize_row(isa: Int8Isa, row: &[f32], bytes: &mut [u8]) -> (f32, i32) {
         assert!(bytes.len() >= row.len(), "a byte a value");
         match isa {
-            // SAFETY: `Int8Isa::Avx512Vnni` exists only where AVX-512 F, BW and VNNI were
-            // detected, which covers the target features of `avx512::quantize_row`.
-            Int8Isa::Avx512Vnni => unsafe { avx512::quantize_row(row, bytes) },
+            // SAFETY: `Int8Isa::Amx` and `Int8Isa::Avx512Vnni` exist only where AVX-512 F,
+            // BW and VNNI were detected, which covers the target features of
+            // `avx512::quantize_row`.
+            Int8Isa::Amx | Int8Isa::Avx512Vnni => unsafe { avx512::quantize_row(row, bytes) },
             // SAFETY: `Int8Isa::AvxVnni` and `Int8Isa::Avx2` exist only where AVX2 and FMA
             // were detected, the target features of `avx2::quantize_row`.
             Int8Isa::AvxVnni | Int8Isa::Avx2 => unsafe { avx2::quantize_row(row, bytes) },
         }
     }
 
-    /// One block of the output, the block's rows (1 to [`crate::MR`], of `b.len()` lanes
-    /// each) by its panel, for the columns of `out`'s last row (row stride `ldc`).
-    pub(super) fn block(isa: Int8Isa, block: Block<'_>, out: &mut [f32], ldc: usize) {
-        let rows = block.rows_within(out, ldc);
-        match isa {
-            // SAFETY: `Int8Isa::Avx512Vnni` exists only where AVX-512 F, BW and VNNI were
-            // detected, which is all the target features of `avx512::block` ask for.
-            Int8Isa::Avx512Vnni => unsafe { avx512::block(&block, out, ldc, rows) },
-            // SAFETY: `Int8Isa::AvxVnni` exists only where AVX2, FMA and AVX-VNNI were
-            // detected, which is all the target features of `avx2::vnni_block` ask for.
-            Int8Isa::AvxVnni => unsafe { avx2::vnni_block(&block, out, ldc) },
-            // SAFETY: `Int8Isa::Avx2` exists only where AVX2 and FMA were detected, which is
-            // all the target features of `avx2::madd_block` ask for.
-            Int8Isa::Avx2 => unsafe { avx2::madd_block(&block, out, ldc) },
+    /// One product's blocks in one set of instructions, and what they keep from block to
+    /// block (AMX's configured tiles).
+    pub(super) struct Products {
+        isa: Int8Isa,
+        /// AMX's tiles, where the depth is in whole tiles; other depths take AVX-512 VNNI's
+        /// form.
+        tiles: Option<amx::Tiles>,
+    }
+
+    impl Products {
+        /// The blocks of a product of `steps` steps (four depths each) in `isa`.
+        pub(super) fn new(isa: Int8Isa, steps: usize) -> Self {
+            let whole_tiles = steps.is_multiple_of(amx::STEPS);
+            let tiles = (isa == Int8Isa::Amx && whole_tiles).then(amx::Tiles::new);
+            Self { isa, tiles }
+        }
+
+        /// The most rows a block takes and the order of the blocks: AMX's tiles' ([`amx::ROWS`],
+        /// block of rows by block of rows) or the micro-kernels' ([`crate::MR`], panel by panel).
+        pub(super) fn blocking(&self) -> (usize, Walk) {
+            if self.tiles.is_some() {
+                (amx::ROWS, Walk::Rows)
+            } else {
+                (crate::MR, Walk::Panels)
+            }
+        }
+
+        /// One block of the output, the block's rows (1 to [`Products::blocking`]'s, of
+        /// `b.len()` lanes each) by its panel, for the columns of `out`'s last row (row
+        /// stride `ldc`).
+        pub(super) fn block(&mut self, block: Block<'_>, out: &mut [f32], ldc: usize) {
+            let rows = block.rows_within(out, ldc, self.blocking().0);
+            if let Some(tiles) = &mut self.tiles {
+                // SAFETY: tiles exist only for `Int8Isa::Amx`, found only where AVX-512 F,
+                // BW and VNNI were detected, which covers the target features of
+                // `Tiles::block`.
+                return unsafe { tiles.block(&block, out, ldc, rows) };
+            }
+            match self.isa {
+                // SAFETY: `Int8Isa::Amx` and `Int8Isa::Avx512Vnni` exist only where AVX-512
+                // F, BW and VNNI were detected, which is all the target features of
+                // `avx512::block` ask for.
+                Int8Isa::Amx | Int8Isa::Avx512Vnni => unsafe {
+                    avx512::block(&block, out, ldc, rows)
+                },
+                // SAFETY: `Int8Isa::AvxVnni` exists only where AVX2, FMA and AVX-VNNI were
+                // detected, which is all the target features of `avx2::vnni_block` ask for.
+                Int8Isa::AvxVnni => unsafe { avx2::vnni_block(&block, out, ldc) },
+                // SAFETY: `Int8Isa::Avx2` exists only where AVX2 and FMA were detected, which
+                // is all the target features of `avx2::madd_block` ask for.
+                Int8Isa::Avx2 => unsafe { avx2::madd_block(&block, out, ldc) },
+            }
         }
     }
 }
@@ -445,7 +501,7 @@ mod neon;
 #[cfg(target_arch = "aarch64")]
 mod simd {
     use super::{Block, neon};
-    use crate::Int8Isa;
+    use crate::{Int8Isa, Walk};
 
     /// `row` quantised into `bytes` (as long or longer; the rest is left as it is): its scale
     /// and zero point. The vector form of the scalar reference, to the bit.
@@ -457,25 +513,55 @@ mod simd {
         }
     }
 
-    /// One block of the output, the block's rows (1 to [`crate::MR`], of `b.len()` lanes
-    /// each) by its panel, for the columns of `out`'s last row (row stride `ldc`).
-    pub(super) fn block(isa: Int8Isa, block: Block<'_>, out: &mut [f32], ldc: usize) {
-        block.rows_within(out, ldc);
-        match isa {
-            // SAFETY: `Int8Isa::NeonI8mm` exists only where NEON and the int8 matrix
-            // multiply were detected, which is all `neon::mmla_block` asks for.
-            Int8Isa::NeonI8mm => unsafe { neon::mmla_block(&block, out, ldc) },
-            // SAFETY: `Int8Isa::NeonDot` exists only where NEON and the dot-product
-            // instructions were detected, which is all `neon::dot_block` asks for.
-            Int8Isa::NeonDot => unsafe { neon::dot_block(&block, out, ldc) },
+    /// One product's blocks in one set of instructions.
+    pub(super) struct Products {
+        isa: Int8Isa,
+    }
+
+    impl Products {
+        /// The blocks of a product in `isa`.
+        pub(super) fn new(isa: Int8Isa, _steps: usize) -> Self {
+            Self { isa }
+        }
+
+        /// The most rows a block takes and the order of the blocks.
+        pub(super) fn blocking(&self) -> (usize, Walk) {
+            (crate::MR, Walk::Panels)
+        }
+
+        /// One block of the output, the block's rows (1 to [`crate::MR`], of `b.len()` lanes
+        /// each) by its panel, for the columns of `out`'s last row (row stride `ldc`).
+        pub(super) fn block(&mut self, block: Block<'_>, out: &mut [f32], ldc: usize) {
+            block.rows_within(out, ldc, crate::MR);
+            match self.isa {
+                // SAFETY: `Int8Isa::NeonI8mm` exists only where NEON and the int8 matrix
+                // multiply were detected, which is all `neon::mmla_block` asks for.
+                Int8Isa::NeonI8mm => unsafe { neon::mmla_block(&block, out, ldc) },
+                // SAFETY: `Int8Isa::NeonDot` exists only where NEON and the dot-product
+                // instructions were detected, which is all `neon::dot_block` asks for.
+                Int8Isa::NeonDot => unsafe { neon::dot_block(&block, out, ldc) },
+            }
         }
     }
 }
 
 #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
 mod simd {
-    pub(super) fn block(isa: crate::Int8Isa, _: super::Block<'_>, _: &mut [f32], _: usize) {
-        match isa {}
+    /// No instructions to run a product in (`Int8Isa` has no value here).
+    pub(super) struct Products(crate::Int8Isa);
+
+    impl Products {
+        pub(super) fn new(isa: crate::Int8Isa, _steps: usize) -> Self {
+            match isa {}
+        }
+
+        pub(super) fn blocking(&self) -> (usize, crate::Walk) {
+            match self.0 {}
+        }
+
+        pub(super) fn block(&mut self, _: super::Block<'_>, _: &mut [f32], _: usize) {
+            match self.0 {}
+        }
     }
 
     pub(super) fn quantize_row(isa: crate::Int8Isa, _: &[f32], _: &mut [u8]) -> (f32, i32) {

@@ -101,6 +101,11 @@ impl Bf16Isa {
 /// detected, at the [`level`] this process runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Int8Isa {
+    /// AMX's tiles and int8 products (`tdpbusd`, Intel since Sapphire Rapids) with AVX-512
+    /// F, BW and VNNI: the tiles for depths in whole tiles (64), `Avx512Vnni`'s form for the
+    /// rest.
+    #[cfg(target_arch = "x86_64")]
+    Amx,
     /// AVX-512 F, BW and VNNI: `vpdpbusd` on 512-bit registers.
     #[cfg(target_arch = "x86_64")]
     Avx512Vnni,
@@ -134,18 +139,17 @@ impl Int8Isa {
     }
 
     /// Every set of instructions an int8 product can run with at `level` on this CPU, fastest
-    /// first: the widest dot product the level allows, then AVX2's `vpmaddubsw`; on ARM the
+    /// first: AMX's tiles, the widest dot product the level allows, then AVX2's `vpmaddubsw`; on ARM the
     /// matrix multiply, then the dot product.
     fn all_at(level: Level) -> Vec<Self> {
         #[cfg(target_arch = "x86_64")]
         let found = {
             use std::arch::is_x86_feature_detected;
             let (avx512, avx_vnni) = (level == Level::Avx512, level == Level::AvxVnni);
+            let avx512_vnni = avx512 && is_x86_feature_detected!("avx512vnni");
             [
-                (
-                    Int8Isa::Avx512Vnni,
-                    avx512 && is_x86_feature_detected!("avx512vnni"),
-                ),
+                (Int8Isa::Amx, avx512_vnni && int8::amx::enabled()),
+                (Int8Isa::Avx512Vnni, avx512_vnni),
                 (
                     Int8Isa::AvxVnni,
                     (avx512 || avx_vnni) && Level::AvxVnni.detected(),
@@ -177,6 +181,24 @@ impl Int8Isa {
             .into_iter()
             .filter_map(|(isa, present)| present.then_some(isa))
             .collect()
+    }
+
+    /// Its name in `quarry model info` and reports.
+    fn name(self) -> &'static str {
+        match self {
+            #[cfg(target_arch = "x86_64")]
+            Int8Isa::Amx => "AMX tiles (tdpbusd)",
+            #[cfg(target_arch = "x86_64")]
+            Int8Isa::Avx512Vnni => "AVX-512 VNNI (vpdpbusd)",
+            #[cfg(target_arch = "x86_64")]
+            Int8Isa::AvxVnni => "AVX-VNNI (vpdpbusd)",
+            #[cfg(target_arch = "x86_64")]
+            Int8Isa::Avx2 => "AVX2 (vpmaddubsw)",
+            #[cfg(target_arch = "aarch64")]
+            Int8Isa::NeonI8mm => "NEON i8mm (usmmla)",
+            #[cfg(target_arch = "aarch64")]
+            Int8Isa::NeonDot => "NEON dot product (sdot)",
+        }
     }
 
     /// The int8 instructions of every level this process may run (up to the cap), each
@@ -215,6 +237,13 @@ pub fn bf16_supported() -> bool {
 /// once, then cached.
 pub fn int8_supported() -> bool {
     Int8Isa::find().is_some()
+}
+
+/// The instructions this process runs [`Int8Weights`]' products on, as `quarry model info`
+/// names them (`AMX tiles (tdpbusd)`, `AVX2 (vpmaddubsw)`); `None` where
+/// [`int8_supported`] is false.
+pub fn int8_instructions() -> Option<&'static str> {
+    Int8Isa::find().map(Int8Isa::name)
 }
 
 /// Checks the arguments every product takes, and returns the input's rows, or `None` where
@@ -268,26 +297,49 @@ fn store_row(row: &mut [f32], low: std::arch::x86_64::__m512, high: std::arch::x
     }
 }
 
-/// Cuts the product of `rows` input rows by the panels `panels` into blocks of at most [`MR`]
-/// rows by one panel, panel by panel (a panel stays in cache while the rows pass over it),
-/// and hands `block` each: the panel, its first row, its rows, and the part of `out` (row
-/// stride `ldc`) it covers, ending with its last row's last column.
+/// The order [`for_each_block`] hands out blocks in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Walk {
+    /// Panel by panel, each over every block of rows: a panel stays in cache while the rows
+    /// pass over it (the micro-kernels).
+    Panels,
+    /// Block of rows by block of rows, each over every panel: the blocks' heights change once
+    /// a product, at its last rows (AMX's tiles, whose configuration is for one height).
+    Rows,
+}
+
+/// Cuts the product of `rows` input rows by the panels `panels` into blocks of at most
+/// `block_rows` rows by one panel, in the order `walk`, and hands `block` each: the panel, its
+/// first row, its rows, and the part of `out` (row stride `ldc`) it covers, ending with its
+/// last row's last column.
 fn for_each_block(
     rows: usize,
     n: usize,
     panels: std::ops::Range<usize>,
     out: &mut [f32],
     ldc: usize,
+    (block_rows, walk): (usize, Walk),
     mut block: impl FnMut(usize, usize, usize, &mut [f32]),
 ) {
     let first = panels.start;
-    for p in panels {
+    let mut visit = |p: usize, row: usize| {
         let columns = NR.min(n - p * NR);
-        for row in (0..rows).step_by(MR) {
-            let block_rows = MR.min(rows - row);
-            let offset = row * ldc + (p - first) * NR;
-            let end = offset + (block_rows - 1) * ldc + columns;
-            block(p, row, block_rows, &mut out[offset..end]);
+        let rows = block_rows.min(rows - row);
+        let offset = row * ldc + (p - first) * NR;
+        let end = offset + (rows - 1) * ldc + columns;
+        block(p, row, rows, &mut out[offset..end]);
+    };
+    let row_starts = (0..rows).step_by(block_rows);
+    match walk {
+        Walk::Panels => {
+            for p in panels {
+                row_starts.clone().for_each(|row| visit(p, row));
+            }
+        }
+        Walk::Rows => {
+            for row in row_starts {
+                panels.clone().for_each(|p| visit(p, row));
+            }
         }
     }
 }

@@ -219,7 +219,8 @@ pub(crate) fn cpu_description() -> String {
     let mut flags: Vec<&str> = field("flags")
         .split_whitespace()
         .filter(|flag| {
-            ["avx2", "fma", "f16c", "avx_vnni"].contains(flag) || flag.starts_with("avx512")
+            ["avx2", "fma", "f16c", "avx_vnni", "amx_bf16", "amx_int8"].contains(flag)
+                || flag.starts_with("avx512")
         })
         .collect();
     flags.sort_unstable();

@@ -337,7 +337,13 @@ fn measure_quarry(model: &ModelDir, options: EmbedderOptions, precision: Precisi
         json!({"p50": percentile(latencies, 0.5), "p95": percentile(latencies, 0.95)})
     };
     let mut result = json!({
-        "runtime": format!("quarry-embed, Burn 0.22.1, {}", embedder.backend()),
+        "runtime": match embedder.int8_instructions() {
+            Some(instructions) => format!(
+                "quarry-embed, Burn 0.22.1, {}, int8 on {instructions}",
+                embedder.backend()
+            ),
+            None => format!("quarry-embed, Burn 0.22.1, {}", embedder.backend()),
+        },
         "fingerprint": embedder.fingerprint().to_string(),
         "runs": runs,
         "query_ms": summary(&mut latencies[0]),

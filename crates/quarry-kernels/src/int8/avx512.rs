@@ -88,7 +88,7 @@ fn load(values: &[u32]) -> __m512i {
 }
 
 /// The micro-kernel: `R` rows by 32 columns in 2·R registers, four depths a step, then
-/// `row scale · column scale · (sum − zero point · column sum) + bias`.
+/// [`rescale`].
 #[target_feature(enable = "avx512f,avx512bw,avx512vnni")]
 fn kernel<const R: usize>(block: &Block<'_>, out: &mut [f32], ldc: usize) {
     let (a, b) = (block.a, block.b);
@@ -108,13 +108,22 @@ fn kernel<const R: usize>(block: &Block<'_>, out: &mut [f32], ldc: usize) {
             lanes[1] = _mm512_dpbusd_epi32(lanes[1], quad, b1);
         }
     }
+    rescale(block, &acc, out, ldc);
+}
+
+/// `row scale · column scale · (sum − zero point · column sum) + bias` for each row of
+/// `sums` (the block's rows, each a panel's 32 `i32` in two registers), into `out` (row
+/// stride `ldc`) for the columns of its last row.
+#[target_feature(enable = "avx512f,avx512bw")]
+#[inline]
+pub(super) fn rescale(block: &Block<'_>, sums: &[[__m512i; 2]], out: &mut [f32], ldc: usize) {
     let halves = |values: &[i32; NR]| {
         (
             load(bytemuck::cast_slice(&values[..16])),
             load(bytemuck::cast_slice(&values[16..])),
         )
     };
-    let sums = halves(block.column_sums);
+    let column_sums = halves(block.column_sums);
     let floats = |values: &[f32; NR]| {
         // SAFETY: `values` holds 32 values; this reads the first 16, unaligned.
         let low = unsafe { _mm512_loadu_ps(values.as_ptr()) };
@@ -123,8 +132,8 @@ fn kernel<const R: usize>(block: &Block<'_>, out: &mut [f32], ldc: usize) {
         (low, high)
     };
     let (scales, bias) = (floats(block.column_scales), floats(block.bias));
-    let columns = (out.len() - (R - 1) * ldc).min(NR);
-    for (r, lanes) in acc.iter().enumerate() {
+    let columns = (out.len() - (sums.len() - 1) * ldc).min(NR);
+    for (r, lanes) in sums.iter().enumerate() {
         let zero_point = _mm512_set1_epi32(block.zero_points[r]);
         let row_scale = _mm512_set1_ps(block.row_scales[r]);
         let rescale = |sum: __m512i, column_sums: __m512i, scales, bias| {
@@ -132,8 +141,8 @@ fn kernel<const R: usize>(block: &Block<'_>, out: &mut [f32], ldc: usize) {
             let scale = _mm512_mul_ps(row_scale, scales);
             _mm512_add_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(exact), scale), bias)
         };
-        let low = rescale(lanes[0], sums.0, scales.0, bias.0);
-        let high = rescale(lanes[1], sums.1, scales.1, bias.1);
+        let low = rescale(lanes[0], column_sums.0, scales.0, bias.0);
+        let high = rescale(lanes[1], column_sums.1, scales.1, bias.1);
         crate::store_row(&mut out[r * ldc..r * ldc + columns], low, high);
     }
 }
