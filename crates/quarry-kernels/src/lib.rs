@@ -1,8 +1,8 @@
 //! Reduced-precision matrix products for quarry's encoder: `x · W + b` with the weights `W`
 //! packed once in bf16 ([`Bf16Weights`], AVX-512 BF16's `vdpbf16ps`) or in int8
-//! ([`Int8Weights`]: the `vpdpbusd` of AVX-512 VNNI or of AVX-VNNI, AVX2's `vpmaddubsw`,
-//! NEON's `sdot`), accumulated in `f32` or `i32` and returned in `f32`; and which instruction-set
-//! [`Level`] the process runs at.
+//! ([`Int8Weights`]: AMX's `tdpbusd`, the `vpdpbusd` of AVX-512 VNNI or of AVX-VNNI, AVX2's
+//! `vpmaddubsw`, NEON's `sdot`), accumulated in `f32` or `i32` and returned in `f32`; and
+//! which instruction-set [`Level`] the process runs at.
 //!
 //! ```
 //! use quarry_kernels::{Int8Weights, NR};
@@ -44,7 +44,8 @@
 //! transposed), and a micro-kernel keeps an `MR × NR` block of the output in 28 registers,
 //! broadcasting one lane of each of its [`MR`] rows a step. A step of the depth is two values
 //! for bf16 (one 32-bit lane holds a pair) and four for int8; depths that do not divide are
-//! padded with zeros.
+//! padded with zeros. AMX's form takes blocks of 32 rows by a panel in a 2 × 2 of tiles (64
+//! depths a product), block of rows by block of rows.
 //!
 //! # Precision
 //!
@@ -139,8 +140,8 @@ impl Int8Isa {
     }
 
     /// Every set of instructions an int8 product can run with at `level` on this CPU, fastest
-    /// first: AMX's tiles, the widest dot product the level allows, then AVX2's `vpmaddubsw`; on ARM the
-    /// matrix multiply, then the dot product.
+    /// first: AMX's tiles, the widest dot product the level allows, then AVX2's `vpmaddubsw`;
+    /// on ARM the matrix multiply, then the dot product.
     fn all_at(level: Level) -> Vec<Self> {
         #[cfg(target_arch = "x86_64")]
         let found = {

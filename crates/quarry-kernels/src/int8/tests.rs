@@ -184,33 +184,3 @@ proptest! {
         check(&matrix(m * k, seed), &matrix(k * n, seed + 1), &matrix(n, seed + 2), k, n);
     }
 }
-
-#[test]
-#[ignore]
-fn tmp_speed() {
-    for (m, k, n) in [(252, 384, 1536), (256, 384, 1536), (252, 1536, 384)] {
-        let (x, w, bias) = (matrix(m * k, 5), matrix(k * n, 6), matrix(n, 7));
-        let weights = Int8Weights::pack(&w, k, n);
-        let bias = padded_bias(&bias);
-        let mut out = vec![0.0; m * n];
-        for form in forms() {
-            if form == Int8Form::Portable {
-                continue;
-            }
-            for _ in 0..3 {
-                weights.multiply_with(form, &x, 0..weights.panel_count(), &bias, &mut out, n);
-            }
-            let runs = 50;
-            let t = std::time::Instant::now();
-            for _ in 0..runs {
-                weights.multiply_with(form, &x, 0..weights.panel_count(), &bias, &mut out, n);
-            }
-            let s = t.elapsed().as_secs_f64() / runs as f64;
-            eprintln!(
-                "{m}x{k}x{n} {form:?}: {:.3} ms, {:.0} GMAC/s",
-                s * 1e3,
-                (m * k * n) as f64 / s / 1e9
-            );
-        }
-    }
-}
