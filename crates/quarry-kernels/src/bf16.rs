@@ -3,7 +3,7 @@
 use std::cell::RefCell;
 use std::ops::Range;
 
-use crate::{Bf16Isa, MR, NR, Walk, check_product, for_each_block, packing};
+use crate::{Bf16Isa, MR, NR, Walk, blocks, check_product, packing};
 
 thread_local! {
     /// Each thread's input rows in bfloat16 lanes, kept from call to call.
@@ -95,24 +95,16 @@ impl Bf16Weights {
         let steps = self.k.div_ceil(2);
         LANES.with_borrow_mut(|lanes| {
             rows_to_lanes(isa, x, self.k, lanes);
-            for_each_block(
-                rows,
-                self.n,
-                panels,
-                out,
-                ldc,
-                (MR, Walk::Panels),
-                |p, row, rows, out| {
-                    simd::block(
-                        isa,
-                        &lanes[row * steps..(row + rows) * steps],
-                        &self.panels[p * steps..(p + 1) * steps],
-                        &bias[p],
-                        out,
-                        ldc,
-                    );
-                },
-            );
+            for at in blocks(rows, self.n, panels, ldc, (MR, Walk::Panels)) {
+                simd::block(
+                    isa,
+                    &lanes[at.rows.start * steps..at.rows.end * steps],
+                    &self.panels[at.panel * steps..(at.panel + 1) * steps],
+                    &bias[at.panel],
+                    &mut out[at.out],
+                    ldc,
+                );
+            }
         });
     }
 }

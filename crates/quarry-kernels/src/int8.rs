@@ -6,7 +6,7 @@
 use std::cell::RefCell;
 use std::ops::Range;
 
-use crate::{Int8Isa, MR, NR, Walk, check_product, for_each_block, packing};
+use crate::{Int8Isa, MR, NR, Walk, blocks, check_product, packing};
 
 thread_local! {
     /// Each thread's quantised input rows, kept from call to call.
@@ -161,30 +161,23 @@ impl Int8Weights {
             let blocking = products
                 .as_ref()
                 .map_or((MR, Walk::Panels), simd::Products::blocking);
-            for_each_block(
-                rows,
-                self.n,
-                panels,
-                out,
-                ldc,
-                blocking,
-                |p, row, rows, out| {
-                    let rows = row..row + rows;
-                    let block = Block {
-                        a: &quantized.lanes[rows.start * steps..rows.end * steps],
-                        row_scales: &quantized.scales[rows.clone()],
-                        zero_points: &quantized.zero_points[rows],
-                        b: &self.panels[p * steps..(p + 1) * steps],
-                        column_scales: &self.scales[p],
-                        column_sums: &self.sums[p],
-                        bias: &bias[p],
-                    };
-                    match &mut products {
-                        Some(products) => products.block(block, out, ldc),
-                        None => portable_block(&block, out, ldc),
-                    }
-                },
-            );
+            for at in blocks(rows, self.n, panels, ldc, blocking) {
+                let (p, rows) = (at.panel, at.rows);
+                let block = Block {
+                    a: &quantized.lanes[rows.start * steps..rows.end * steps],
+                    row_scales: &quantized.scales[rows.clone()],
+                    zero_points: &quantized.zero_points[rows],
+                    b: &self.panels[p * steps..(p + 1) * steps],
+                    column_scales: &self.scales[p],
+                    column_sums: &self.sums[p],
+                    bias: &bias[p],
+                };
+                let out = &mut out[at.out];
+                match &mut products {
+                    Some(products) => products.block(block, out, ldc),
+                    None => portable_block(&block, out, ldc),
+                }
+            }
         });
     }
 }

@@ -298,7 +298,7 @@ fn store_row(row: &mut [f32], low: std::arch::x86_64::__m512, high: std::arch::x
     }
 }
 
-/// The order [`for_each_block`] hands out blocks in.
+/// The order [`blocks`] hands out blocks in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Walk {
     /// Panel by panel, each over every block of rows: a panel stays in cache while the rows
@@ -309,40 +309,40 @@ enum Walk {
     Rows,
 }
 
-/// Cuts the product of `rows` input rows by the panels `panels` into blocks of at most
-/// `block_rows` rows by one panel, in the order `walk`, and hands `block` each: the panel, its
-/// first row, its rows, and the part of `out` (row stride `ldc`) it covers, ending with its
-/// last row's last column.
-fn for_each_block(
+/// Where one block of a product lies: a panel, a first row, a count of rows, and the part of
+/// the output (row stride `ldc`) it covers, ending with its last row's last column.
+struct BlockAt {
+    panel: usize,
+    rows: std::ops::Range<usize>,
+    out: std::ops::Range<usize>,
+}
+
+/// Cuts the product of `rows` input rows by the panels `panels` (of a layer of `n` outputs,
+/// written at a row stride of `ldc`) into blocks of at most `block_rows` rows by one panel,
+/// in the order `walk`.
+fn blocks(
     rows: usize,
     n: usize,
     panels: std::ops::Range<usize>,
-    out: &mut [f32],
     ldc: usize,
     (block_rows, walk): (usize, Walk),
-    mut block: impl FnMut(usize, usize, usize, &mut [f32]),
-) {
+) -> impl Iterator<Item = BlockAt> {
     let first = panels.start;
-    let mut visit = |p: usize, row: usize| {
-        let columns = NR.min(n - p * NR);
-        let rows = block_rows.min(rows - row);
-        let offset = row * ldc + (p - first) * NR;
-        let end = offset + (rows - 1) * ldc + columns;
-        block(p, row, rows, &mut out[offset..end]);
-    };
     let row_starts = (0..rows).step_by(block_rows);
-    match walk {
-        Walk::Panels => {
-            for p in panels {
-                row_starts.clone().for_each(|row| visit(p, row));
-            }
+    let order: Box<dyn Iterator<Item = (usize, usize)>> = match walk {
+        Walk::Panels => Box::new(panels.flat_map(move |p| row_starts.clone().map(move |r| (p, r)))),
+        Walk::Rows => Box::new(row_starts.flat_map(move |r| panels.clone().map(move |p| (p, r)))),
+    };
+    order.map(move |(panel, row)| {
+        let columns = NR.min(n - panel * NR);
+        let count = block_rows.min(rows - row);
+        let offset = row * ldc + (panel - first) * NR;
+        BlockAt {
+            panel,
+            rows: row..row + count,
+            out: offset..offset + (count - 1) * ldc + columns,
         }
-        Walk::Rows => {
-            for row in row_starts {
-                panels.clone().for_each(|p| visit(p, row));
-            }
-        }
-    }
+    })
 }
 
 #[cfg(test)]

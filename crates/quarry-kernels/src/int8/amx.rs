@@ -199,31 +199,25 @@ impl Tiles {
         }
         // A row's 32 sums in two registers, as AVX-512's rescale takes them.
         let mut sums = [[_mm512_setzero_si512(); 2]; ROWS];
-        let top = sums.as_mut_ptr().cast::<u8>();
-        // SAFETY: the tiles are configured for the top half's rows (16 at most) of 16 `i32`;
-        // they are written to the first and the second half of `sums`' first rows (128
-        // bytes a row).
-        unsafe {
-            asm!(
-                "tilestored [{c} + {stride}*1], tmm0",
-                "tilestored [{c} + {stride}*1 + 64], tmm1",
-                c = in(reg) top,
-                stride = in(reg) NR * 4,
-                options(nostack),
-            );
-        }
-        if bottom > 0 {
-            let bottom = sums[16..].as_mut_ptr().cast::<u8>();
-            // SAFETY: as above, the bottom half's rows (16 at most) to `sums`' rows from 16.
-            unsafe {
+        /// Stores the sum tiles `$left` and `$right` (a half's rows by the panel's two halves)
+        /// to `$to`, 128 bytes a row.
+        macro_rules! store_sums {
+            ($left:literal, $right:literal, $to:expr) => {
                 asm!(
-                    "tilestored [{c} + {stride}*1], tmm2",
-                    "tilestored [{c} + {stride}*1 + 64], tmm3",
-                    c = in(reg) bottom,
+                    concat!("tilestored [{c} + {stride}*1], ", $left),
+                    concat!("tilestored [{c} + {stride}*1 + 64], ", $right),
+                    c = in(reg) $to,
                     stride = in(reg) NR * 4,
                     options(nostack),
-                );
-            }
+                )
+            };
+        }
+        // SAFETY: the tiles are configured for the top half's rows (16 at most) of 16 `i32`;
+        // they are written to the first and the second half of `sums`' first rows.
+        unsafe { store_sums!("tmm0", "tmm1", sums.as_mut_ptr()) };
+        if bottom > 0 {
+            // SAFETY: as above, the bottom half's rows (16 at most) to `sums`' rows from 16.
+            unsafe { store_sums!("tmm2", "tmm3", sums[16..].as_mut_ptr()) };
         }
         avx512::rescale(block, &sums[..rows], out, ldc);
     }
