@@ -3,7 +3,7 @@
 use std::cell::RefCell;
 use std::ops::Range;
 
-use crate::{Bf16Isa, MR, NR, Walk, blocks, check_product, packing};
+use crate::{Bf16Isa, MICRO_KERNEL_BLOCKS, NR, blocks, check_product, packing};
 
 thread_local! {
     /// Each thread's input rows in bfloat16 lanes, kept from call to call.
@@ -95,7 +95,7 @@ impl Bf16Weights {
         let steps = self.k.div_ceil(2);
         LANES.with_borrow_mut(|lanes| {
             rows_to_lanes(isa, x, self.k, lanes);
-            for at in blocks(rows, self.n, panels, ldc, (MR, Walk::Panels)) {
+            for at in blocks(rows, self.n, panels, ldc, MICRO_KERNEL_BLOCKS) {
                 simd::block(
                     isa,
                     &lanes[at.rows.start * steps..at.rows.end * steps],

@@ -6,7 +6,7 @@
 use std::cell::RefCell;
 use std::ops::Range;
 
-use crate::{Int8Isa, MR, NR, Walk, blocks, check_product, packing};
+use crate::{Int8Isa, MICRO_KERNEL_BLOCKS, MR, NR, blocks, check_product, packing};
 
 thread_local! {
     /// Each thread's quantised input rows, kept from call to call.
@@ -160,7 +160,7 @@ impl Int8Weights {
             };
             let blocking = products
                 .as_ref()
-                .map_or((MR, Walk::Panels), simd::Products::blocking);
+                .map_or(MICRO_KERNEL_BLOCKS, simd::Products::blocking);
             for at in blocks(rows, self.n, panels, ldc, blocking) {
                 let (p, rows) = (at.panel, at.rows);
                 let block = Block {
@@ -455,7 +455,7 @@ mod simd {
             if self.tiles.is_some() {
                 (amx::ROWS, Walk::Rows)
             } else {
-                (crate::MR, Walk::Panels)
+                crate::MICRO_KERNEL_BLOCKS
             }
         }
 
@@ -519,7 +519,7 @@ mod simd {
 
         /// The most rows a block takes and the order of the blocks.
         pub(super) fn blocking(&self) -> (usize, Walk) {
-            (crate::MR, Walk::Panels)
+            crate::MICRO_KERNEL_BLOCKS
         }
 
         /// One block of the output, the block's rows (1 to [`crate::MR`], of `b.len()` lanes

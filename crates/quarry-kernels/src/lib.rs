@@ -309,6 +309,9 @@ enum Walk {
     Rows,
 }
 
+/// How the micro-kernels take a product: blocks of [`MR`] rows, panel by panel.
+const MICRO_KERNEL_BLOCKS: (usize, Walk) = (MR, Walk::Panels);
+
 /// Where one block of a product lies: a panel, a first row, a count of rows, and the part of
 /// the output (row stride `ldc`) it covers, ending with its last row's last column.
 struct BlockAt {
