@@ -217,6 +217,10 @@ impl Arm {
                 settings.legs.symbol = 0.0;
                 None
             }
+            "file-leg" => {
+                settings.legs.file = 0.0;
+                None
+            }
             "cap-by-shape" => {
                 // One decay for every shape: the one before decays followed the shape.
                 settings.ranking.soft_cap_decay = CapDecay::uniform(CapDecay::default().question);
@@ -322,16 +326,17 @@ fn zero(weight: &mut f32) -> Option<LayerKind> {
     None
 }
 
-/// Every part `--ablate` can leave out: the retrieval legs, their weights by query shape
+/// Every part `--ablate` can leave out: the retrieval legs (`file-leg`: whole files), their weights by query shape
 /// (`leg-weights`: even instead), the soft cap's decay by query shape (`cap-by-shape`: the
 /// question's 0.5 for every shape), the deep candidate pool (`deep-pool`: three candidates
 /// per result, the fetch before it), each lexical field (`lexical-*`: weight 0), each
 /// ranking layer that runs by default, and the chunk header. (The cross-encoder rerank is
 /// off by default, so it has nothing to ablate.)
-pub const ABLATIONS: [&str; 20] = [
+pub const ABLATIONS: [&str; 21] = [
     "dense",
     "lexical",
     "symbol-leg",
+    "file-leg",
     "leg-weights",
     "deep-pool",
     "lexical-name",

@@ -86,6 +86,14 @@ pub struct LegWeights {
     /// The symbol leg's weight beside the other two, when the query names a symbol the
     /// definitions table holds (hybrid and lexical modes): 0.5. 0 leaves the leg out.
     pub symbol: f32,
+    /// The file leg's weight for a question, as a share of the lexical leg's: BM25 over
+    /// whole files, each file answered by one chunk ([`Store::search_lexical_files`]), so
+    /// that a large file that answers a question across many chunks is a candidate, and
+    /// ranks, as one: 0.5. A question (`where are retries scheduled?`) asks where in the
+    /// code something happens, most often a file; a description or a name asks for a chunk,
+    /// and the leg does not run for them (on the suite's tuning cases it lost them chunk
+    /// precision). 0 leaves the leg out.
+    pub file: f32,
 }
 
 impl Default for LegWeights {
@@ -96,6 +104,7 @@ impl Default for LegWeights {
             sentence: 0.7,
             phrase: 0.5,
             symbol: 0.5,
+            file: 0.5,
         }
     }
 }
@@ -112,6 +121,14 @@ impl LegWeights {
         (dense, 1.0 - dense)
     }
 
+    /// The file leg's weight for `query`, whose lexical leg weighs `lexical`.
+    pub fn file_for(&self, query: &QueryTerms, lexical: f32) -> f32 {
+        match query.shape() {
+            QueryShape::Question => lexical * self.file,
+            _ => 0.0,
+        }
+    }
+
     /// Checks that every weight lies in `[0, 1]`.
     pub fn validate(&self) -> Result<(), String> {
         for (shape, weight) in [
@@ -120,10 +137,11 @@ impl LegWeights {
             ("sentence", self.sentence),
             ("phrase", self.phrase),
             ("symbol", self.symbol),
+            ("file", self.file),
         ] {
             if !(0.0..=1.0).contains(&weight) {
                 let leg = match shape {
-                    "symbol" => "the symbol leg's weight".to_owned(),
+                    "symbol" | "file" => format!("the {shape} leg's weight"),
                     _ => format!("the dense leg's weight for {shape} queries"),
                 };
                 return Err(format!("{leg} must lie in [0, 1], not {weight}"));
@@ -206,10 +224,17 @@ impl Engine {
             let embedded = self.embedder()?.get()?.embed_query(query)?;
             Ok(store.search_dense(&embedded.vector, fetch, &options.filter)?)
         };
-        let lexical_leg = || -> Result<Vec<Hit>, EngineError> {
-            Ok(store.search_lexical_with(query, fetch, &options.filter, &options.lexical)?)
+        let file_weight = options.legs.file_for(&terms, weights.1);
+        let lexical_leg = || -> Result<(Vec<Hit>, Vec<Hit>), EngineError> {
+            let (filter, lexical) = (&options.filter, &options.lexical);
+            let chunks = store.search_lexical_with(query, fetch, filter, lexical)?;
+            let files = match file_weight > 0.0 {
+                true => store.search_lexical_files(query, fetch, filter, lexical, &chunks)?,
+                false => Vec::new(),
+            };
+            Ok((chunks, files))
         };
-        let (dense, lexical) = match (weights.0 > 0.0, weights.1 > 0.0) {
+        let (dense, (lexical, files)) = match (weights.0 > 0.0, weights.1 > 0.0) {
             // Side by side: the query's embedding keeps a core busy for milliseconds that
             // the lexical search would otherwise wait out. The lexical leg gets a thread of
             // its own, not a rayon task: the dense leg may hold the vector index's lock while
@@ -226,7 +251,7 @@ impl Engine {
                 });
                 (dense?, lexical?)
             }
-            (true, false) => (dense_leg()?, Vec::new()),
+            (true, false) => (dense_leg()?, (Vec::new(), Vec::new())),
             (false, _) => (Vec::new(), lexical_leg()?),
         };
         // The definitions table and the chunks are read at one commit.
@@ -259,6 +284,7 @@ impl Engine {
             &[
                 (&dense, weights.0),
                 (&lexical, weights.1),
+                (&files, file_weight),
                 (&symbols, options.legs.symbol),
             ],
             fetch,
@@ -453,6 +479,11 @@ mod tests {
         close("read the configuration file at startup", 0.7);
         close("retry backoff", 0.5);
         close("parse", 0.5);
+        // The file leg runs for questions alone, as a share of the lexical leg.
+        let file = |query: &str| legs.file_for(&QueryTerms::of(query), 0.3);
+        assert!((file("where is the configuration file read") - 0.15).abs() < 1e-6);
+        assert_eq!(file("read the configuration file at startup"), 0.0);
+        assert_eq!(file("parse_config"), 0.0);
         assert!(
             LegWeights {
                 sentence: 1.5,

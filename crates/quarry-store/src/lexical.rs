@@ -40,6 +40,7 @@ use crate::records::StoredChunk;
 
 mod analysis;
 mod collect;
+mod files;
 mod health;
 mod stats;
 mod weights;
@@ -47,6 +48,7 @@ mod weights;
 pub use analysis::CodeTokenizer;
 use analysis::{comments, query_tokens};
 use collect::{TopChunks, rescore};
+use files::{FILE_KEY, Files, file_key};
 pub(crate) use health::{Depth, inspect};
 use health::{damaged, guarded, reading};
 use stats::{LiveStatistics, TokenTotals};
@@ -98,6 +100,13 @@ pub(crate) struct LexicalFilter {
     pub excluded_file: Option<String>,
 }
 
+impl LexicalFilter {
+    /// Whether every chunk passes.
+    fn admits_all(&self) -> bool {
+        self.paths.is_none() && self.languages.is_empty() && self.excluded_file.is_none()
+    }
+}
+
 /// The schema's fields.
 #[derive(Clone, Copy)]
 struct Fields {
@@ -116,6 +125,8 @@ struct Fields {
     language: Field,
     /// [`TOKEN_COUNTS`]' fields.
     token_counts: [Field; 6],
+    /// A hash of the chunk's file path, as a fast field: which chunks make one file.
+    file_key: Field,
 }
 
 impl Fields {
@@ -160,6 +171,7 @@ fn schema() -> (Schema, Fields) {
         path_exact: builder.add_text_field(PATH_EXACT, raw.clone()),
         language: builder.add_text_field(LANGUAGE, raw),
         token_counts: TOKEN_COUNTS.map(|name| builder.add_u64_field(name, FAST)),
+        file_key: builder.add_u64_field(FILE_KEY, FAST),
     };
     (builder.build(), fields)
 }
@@ -201,6 +213,8 @@ pub(crate) struct LexicalIndex {
     loaded: Loaded,
     /// The live token totals of the segments searched so far.
     token_totals: TokenTotals,
+    /// Which file each live chunk of the segments searched last belongs to.
+    files: Files,
     /// Why [`LexicalIndex::open_writer`] replaced what the directory held, until taken.
     replaced: Option<String>,
     /// For a reader, the segment files whose checksums it has checked: a reader checks each
@@ -275,6 +289,7 @@ impl LexicalIndex {
             fields,
             loaded,
             token_totals: TokenTotals::default(),
+            files: Files::default(),
             verified: HashSet::new(),
             replaced,
         })
@@ -323,6 +338,7 @@ impl LexicalIndex {
             fields,
             loaded,
             token_totals: TokenTotals::default(),
+            files: Files::default(),
             verified,
             replaced: None,
         }))
@@ -455,7 +471,6 @@ impl LexicalIndex {
     /// The scoring `clauses` (each a `Should`), with required non-scoring ones for the
     /// filter.
     fn query(&self, clauses: &[(Term, f32)], filter: &LexicalFilter) -> Box<dyn Query> {
-        let f = self.fields;
         let scoring: Vec<(Occur, Box<dyn Query>)> = clauses
             .iter()
             .map(|(term, weight)| {
@@ -464,14 +479,18 @@ impl LexicalIndex {
                 (Occur::Should, clause)
             })
             .collect();
-        let scoring = Box::new(BooleanQuery::new(scoring));
-        let no_filter =
-            filter.paths.is_none() && filter.languages.is_empty() && filter.excluded_file.is_none();
-        if no_filter {
-            return scoring;
-        }
+        let scoring: Box<dyn Query> = Box::new(BooleanQuery::new(scoring));
+        self.filtered(scoring, filter)
+    }
 
-        let mut clauses: Vec<(Occur, Box<dyn Query>)> = vec![(Occur::Must, scoring)];
+    /// `query` limited to the chunks `filter` admits, by required non-scoring clauses;
+    /// `query` itself when the filter admits every chunk.
+    fn filtered(&self, query: Box<dyn Query>, filter: &LexicalFilter) -> Box<dyn Query> {
+        let f = self.fields;
+        if filter.admits_all() {
+            return query;
+        }
+        let mut clauses: Vec<(Occur, Box<dyn Query>)> = vec![(Occur::Must, query)];
         if let Some(paths) = &filter.paths {
             let paths = paths.iter().map(String::as_str);
             clauses.push((Occur::Must, required(f.path_exact, paths)));
@@ -644,6 +663,7 @@ fn document(fields: Fields, chunk: &StoredChunk) -> TantivyDocument {
         doc.add_u64(count_field, count);
     }
     doc.add_text(fields.path_exact, &chunk.path);
+    doc.add_u64(fields.file_key, file_key(&chunk.path));
     doc.add_text(fields.language, chunk.language.name());
     doc
 }

@@ -105,6 +105,35 @@ impl Store {
         filter: &Filter,
         weights: &LexicalWeights,
     ) -> Result<Vec<Hit>, StoreError> {
+        self.lexical_hits(Unit::Chunks, query, k, filter, weights)
+    }
+
+    /// The `k` files that best match `query` by BM25 over each whole file (its live chunks
+    /// as one document; the fields weighted by `weights`), among the chunks `filter` admits,
+    /// best first, each as a hit with the file's score: of the first of `ranked` (a chunk
+    /// search's hits, best first) the file holds, else of its chunk that holds the most of
+    /// the query. A large file that answers a question across many chunks ranks here where
+    /// each of its chunks alone ranks low.
+    pub fn search_lexical_files(
+        &self,
+        query: &str,
+        k: usize,
+        filter: &Filter,
+        weights: &LexicalWeights,
+        ranked: &[Hit],
+    ) -> Result<Vec<Hit>, StoreError> {
+        let ranked: Vec<u128> = ranked.iter().map(|hit| hit.id.0).collect();
+        self.lexical_hits(Unit::Files(&ranked), query, k, filter, weights)
+    }
+
+    fn lexical_hits(
+        &self,
+        unit: Unit<'_>,
+        query: &str,
+        k: usize,
+        filter: &Filter,
+        weights: &LexicalWeights,
+    ) -> Result<Vec<Hit>, StoreError> {
         let snapshot = self.snapshot()?;
         let lexical_filter = LexicalFilter {
             paths: filter
@@ -121,20 +150,21 @@ impl Store {
             excluded_file: filter.excluded_file().map(str::to_owned),
         };
         let mut lexical = self.lexical();
-        let found = match self.lexical_search(&mut lexical, query, k, &lexical_filter, weights) {
-            // A writer rebuilds its own index from the database at once, and searches again.
-            Err(StoreError::Damaged { detail, .. }) if self.is_writer() => {
-                self.replace_lexical(&mut lexical, &detail)?;
-                self.lexical_search(&mut lexical, query, k, &lexical_filter, weights)?
-            }
-            // A reader opens it afresh once: it may have read files a writer's merge had just
-            // replaced (tantivy deletes them without regard for other processes).
-            Err(StoreError::Damaged { .. }) => {
-                *lexical = None;
-                self.lexical_search(&mut lexical, query, k, &lexical_filter, weights)?
-            }
-            found => found?,
-        };
+        let found =
+            match self.lexical_search(&mut lexical, unit, query, k, &lexical_filter, weights) {
+                // A writer rebuilds its own index from the database at once, and searches again.
+                Err(StoreError::Damaged { detail, .. }) if self.is_writer() => {
+                    self.replace_lexical(&mut lexical, &detail)?;
+                    self.lexical_search(&mut lexical, unit, query, k, &lexical_filter, weights)?
+                }
+                // A reader opens it afresh once: it may have read files a writer's merge had just
+                // replaced (tantivy deletes them without regard for other processes).
+                Err(StoreError::Damaged { .. }) => {
+                    *lexical = None;
+                    self.lexical_search(&mut lexical, unit, query, k, &lexical_filter, weights)?
+                }
+                found => found?,
+            };
         drop(lexical);
         let Some(found) = found else {
             if snapshot.counts()?.chunks > 0 {
@@ -164,6 +194,7 @@ impl Store {
     fn lexical_search(
         &self,
         lexical: &mut Option<LexicalIndex>,
+        unit: Unit<'_>,
         query: &str,
         k: usize,
         filter: &LexicalFilter,
@@ -179,7 +210,10 @@ impl Store {
         }
         lexical
             .as_ref()
-            .map(|lexical| lexical.search(query, k, filter, weights))
+            .map(|lexical| match unit {
+                Unit::Chunks => lexical.search(query, k, filter, weights),
+                Unit::Files(ranked) => lexical.search_files(query, k, filter, weights, ranked),
+            })
             .transpose()
     }
 
@@ -477,4 +511,12 @@ fn catch_up(ann: &mut AnnIndex, snapshot: &Snapshot<'_>) -> Result<usize, StoreE
     changed += added.len();
     ann.insert(new_vectors(&mut added));
     Ok(changed)
+}
+
+/// What a lexical search ranks.
+#[derive(Debug, Clone, Copy)]
+enum Unit<'a> {
+    Chunks,
+    /// Files, each answered by the first of these chunk ids it holds.
+    Files(&'a [u128]),
 }

@@ -456,3 +456,118 @@ fn token_counts_are_exact_and_live_statistics_skip_deleted_chunks() {
     assert_eq!(statistics.doc_freq(&term).unwrap(), 0);
     assert_eq!(statistics.total_num_docs().unwrap(), searcher.num_docs());
 }
+
+/// A large file that holds a question's words across its chunks, and a small one whose one
+/// chunk repeats two of them.
+fn spread_and_dense() -> Vec<StoredChunk> {
+    let spread = [
+        (
+            10,
+            "refill",
+            "fn refill(bucket: &mut Bucket) { bucket.tokens += bucket.rate }",
+        ),
+        (
+            11,
+            "take",
+            "fn take(bucket: &mut Bucket) -> bool { bucket.tokens > 0 }",
+        ),
+        (
+            12,
+            "burst",
+            "fn burst(bucket: &Bucket) -> u32 { bucket.capacity }",
+        ),
+        (
+            13,
+            "Bucket",
+            "struct Bucket { tokens: u32, rate: u32, capacity: u32 }",
+        ),
+        (
+            14,
+            "new",
+            "fn new(limit: u32) -> Bucket { Bucket::with(limit) }",
+        ),
+        (15, "clock", "fn clock() -> Instant { Instant::now() }"),
+    ];
+    let mut chunks: Vec<StoredChunk> = spread
+        .iter()
+        .map(|&(id, name, text)| chunk(id, "src/throttle.rs", "rust", name, text))
+        .collect();
+    chunks.push(chunk(
+        20,
+        "src/limits.rs",
+        "rust",
+        "rate_limit",
+        "fn rate_limit() { rate limit rate limit rate limit }",
+    ));
+    chunks.push(chunk(30, "docs/other.py", "python", "x", "def x(): pass"));
+    chunks
+}
+
+const SPREAD_QUESTION: &str = "refill the token bucket at its rate limit, with a burst";
+
+fn files_found(index: &LexicalIndex, filter: &LexicalFilter) -> Vec<(u128, f32)> {
+    let weights = LexicalWeights::default();
+    index
+        .search_files(SPREAD_QUESTION, 10, filter, &weights, &[])
+        .unwrap()
+}
+
+#[test]
+fn a_file_that_holds_the_question_across_its_chunks_ranks_as_one() {
+    let (_dir, mut index) = new_writer();
+    add(&mut index, &spread_and_dense(), 1);
+    // Chunk by chunk, the small file's dense chunk comes first.
+    assert_eq!(found(&index, SPREAD_QUESTION)[0], 20);
+    // As whole files, the large one does, as its chunk holding the most of the question
+    // (refill: refill, bucket, tokens, rate).
+    let files = files_found(&index, &all());
+    assert_eq!(ids(&files), [10, 20], "{files:?}");
+    assert!(files[0].1 > files[1].1);
+
+    // Filters apply: the file left out, or only the other's path or language admitted.
+    let not_throttle = LexicalFilter {
+        excluded_file: Some("src/throttle.rs".into()),
+        ..all()
+    };
+    assert_eq!(ids(&files_found(&index, &not_throttle)), [20]);
+    let only_limits = LexicalFilter {
+        paths: Some(vec!["src/limits.rs".into(), "docs/other.py".into()]),
+        ..all()
+    };
+    assert_eq!(ids(&files_found(&index, &only_limits)), [20]);
+    let python = LexicalFilter {
+        languages: vec![Language::Python],
+        ..all()
+    };
+    assert!(files_found(&index, &python).is_empty());
+
+    // A file answers with the first chunk of a chunk search's it holds.
+    let weights = LexicalWeights::default();
+    let ranked = index
+        .search_files(SPREAD_QUESTION, 10, &all(), &weights, &[99, 12, 20, 11])
+        .unwrap();
+    assert_eq!(ids(&ranked), [12, 20]);
+    assert_eq!(ranked[0].1, files[0].1, "the same file's score");
+
+    // A file whose chunks are gone is gone.
+    index.apply(&[10, 11, 12, 13, 14, 15], &[], 2).unwrap();
+    assert_eq!(ids(&files_found(&index, &all())), [20]);
+}
+
+#[test]
+fn a_file_scores_the_same_bits_however_its_chunks_lie_in_segments() {
+    let chunks = spread_and_dense();
+    let (_one, mut at_once) = new_writer();
+    add(&mut at_once, &chunks, 1);
+    // The same chunks over several commits, some of them deleted and added again.
+    let (_many, mut piecemeal) = new_writer();
+    for (generation, part) in chunks.chunks(3).enumerate() {
+        add(&mut piecemeal, part, generation as u64 + 1);
+    }
+    let again: Vec<&StoredChunk> = chunks.iter().filter(|c| c.id % 2 == 0).collect();
+    piecemeal.apply(&[], &again, 9).unwrap();
+    assert_eq!(
+        files_found(&at_once, &all()),
+        files_found(&piecemeal, &all())
+    );
+}
