@@ -26,8 +26,9 @@ pub enum Ranker {
     Engine {
         /// Which retrieval legs run.
         mode: SearchMode,
-        /// The ranking pipeline's settings.
-        ranking: RankingConfig,
+        /// The ranking pipeline's settings (boxed: the largest of them, kept off the enum's
+        /// size).
+        ranking: Box<RankingConfig>,
         /// Whether chunks are embedded behind their header (an index per value).
         embed_header: bool,
         /// The legs' weights by query shape.
@@ -66,7 +67,7 @@ impl Arm {
             name: name.into(),
             ranker: Ranker::Engine {
                 mode,
-                ranking: RankingConfig::default(),
+                ranking: Box::default(),
                 embed_header: true,
                 legs: LegWeights::default(),
                 lexical: LexicalWeights::default(),
@@ -270,7 +271,7 @@ impl Arm {
                 fusion,
             } => Some(EngineSettings {
                 mode: *mode,
-                ranking: ranking.clone(),
+                ranking: RankingConfig::clone(ranking),
                 embed_header: *embed_header,
                 legs: *legs,
                 lexical: *lexical,
@@ -311,7 +312,7 @@ impl EngineSettings {
     fn into_ranker(self) -> Ranker {
         Ranker::Engine {
             mode: self.mode,
-            ranking: self.ranking,
+            ranking: Box::new(self.ranking),
             embed_header: self.embed_header,
             legs: self.legs,
             lexical: self.lexical,

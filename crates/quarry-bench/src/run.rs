@@ -6,7 +6,7 @@ use std::time::Instant;
 
 use quarry_chunk::ChunkId;
 use quarry_embed::ModelDir;
-use quarry_engine::{Engine, EngineOptions, SearchMode, SearchOptions};
+use quarry_engine::{Engine, EngineOptions, RankingConfig, SearchMode, SearchOptions};
 use quarry_store::{Filter, StoredChunk};
 use serde::{Deserialize, Serialize};
 
@@ -525,7 +525,7 @@ fn answer(
             ..
         } => {
             let options = SearchOptions {
-                ranking: ranking.clone(),
+                ranking: RankingConfig::clone(ranking),
                 filter: Filter::default(),
                 mode: *mode,
                 legs: *legs,
