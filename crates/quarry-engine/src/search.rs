@@ -164,6 +164,18 @@ pub struct SearchResult {
     pub explanation: Explanation,
 }
 
+/// How much each retrieval leg weighed in one search: the dense and lexical legs' shares
+/// (summing to 1), and the file leg's beside them (0 unless the query is a question).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct LegShares {
+    /// The embedding's.
+    pub dense: f32,
+    /// BM25's over chunks.
+    pub lexical: f32,
+    /// BM25's over whole files ([`LegWeights::file`]).
+    pub file: f32,
+}
+
 /// A search's results and what the ranking did.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SearchResponse {
@@ -171,8 +183,8 @@ pub struct SearchResponse {
     pub results: Vec<SearchResult>,
     /// What each ranking layer did.
     pub summary: Summary,
-    /// The leg weights used (dense, lexical).
-    pub weights: (f32, f32),
+    /// How much each leg weighed.
+    pub weights: LegShares,
     /// What the symbol leg found in the definitions table, best match first (empty when
     /// the query names no defined symbol, or the leg did not run).
     pub definitions: Vec<SymbolHit>,
@@ -305,7 +317,11 @@ impl Engine {
         Ok(SearchResponse {
             results,
             summary,
-            weights,
+            weights: LegShares {
+                dense: weights.0,
+                lexical: weights.1,
+                file: file_weight,
+            },
             definitions,
             coverage,
         })

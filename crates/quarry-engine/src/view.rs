@@ -146,8 +146,9 @@ impl SearchView {
         Self {
             query: query.to_owned(),
             weights: Weights {
-                dense: as_written(response.weights.0),
-                lexical: as_written(response.weights.1),
+                dense: as_written(response.weights.dense),
+                lexical: as_written(response.weights.lexical),
+                file: as_written(response.weights.file),
             },
             coverage: response.coverage,
             page: None,
@@ -161,7 +162,7 @@ impl SearchView {
     }
 }
 
-/// The legs' weights in a hybrid search, summing to 1.
+/// The legs' weights in a search: dense and lexical summing to 1, the file leg's beside them.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Weights {
@@ -169,6 +170,8 @@ pub struct Weights {
     pub dense: f64,
     /// The lexical (BM25) leg's.
     pub lexical: f64,
+    /// The file leg's (BM25 over whole files; 0 unless the query is a question).
+    pub file: f64,
 }
 
 /// The `f64` nearest to the decimal that `value` is written as: a setting of 0.7 is shown as

@@ -129,8 +129,18 @@ fn indexes_a_repository_and_finds_code_by_description_and_by_identifier() {
         ..SearchOptions::default()
     };
     let response = engine.search("load_config", &lexical).unwrap();
-    assert_eq!(response.weights, (0.0, 1.0));
+    assert_eq!(
+        (response.weights.dense, response.weights.lexical),
+        (0.0, 1.0)
+    );
     assert_eq!(response.results[0].chunk.path, "src/config.rs");
+    assert_eq!(response.weights.file, 0.0, "a name asks for a chunk");
+    // A question also runs the file leg, at half the lexical leg's weight.
+    let question = engine
+        .search("where is the configuration file loaded?", &lexical)
+        .unwrap();
+    assert_eq!(question.weights.file, 0.5);
+    assert_eq!(question.results[0].chunk.path, "src/config.rs");
 
     // Weights out of range are refused with the setting named, not searched with.
     let bad_leg = SearchOptions {
