@@ -114,7 +114,8 @@ impl FileTable {
 impl LexicalIndex {
     /// Best `k` files for `query` by BM25 over whole files ([`search`]), the fields weighted by
     /// `weights`, among the chunks `filter` admits: each as one chunk's id (the first of
-    /// `ranked` it holds, else its best) and the file's score, best first, ties by chunk id. A query without tokens finds nothing.
+    /// `ranked` it holds, else its best) and the file's score, best first, ties by chunk id.
+    /// A query without tokens finds nothing.
     pub(crate) fn search_files(
         &self,
         query: &str,
@@ -129,11 +130,8 @@ impl LexicalIndex {
         }
         let filter = (!filter.admits_all()).then(|| self.filtered(Box::new(AllQuery), filter));
         let searcher = self.reader.searcher();
-        let weights = weights.fields().map(|(_, weight)| weight);
-        let mut fields = [(self.fields.body, 0.0); SCORED.len()];
-        for ((slot, field), weight) in fields.iter_mut().zip(self.fields.scored()).zip(weights) {
-            *slot = (field, weight);
-        }
+        let (scored, weights) = (self.fields.scored(), weights.fields());
+        let fields = std::array::from_fn(|i| (scored[i], weights[i].1));
         reading(&self.dir, || {
             let table = self.files.table(&searcher)?;
             let query = FileQuery {
