@@ -78,10 +78,11 @@ fn a_chunk_id_prefix_of_eight_digits_is_enough() {
         ],
     );
     let json: Value = serde_json::from_slice(&out.stdout).unwrap();
-    // A description leans on the dense leg: its weight shows as written, not as an f32.
+    // A description leans on the dense leg, without the file leg: its weights show as
+    // written, not as f32s.
     let raw = text(&out.stdout);
     assert!(
-        raw.contains(r#""weights":{"dense":0.7,"lexical":0.3"#),
+        raw.contains(r#""weights":{"dense":0.7,"file":0.0,"lexical":0.3}"#),
         "{raw}"
     );
     let id = json["results"][0]["chunk_id"].as_str().unwrap().to_owned();
