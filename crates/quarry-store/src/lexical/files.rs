@@ -18,7 +18,6 @@
 use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, Mutex};
 
-use tantivy::index::SegmentId;
 use tantivy::postings::Postings;
 use tantivy::query::{AllQuery, EnableScoring, Query};
 use tantivy::schema::{Field, IndexRecordOption};
@@ -26,6 +25,7 @@ use tantivy::{BitSet, DocId, DocSet, Searcher, SegmentReader, TERMINATED, Term};
 
 use super::analysis::query_tokens;
 use super::health::reading;
+use super::stats::{SegmentState, segment_state};
 use super::{ID_HI, ID_LO, LexicalFilter, LexicalIndex, LexicalWeights, SCORED, TOKEN_COUNTS};
 use crate::StoreError;
 
@@ -39,19 +39,17 @@ const K1: f64 = 1.2;
 const B: f64 = 0.75;
 /// [`SCORED`]'s fields that hold the file's path, the same in each of its chunks.
 const SHARED: [bool; SCORED.len()] = [false, false, true, true, false, false];
-/// [`SCORED`]'s body: a file's length is its chunks' tokens there.
-const BODY: usize = SCORED.len() - 1;
+/// The index in [`SCORED`] of the body: a file's length is its chunks' tokens there.
+const LENGTH_FIELD: usize = SCORED.len() - 1;
 /// No file: a deleted document.
 const NONE: u32 = u32::MAX;
-
-/// A segment as of one set of deletes.
-type SegmentState = (SegmentId, Option<u64>);
 
 /// The files of one searcher's live documents.
 #[derive(Debug)]
 pub(super) struct FileTable {
-    /// For each segment, each document's file (an index into `lengths`), [`NONE`] if dead.
-    documents: HashMap<SegmentState, Vec<u32>>,
+    /// For each of the searcher's segments, in its order, each document's file (an index
+    /// into `lengths`), [`NONE`] if dead.
+    documents: Vec<Vec<u32>>,
     /// Each file's body tokens, over its live chunks.
     lengths: Vec<u64>,
 }
@@ -63,11 +61,11 @@ pub(super) struct Files {
 }
 
 impl Files {
-    /// The table of `searcher`'s live documents, built anew when its segments or their
-    /// deletes differ from the last one's.
+    /// The table of `searcher`'s live documents, built anew when its segments (in order) or
+    /// their deletes differ from the last one's.
     pub(super) fn table(&self, searcher: &Searcher) -> tantivy::Result<Arc<FileTable>> {
         let states: Vec<SegmentState> = (searcher.segment_readers().iter())
-            .map(|segment| (segment.segment_id(), segment.delete_opstamp()))
+            .map(segment_state)
             .collect();
         let mut cached = self
             .cached
@@ -88,11 +86,11 @@ impl FileTable {
     fn of(searcher: &Searcher) -> tantivy::Result<Self> {
         let mut files: HashMap<u64, u32> = HashMap::new();
         let mut lengths = Vec::new();
-        let mut documents = HashMap::new();
+        let mut documents = Vec::new();
         for segment in searcher.segment_readers() {
             let fast = segment.fast_fields();
             let keys = fast.u64(FILE_KEY)?;
-            let tokens = fast.u64(TOKEN_COUNTS[BODY])?;
+            let tokens = fast.u64(TOKEN_COUNTS[LENGTH_FIELD])?;
             let mut of_doc = vec![NONE; segment.max_doc() as usize];
             for doc in segment.doc_ids_alive() {
                 let Some(key) = keys.first(doc) else { continue };
@@ -104,8 +102,7 @@ impl FileTable {
                 lengths[file as usize] += tokens.first(doc).unwrap_or(0);
                 of_doc[doc as usize] = file;
             }
-            let state = (segment.segment_id(), segment.delete_opstamp());
-            documents.insert(state, of_doc);
+            documents.push(of_doc);
         }
         Ok(Self { documents, lengths })
     }
@@ -174,17 +171,7 @@ pub(super) fn search(
         Some(filter) => Some(admitted(query.searcher, filter)?),
         None => None,
     };
-    let documents: Vec<&[u32]> = segments
-        .iter()
-        .map(|segment| {
-            let state = (segment.segment_id(), segment.delete_opstamp());
-            query
-                .table
-                .documents
-                .get(&state)
-                .map_or(&[][..], Vec::as_slice)
-        })
-        .collect();
+    let documents = &query.table.documents;
     let lengths = &query.table.lengths;
     let files = lengths.len();
     let average = lengths.iter().sum::<u64>() as f64 / files.max(1) as f64;
@@ -255,14 +242,14 @@ pub(super) fn search(
             *chunk_scores.entry(chunk).or_default() += idf * frequency / (K1 + frequency);
         }
     }
-    best_files(segments, &documents, &scores, chunk_scores, k, ranked)
+    best_files(segments, documents, &scores, chunk_scores, k, ranked)
 }
 
 /// The best `k` files by `scores`, each as the first of `ranked` it holds, else as its best
 /// chunk by `chunk_scores` (ties by id).
 fn best_files(
     segments: &[SegmentReader],
-    documents: &[&[u32]],
+    documents: &[Vec<u32>],
     scores: &[f64],
     chunk_scores: HashMap<(u32, DocId), f64>,
     k: usize,

@@ -29,8 +29,14 @@ use tantivy::{DocSet, Searcher, SegmentReader, TERMINATED, Term};
 
 use super::{SCORED, TOKEN_COUNTS};
 
-/// A segment as of one set of deletes.
-type SegmentState = (SegmentId, Option<u64>);
+/// A segment as of one set of deletes: what a cache of a segment's live documents is keyed
+/// by.
+pub(super) type SegmentState = (SegmentId, Option<u64>);
+
+/// `segment`'s [`SegmentState`].
+pub(super) fn segment_state(segment: &SegmentReader) -> SegmentState {
+    (segment.segment_id(), segment.delete_opstamp())
+}
 
 /// Each segment's live token totals per scored field, kept between searches.
 #[derive(Debug, Default)]
@@ -49,7 +55,7 @@ impl TokenTotals {
         let mut totals = [0u64; SCORED.len()];
         let mut current = HashSet::new();
         for segment in searcher.segment_readers() {
-            let state = (segment.segment_id(), segment.delete_opstamp());
+            let state = segment_state(segment);
             current.insert(state);
             let sums = match cache.get(&state) {
                 Some(sums) => *sums,
