@@ -59,7 +59,8 @@ pub struct RelevanceArgs {
     /// Hybrid with these settings, against hybrid (repeatable; `K=V+K=V`).
     #[arg(long, value_name = "K=V+..")]
     arm: Vec<String>,
-    /// Hybrid alone, without the controls (as --ab, --ablate and --arm run).
+    /// Hybrid alone, without the controls (as --ab, --ablate and --arm run; --ablate keeps
+    /// the peers).
     #[arg(long)]
     no_controls: bool,
     /// Without the semble and ripgrep peers.
@@ -225,6 +226,10 @@ pub fn run(args: RelevanceArgs) -> Result<()> {
             let mut arms = vec![hybrid.clone()];
             for part in parts {
                 arms.push(hybrid.without(part)?);
+            }
+            // Each part's worth beside the peers', measured in the same run.
+            if peers && suite == Suite::Full {
+                arms.extend(Arm::peers());
             }
             let slug = match parts.as_slice() {
                 [one] => format!("-ablate-{one}"),
