@@ -167,7 +167,8 @@ impl FromStr for Level {
             .into_iter()
             .find(|level| level.name() == text)
             .ok_or_else(|| {
-                format!("unknown instruction-set level `{text}`; use scalar, avx2, avxvnni, avx512 or neon")
+                let names = Level::ALL.map(Level::name).join(", ");
+                format!("unknown instruction-set level `{text}`; use one of {names}")
             })
     }
 }
@@ -183,7 +184,7 @@ mod tests {
         }
         let error = "sse4".parse::<Level>().unwrap_err();
         assert!(
-            error.contains("scalar, avx2, avxvnni, avx512 or neon"),
+            error.contains("`sse4`; use one of scalar, avx2, avxvnni, avx512, neon"),
             "{error}"
         );
     }
