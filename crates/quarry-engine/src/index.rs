@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use quarry_changes::{GitUse, TreeFile, content_hash};
 use quarry_chunk::{Chunk, ChunkId, Chunker, DEFINITIONS_VERSION};
-use quarry_graph::{FileImports, FileKey, GraphBuilder, PageRankConfig};
+use quarry_graph::{FileImports, FileKey, FileScore, GraphBuilder, PageRankConfig};
 use quarry_store::{Check, FileState, IndexPart, PROJECT_SCOPE, Store, scope_of};
 use rayon::prelude::*;
 
@@ -105,7 +105,8 @@ struct FirstPhase {
     indexed: Vec<FileState>,
     plan: Plan,
     /// Whether the import graph has been ranked: it is ranked again only when files come or
-    /// go or a file's imports change, or when it never was.
+    /// go or a file's imports change, or when it never was (by this
+    /// [`quarry_graph::RESOLUTION_VERSION`]).
     ranked: bool,
     /// The commit checked out, where the index records another.
     new_head: Option<String>,
@@ -216,11 +217,15 @@ impl Engine {
         let indexed = store.files()?;
         let mut plan = self.plan(store, &indexed, scope)?;
         self.plan_definitions(store, &indexed, &mut plan)?;
+        // Ranked by this version's resolution of imports, else ranked again.
         let ranked = match indexed.iter().find(|f| !f.chunk_ids.is_empty()) {
-            Some(file) => store
-                .snapshot()?
-                .file_data(&file.path, PAGERANK_DATA)?
-                .is_some(),
+            Some(file) => match store.snapshot()?.file_data(&file.path, PAGERANK_DATA)? {
+                Some(bytes) => {
+                    let score: FileScore = decode_file_data(&file.path, PAGERANK_DATA, &bytes)?;
+                    score.resolution == quarry_graph::RESOLUTION_VERSION
+                }
+                None => false,
+            },
             None => false,
         };
         let new_head = match quarry_changes::head_commit(&self.root) {
@@ -509,7 +514,7 @@ impl Engine {
     }
 
     /// Rebuilds the import graph of the project's indexed files and stores each file's
-    /// PageRank [`quarry_graph::FileScore`] as its [`PAGERANK_DATA`] and its neighbours as its
+    /// PageRank [`FileScore`] as its [`PAGERANK_DATA`] and its neighbours as its
     /// [`LINKS_DATA`]. Returns the graph's files and edges.
     /// The imports come from the index ([`IMPORTS_DATA`]); only a file indexed before they
     /// were stored is read and parsed again, and its imports stored with the scores.

@@ -5,8 +5,8 @@ use std::fs;
 use std::path::Path;
 
 use quarry_engine::{
-    DEFINITIONS_DATA, Engine, EngineOptions, LegWeights, SearchMode, SearchOptions, SearchResponse,
-    SymbolMatch,
+    DEFINITIONS_DATA, Engine, EngineOptions, LegWeights, PAGERANK_DATA, SearchMode, SearchOptions,
+    SearchResponse, SymbolMatch,
 };
 use quarry_testkit::model;
 
@@ -251,4 +251,39 @@ fn an_implementation_shares_the_centrality_of_the_header_beside_it() {
         })
         .expect("session.c is boosted as central");
     assert!(percentile > 0.9, "session.h's percentile: {percentile}");
+}
+
+#[test]
+fn an_index_ranked_by_an_older_resolution_of_imports_is_ranked_again() {
+    let dir = repository();
+    let engine = indexed(dir.path());
+    let settings = engine.store().settings().clone();
+    drop(engine);
+    // Scores as an index stored them before the resolution version was kept.
+    let store = quarry_store::Store::open(dir.path(), settings).unwrap();
+    let files = store.files().unwrap();
+    let mut batch = store.write().unwrap();
+    for file in &files {
+        let old = br#"{"score":0.01,"percentile":50.0}"#;
+        batch.set_file_data(&file.path, PAGERANK_DATA, old).unwrap();
+    }
+    batch.commit().unwrap();
+    drop(store);
+
+    let engine = Engine::open(dir.path(), model(), EngineOptions::default()).unwrap();
+    let report = engine.index_files(&mut |_| {}).unwrap();
+    assert_eq!(report.files_read, 0, "{report:?}");
+    assert!(
+        report.graph.is_some(),
+        "the graph is ranked again: {report:?}"
+    );
+    let store = engine.store();
+    let snapshot = store.snapshot().unwrap();
+    let bytes = (snapshot.file_data("src/session.h", PAGERANK_DATA).unwrap()).unwrap();
+    let score: quarry_graph::FileScore = serde_json::from_slice(&bytes).unwrap();
+    assert_eq!(score.resolution, quarry_graph::RESOLUTION_VERSION);
+    assert!(score.percentile > 90.0, "{score:?}");
+    drop(snapshot);
+    // Ranked by this version, it is not ranked again.
+    assert!(engine.index_files(&mut |_| {}).unwrap().graph.is_none());
 }

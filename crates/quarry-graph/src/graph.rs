@@ -12,6 +12,12 @@ use crate::rank::{PageRankConfig, PageRanking, pagerank, personalized_pagerank};
 use crate::repo::Repo;
 use crate::{FileKey, GraphError, graph_key};
 
+/// The version of import resolution, stored with each [`FileScore`](crate::FileScore): raised
+/// when a change resolves the same imports to other files, so that an index ranks its graph
+/// again instead of keeping the scores of the old edges. 1: C includes are also searched
+/// from the directories they are written from.
+pub const RESOLUTION_VERSION: u32 = 1;
+
 /// Collects a repository's files, then resolves their imports into a [`FileGraph`].
 ///
 /// Every file added is a node, whatever its language: the files given are all that
@@ -43,8 +49,8 @@ impl GraphBuilder {
         graph_key(&self.root, path)
     }
 
-    /// Searches `dir` for C and C++ includes, before the directories named `include`
-    /// that are always searched.
+    /// Searches `dir` for C and C++ includes, before the directories named `include` and
+    /// those the includes are written from, which are always searched.
     ///
     /// # Errors
     ///
@@ -96,12 +102,14 @@ impl GraphBuilder {
     /// itself); an import that refers to none is counted as external.
     pub fn build(self) -> FileGraph {
         let (keys, files): (Vec<FileKey>, Vec<FileImports>) = self.files.into_iter().unzip();
-        let repo = Repo::new(
+        let mut repo = Repo::new(
             &keys,
             &files,
             &self.include_dirs,
             lang::python::import_roots(&keys),
         );
+        let roots = lang::paths::include_roots(&repo, &files);
+        repo.include_dirs.extend(roots);
         let mut edges = Vec::new();
         let mut externals = vec![0; keys.len()];
         let mut import_count = 0;

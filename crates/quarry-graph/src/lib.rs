@@ -48,7 +48,7 @@
 //! | Go | import paths inside a module of the repository (`go.mod`): every non-test file of the package directory |
 //! | Java, Kotlin, Scala | imports to the files declaring the type (or, for a wildcard, every file of the package); nested types and static members through their top-level type |
 //! | C# | `using` to every file of the namespace, or to the file declaring the type |
-//! | C, C++ | `#include "…"` from the file's directory, the include directories, the root; `<…>` from the include directories and the root |
+//! | C, C++ | `#include "…"` from the file's directory, the include directories, the root; `<…>` from the include directories and the root; the include directories are those configured, every `include` directory, and each directory that two includes or more are written from (`src` for `"google/protobuf/message.h"`) |
 //! | Ruby | `require_relative`; `require`, `load`, `autoload` from every `lib`, `test` and `spec` directory and the root |
 //! | PHP | `require`/`include` of a literal path or `__DIR__ . '/…'`; `use` to the declaring file |
 //! | Lua | `require "a.b"` as `a/b.lua` or `a/b/init.lua` from the root, `lua`, `src` and `lib` directories; `dofile` |
@@ -78,7 +78,7 @@ mod rank;
 mod repo;
 
 pub use error::GraphError;
-pub use graph::{FileGraph, GraphBuilder};
+pub use graph::{FileGraph, GraphBuilder, RESOLUTION_VERSION};
 pub use imports::FileImports;
 pub use key::{FileKey, graph_key};
 pub use rank::{FileScore, PageRank, PageRankConfig, PageRanking, pagerank, personalized_pagerank};

@@ -162,6 +162,10 @@ pub struct FileScore {
     /// The percentage of the other files that score lower: 100 for the top file, 0
     /// for the lowest (ties share the lower value; a lone file has 100).
     pub percentile: f64,
+    /// The [`RESOLUTION_VERSION`](crate::RESOLUTION_VERSION) of the graph ranked (0: one
+    /// stored before versions were).
+    #[serde(default)]
+    pub resolution: u32,
 }
 
 /// Every file's [`FileScore`], sorted by key; serialisable as a whole, or file by
@@ -197,7 +201,17 @@ impl PageRanking {
         let files = keys
             .into_iter()
             .zip(rank.scores.iter().zip(percentiles))
-            .map(|(key, (&score, percentile))| (key, FileScore { score, percentile }))
+            .map(|(key, (&score, percentile))| {
+                let resolution = crate::RESOLUTION_VERSION;
+                (
+                    key,
+                    FileScore {
+                        score,
+                        percentile,
+                        resolution,
+                    },
+                )
+            })
             .collect();
         PageRanking {
             files,

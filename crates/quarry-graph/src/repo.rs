@@ -15,8 +15,9 @@ pub(crate) struct Repo<'a> {
     named_dirs: HashMap<&'a str, Vec<&'a str>>,
     /// Files directly inside each directory.
     children: HashMap<&'a str, Vec<u32>>,
-    /// Directories C includes are searched in: configured ones, then every directory
-    /// named `include`.
+    /// Directories C includes are searched in: configured ones, every directory named
+    /// `include`, then those the includes are written from
+    /// ([`include_roots`](crate::lang::paths::include_roots)).
     pub(crate) include_dirs: Vec<String>,
     /// Directories holding a top-level Python package.
     pub(crate) python_roots: Vec<String>,
@@ -98,6 +99,11 @@ impl<'a> Repo<'a> {
         repo.go_modules
             .sort_by(|a, b| b.0.len().cmp(&a.0.len()).then_with(|| a.cmp(b)));
         repo
+    }
+
+    /// Every file's key, sorted: the ids are their positions.
+    pub(crate) fn keys(&self) -> &'a [FileKey] {
+        self.keys
     }
 
     /// The id of the file at `path` (a key's spelling), if there is one.

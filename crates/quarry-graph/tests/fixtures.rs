@@ -242,6 +242,24 @@ fn c_without_the_vendor_include_dir() {
 }
 
 #[test]
+fn c_includes_written_from_a_source_root() {
+    // protobuf's headers are included from `src/` (`-Isrc`), which no rule names: two
+    // includes explain it, and then it serves as an include directory for every include
+    // (`config.h`). One include under `third_party/x` is too little to say so.
+    check_family(
+        "cpp-roots",
+        "
+        src/google/protobuf/message.cc -> src/config.h
+        src/google/protobuf/message.cc -> src/google/protobuf/message.h
+        src/google/protobuf/message.cc -> src/google/protobuf/port.h
+        src/google/protobuf/message.h -> src/google/protobuf/port.h
+        ",
+        // <string>, and `lone/thing.h`.
+        2,
+    );
+}
+
+#[test]
 fn ruby() {
     check_family(
         "ruby",

@@ -2,9 +2,15 @@
 //! includes, Ruby and Lua requires, Zig's `@import`, Bash's `source`; and Swift's
 //! module imports.
 
+use std::collections::{HashMap, HashSet};
+
 use super::{Found, Sink, literal};
-use crate::imports::{Bases, Import, Suffixes};
+use crate::imports::{Bases, FileImports, Import, Suffixes};
 use crate::repo::{Repo, join};
+
+/// How many distinct includes a directory must explain before it is taken for one that a
+/// build's `-I` names: one could be a coincidence of names.
+const INCLUDES_EXPLAINING_A_ROOT: usize = 2;
 
 pub(crate) const C: &str = r#"
 (preproc_include path: (string_literal (string_content) @quoted))
@@ -22,6 +28,54 @@ pub(crate) fn collect_c(found: &Found<'_, '_, '_>, sink: &mut Sink) {
         )
     };
     push(sink, path, bases, Suffixes::Exact);
+}
+
+/// The directories that C and C++ includes are written from where no directory `repo`
+/// searches holds them, as a build's `-I` flags name them (protobuf's `src` for `#include
+/// "google/protobuf/message.h"`): each directory that, joined with such an include of two
+/// components or more, names a file, for at least [`INCLUDES_EXPLAINING_A_ROOT`] distinct
+/// includes of `files` (in `repo`'s order); those that explain most first.
+pub(crate) fn include_roots(repo: &Repo<'_>, files: &[FileImports]) -> Vec<String> {
+    let mut named: HashMap<&str, Vec<&str>> = HashMap::new();
+    for key in repo.keys() {
+        let path = key.as_str();
+        let name = path.rsplit_once('/').map_or(path, |(_, name)| name);
+        named.entry(name).or_default().push(path);
+    }
+    let mut explained: HashMap<&str, HashSet<&str>> = HashMap::new();
+    for (from, file) in files.iter().enumerate() {
+        for import in &file.imports {
+            let Import::Path {
+                path,
+                bases: bases @ (Bases::Quoted | Bases::System),
+                suffixes,
+            } = import
+            else {
+                continue;
+            };
+            let Some((_, name)) = path.rsplit_once('/') else {
+                continue;
+            };
+            if path.split('/').any(|part| matches!(part, "" | "." | ".."))
+                || !resolve(repo, from as u32, path, *bases, *suffixes).is_empty()
+            {
+                continue;
+            }
+            for found in named.get(name).into_iter().flatten() {
+                if let Some(root) =
+                    (found.strip_suffix(path.as_str())).and_then(|root| root.strip_suffix('/'))
+                {
+                    explained.entry(root).or_default().insert(path);
+                }
+            }
+        }
+    }
+    let mut roots: Vec<(&str, usize)> = (explained.into_iter())
+        .map(|(root, includes)| (root, includes.len()))
+        .filter(|&(_, count)| count >= INCLUDES_EXPLAINING_A_ROOT)
+        .collect();
+    roots.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(b.0)));
+    roots.into_iter().map(|(root, _)| root.to_owned()).collect()
 }
 
 /// The `@path` capture's text when it is a plain string literal (Ruby, Lua, Zig).
