@@ -217,15 +217,13 @@ impl Engine {
         let indexed = store.files()?;
         let mut plan = self.plan(store, &indexed, scope)?;
         self.plan_definitions(store, &indexed, &mut plan)?;
-        // Ranked by this version's resolution of imports, else ranked again.
+        // Ranked by this version's resolution of imports, else (or unreadable) ranked again.
         let ranked = match indexed.iter().find(|f| !f.chunk_ids.is_empty()) {
-            Some(file) => match store.snapshot()?.file_data(&file.path, PAGERANK_DATA)? {
-                Some(bytes) => {
-                    let score: FileScore = decode_file_data(&file.path, PAGERANK_DATA, &bytes)?;
-                    score.resolution == quarry_graph::RESOLUTION_VERSION
-                }
-                None => false,
-            },
+            Some(file) => (store.snapshot()?.file_data(&file.path, PAGERANK_DATA)?)
+                .and_then(|bytes| {
+                    decode_file_data::<FileScore>(&file.path, PAGERANK_DATA, &bytes).ok()
+                })
+                .is_some_and(|score| score.resolution == quarry_graph::RESOLUTION_VERSION),
             None => false,
         };
         let new_head = match quarry_changes::head_commit(&self.root) {
