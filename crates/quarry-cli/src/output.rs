@@ -125,8 +125,28 @@ pub fn print_results(
             }
         }
         if explain {
-            writeln!(out, "    {dim}{:?}{reset}", result.explanation)?;
+            print_explanation(out, result)?;
         }
+    }
+    Ok(())
+}
+
+/// `--explain`'s lines under a result: the legs that placed it and the score they fused
+/// to, then each ranking step and the score it left.
+fn print_explanation(out: &mut impl Write, result: &SearchResult) -> std::io::Result<()> {
+    let Style { dim, reset, .. } = Style::for_stdout();
+    let legs: Vec<String> = result.legs.iter().map(ToString::to_string).collect();
+    let retrieval = result.explanation.retrieval_score;
+    match legs.is_empty() {
+        true => writeln!(out, "    {dim}retrieval {retrieval:.3}{reset}")?,
+        false => writeln!(
+            out,
+            "    {dim}{} → retrieval {retrieval:.3}{reset}",
+            legs.join(", ")
+        )?,
+    }
+    for step in &result.explanation.steps {
+        writeln!(out, "    {dim}{step}{reset}")?;
     }
     Ok(())
 }

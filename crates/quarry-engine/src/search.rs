@@ -1,5 +1,7 @@
 //! Searching: retrieve from the dense and lexical legs, fuse, rank.
 
+mod legs;
+
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -12,6 +14,8 @@ use crate::file_data::{PAGERANK_DATA, decode_file_data};
 use crate::symbols::SymbolHit;
 use crate::{Coverage, Engine, EngineError};
 use quarry_graph::FileScore;
+
+pub use legs::{Leg, LegPlace};
 
 /// Reciprocal rank fusion's constant: a hit at rank r scores `weight / (RRF_K + r)`.
 pub const RRF_K: f32 = 60.0;
@@ -162,6 +166,9 @@ pub struct SearchResult {
     pub score: f32,
     /// How the score came about, layer by layer.
     pub explanation: Explanation,
+    /// Where each retrieval leg placed the chunk, in the legs' order (empty for a related
+    /// result, which one vector retrieves).
+    pub legs: Vec<LegPlace>,
 }
 
 /// How much each retrieval leg weighed in one search: the dense and lexical legs' shares
@@ -292,16 +299,18 @@ impl Engine {
                 score: 0.0,
             })
             .collect();
+        let legs: [(Leg, &[Hit], f32); 4] = [
+            (Leg::Dense, dense.as_slice(), weights.0),
+            (Leg::Lexical, lexical.as_slice(), weights.1),
+            (Leg::File, files.as_slice(), file_weight),
+            (Leg::Symbol, symbols.as_slice(), options.legs.symbol),
+        ];
         let fused = fuse(
-            &[
-                (&dense, weights.0),
-                (&lexical, weights.1),
-                (&files, file_weight),
-                (&symbols, options.legs.symbol),
-            ],
+            &legs.map(|(_, hits, weight)| (hits, weight)),
             fetch,
             options.fusion,
         );
+        let mut places = LegPlace::by_chunk(&legs);
 
         let ids: Vec<quarry_chunk::ChunkId> = fused.iter().map(|&(id, _)| id).collect();
         let chunks = snapshot.chunks(&ids)?;
@@ -313,7 +322,10 @@ impl Engine {
             // The legs filter inside; the symbol leg's definitions by path alone.
             .filter(|(chunk, _)| options.filter.admits(chunk))
             .collect();
-        let (results, summary) = self.rank(&store, &terms, scored, &options.ranking, true)?;
+        let (mut results, summary) = self.rank(&store, &terms, scored, &options.ranking, true)?;
+        for result in &mut results {
+            result.legs = places.remove(&result.chunk.chunk_id()).unwrap_or_default();
+        }
         Ok(SearchResponse {
             results,
             summary,
@@ -384,6 +396,7 @@ impl Engine {
                 chunk: ranked.candidate,
                 score: (ranked.score / ceiling).clamp(0.0, 1.0),
                 explanation: ranked.explanation,
+                legs: Vec::new(),
             })
             .collect();
         Ok((results, ranked.summary))

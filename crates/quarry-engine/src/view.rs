@@ -4,7 +4,7 @@
 //!
 //! A result: `{chunk_id, path, start_line, end_line, language, kind, symbol, container,
 //! snippet, score}`, plus `text` (the whole chunk) in [`Detail::Full`] and `explanation`
-//! when asked for. `score` lies in `[0, 1]`, higher is better; lines are 1-based and
+//! ([`ResultExplanation`]) when asked for. `score` lies in `[0, 1]`, higher is better; lines are 1-based and
 //! inclusive.
 //!
 //! ```
@@ -22,7 +22,8 @@ use quarry_store::{Calibration, Drift, StoredChunk, VectorIndexInfo};
 use serde::Serialize;
 
 use crate::{
-    Coverage, Detail, IndexReport, RelatedResponse, SearchResponse, SearchResult, Stale, SymbolHit,
+    Coverage, Detail, IndexReport, LegPlace, RelatedResponse, SearchResponse, SearchResult, Stale,
+    SymbolHit,
 };
 
 /// A view as a JSON value, the form both front ends write: the MCP server's tool results
@@ -243,9 +244,10 @@ pub struct ResultView {
     pub chunk: ChunkView,
     /// In `[0, 1]`, higher is better.
     pub score: f32,
-    /// The retrieval score and each ranking layer's effect, when asked for.
+    /// Where the legs placed it, the retrieval score and each ranking layer's effect, when
+    /// asked for.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub explanation: Option<Explanation>,
+    pub explanation: Option<ResultExplanation>,
     /// Set when `text` was cut to fit a page's budget.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub text_truncated: bool,
@@ -257,7 +259,10 @@ impl ResultView {
         Self {
             chunk: ChunkView::new(&result.chunk, detail),
             score: result.score,
-            explanation: explain.then(|| result.explanation.clone()),
+            explanation: explain.then(|| ResultExplanation {
+                legs: result.legs.clone(),
+                ranking: result.explanation.clone(),
+            }),
             text_truncated: false,
         }
     }
@@ -269,6 +274,19 @@ impl ResultView {
             .map(|result| Self::new(result, detail, explain))
             .collect()
     }
+}
+
+/// How a result's score came about: where the retrieval legs placed it, the score they
+/// fused to, then what each ranking layer did.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct ResultExplanation {
+    /// Each leg that placed the chunk, in the legs' order (left out for a related result).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub legs: Vec<LegPlace>,
+    /// The retrieval score and the ranking's steps.
+    #[serde(flatten)]
+    pub ranking: Explanation,
 }
 
 /// A chunk: where it is, what it is, and its first lines (all of it in full detail).

@@ -52,9 +52,9 @@ macro_rules! tool_args {
             /// "compact" (default: location, symbol, score and the first lines of each
             /// chunk) or "full" (each chunk's whole text).
             pub detail_level: Option<Detail>,
-            /// Add each result's score explanation: the retrieval score and what each
-            /// ranking layer (path penalties, PageRank boost, per-file cap...) did to it
-            /// (default false).
+            /// Add each result's score explanation: where each retrieval leg placed it,
+            /// the retrieval score, and what each ranking layer (path penalties, PageRank
+            /// boost, per-file cap...) did to it (default false).
             pub explain: Option<bool>,
         }
 

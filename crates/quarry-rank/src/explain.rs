@@ -165,6 +165,49 @@ pub enum Effect {
     },
 }
 
+impl fmt::Display for Effect {
+    /// What happened, in words, with the factor it applied (`PageRank percentile 0.92, ×1.18`).
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Effect::Rescored { previous } => {
+                write!(f, "rescored by the cross-encoder (was {previous:.3})")
+            }
+            Effect::FileEvidence {
+                share,
+                covered,
+                factor,
+            } => write!(
+                f,
+                "file's evidence {share:.2}, query words covered {covered:.2}, ×{factor:.3}"
+            ),
+            Effect::Defines { factor } => write!(f, "defines the symbol asked for, ×{factor:.3}"),
+            Effect::PathMatch { words, factor } => {
+                write!(
+                    f,
+                    "path or language matches {}, ×{factor:.3}",
+                    words.join(" ")
+                )
+            }
+            Effect::Penalised { classes, factor } => {
+                let classes: Vec<_> = classes.iter().map(|class| class.name()).collect();
+                write!(f, "{} path, ×{factor:.3}", classes.join(" and "))
+            }
+            Effect::Boosted { factor } => write!(f, "under a source directory, ×{factor:.3}"),
+            Effect::PageRank { percentile, factor } => {
+                write!(f, "PageRank percentile {percentile:.2}, ×{factor:.3}")
+            }
+            Effect::Decayed {
+                nth_in_file,
+                factor,
+            } => write!(f, "chunk {nth_in_file} of its file, ×{factor:.3}"),
+            Effect::Spilled { nth_in_file } => write!(
+                f,
+                "chunk {nth_in_file} of its file, kept past the cap: too few other files"
+            ),
+        }
+    }
+}
+
 /// One layer's effect on a result, and the score it left.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
@@ -175,6 +218,13 @@ pub struct Step {
     pub effect: Effect,
     /// The score after it.
     pub score: f32,
+}
+
+impl fmt::Display for Step {
+    /// `pagerank: PageRank percentile 0.92, ×1.18 → 0.712`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {} → {:.3}", self.layer, self.effect, self.score)
+    }
 }
 
 /// How a result got its score: the retriever's score, then every layer that changed it or

@@ -52,6 +52,20 @@ impl PathClass {
         PathClass::Docs,
     ];
 
+    /// The class's name, as serde writes it.
+    pub fn name(self) -> &'static str {
+        match self {
+            PathClass::Test => "test",
+            PathClass::Fixture => "fixture",
+            PathClass::Mock => "mock",
+            PathClass::Generated => "generated",
+            PathClass::Vendored => "vendored",
+            PathClass::Minified => "minified",
+            PathClass::Example => "example",
+            PathClass::Docs => "docs",
+        }
+    }
+
     /// Tests, fixtures and mocks: what [`IncludeTests`](crate::IncludeTests) governs.
     pub fn is_test_code(self) -> bool {
         matches!(self, PathClass::Test | PathClass::Fixture | PathClass::Mock)

@@ -141,6 +141,41 @@ fn related_status_libraries_models_and_config() {
         text(&out.stdout)
     );
 
+    // --explain: where each leg placed a result and the score they fused to, then the
+    // ranking's steps; a related result has no legs, one vector retrieves it.
+    let explained = json(
+        dir,
+        &["search", "retry_with_backoff", "--json", "--explain"],
+    );
+    let legs = explained["results"][0]["explanation"]["legs"].clone();
+    let legs = legs.as_array().unwrap();
+    assert!(
+        legs.contains(&serde_json::json!({"leg": "symbol", "rank": 1, "score": null})),
+        "{legs:?}"
+    );
+    let lexical = legs.iter().find(|leg| leg["leg"] == "lexical");
+    assert!(
+        lexical.is_some_and(|leg| leg["rank"].as_u64() >= Some(1) && leg["score"].as_f64() > Some(0.0)),
+        "{legs:?}"
+    );
+    let explained = json(dir, &["related", id, "--json", "--explain"]);
+    let explanation = &explained["results"][0]["explanation"];
+    assert!(
+        explanation.get("legs").is_none() && explanation["retrieval_score"].is_number(),
+        "{explanation}"
+    );
+    let out = quarry_ok(
+        dir,
+        &["search", "retry_with_backoff", "--explain", "-k", "1"],
+    );
+    let shown = text(&out.stdout);
+    assert!(
+        shown.contains("symbol #1")
+            && shown.contains("→ retrieval")
+            && shown.contains("definition: defines the symbol asked for, ×"),
+        "{shown}"
+    );
+
     let error = failure(dir, &["related", "not-an-id"]);
     assert!(error.contains("not a chunk id"), "{error}");
     let error = failure(dir, &["related", &"0".repeat(32)]);
