@@ -75,7 +75,7 @@ impl LegPlace {
 }
 
 impl fmt::Display for LegPlace {
-    /// `lexical #3 (12.41)`; `symbol #1`.
+    /// `lexical #3 (12.410)`; `symbol #1`.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{} #{}", self.leg, self.rank)?;
         match self.score {
