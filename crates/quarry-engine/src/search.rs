@@ -310,7 +310,6 @@ impl Engine {
             fetch,
             options.fusion,
         );
-        let mut places = LegPlace::by_chunk(&legs);
 
         let ids: Vec<quarry_chunk::ChunkId> = fused.iter().map(|&(id, _)| id).collect();
         let chunks = snapshot.chunks(&ids)?;
@@ -323,6 +322,7 @@ impl Engine {
             .filter(|(chunk, _)| options.filter.admits(chunk))
             .collect();
         let (mut results, summary) = self.rank(&store, &terms, scored, &options.ranking, true)?;
+        let mut places = LegPlace::of(results.iter().map(|r| r.chunk.chunk_id()), &legs);
         for result in &mut results {
             result.legs = places.remove(&result.chunk.chunk_id()).unwrap_or_default();
         }

@@ -55,19 +55,23 @@ pub struct LegPlace {
 }
 
 impl LegPlace {
-    /// Each chunk's places in the `legs` that ran (a weight above 0), in the legs' order.
-    pub(crate) fn by_chunk(legs: &[(Leg, &[Hit], f32)]) -> HashMap<ChunkId, Vec<LegPlace>> {
-        let mut places: HashMap<ChunkId, Vec<LegPlace>> = HashMap::new();
-        for &(leg, hits, weight) in legs {
-            if weight <= 0.0 {
-                continue;
-            }
+    /// The places of `chunks` (the results) in the `legs` that ran (a weight above 0), each
+    /// chunk's in the legs' order; a chunk no leg holds has none.
+    pub(crate) fn of(
+        chunks: impl IntoIterator<Item = ChunkId>,
+        legs: &[(Leg, &[Hit], f32)],
+    ) -> HashMap<ChunkId, Vec<LegPlace>> {
+        let mut places: HashMap<ChunkId, Vec<LegPlace>> =
+            chunks.into_iter().map(|id| (id, Vec::new())).collect();
+        for &(leg, hits, _) in legs.iter().filter(|(_, _, weight)| *weight > 0.0) {
             for (rank, hit) in (1..).zip(hits) {
-                places.entry(hit.id).or_default().push(LegPlace {
-                    leg,
-                    rank,
-                    score: (leg != Leg::Symbol).then_some(hit.score),
-                });
+                if let Some(found) = places.get_mut(&hit.id) {
+                    found.push(LegPlace {
+                        leg,
+                        rank,
+                        score: (leg != Leg::Symbol).then_some(hit.score),
+                    });
+                }
             }
         }
         places
@@ -97,17 +101,21 @@ mod tests {
     }
 
     #[test]
-    fn a_chunk_holds_its_place_in_every_leg_that_ran() {
-        let lexical = [hit(1, 9.0), hit(2, 4.5)];
+    fn a_result_holds_its_place_in_every_leg_that_ran() {
+        let lexical = [hit(1, 9.0), hit(2, 4.5), hit(3, 1.0)];
         let file = [hit(2, 20.0)];
         let dense = [hit(2, 0.8)];
         let symbol = [hit(1, 0.0)];
-        let places = LegPlace::by_chunk(&[
-            (Leg::Dense, &dense, 0.0),
-            (Leg::Lexical, &lexical, 1.0),
-            (Leg::File, &file, 0.5),
-            (Leg::Symbol, &symbol, 0.5),
-        ]);
+        let results = [ChunkId(1), ChunkId(2), ChunkId(4)];
+        let places = LegPlace::of(
+            results,
+            &[
+                (Leg::Dense, &dense, 0.0),
+                (Leg::Lexical, &lexical, 1.0),
+                (Leg::File, &file, 0.5),
+                (Leg::Symbol, &symbol, 0.5),
+            ],
+        );
         let shown = |id: u128| -> Vec<String> {
             places[&ChunkId(id)]
                 .iter()
@@ -117,6 +125,8 @@ mod tests {
         assert_eq!(shown(1), ["lexical #1 (9.000)", "symbol #1"]);
         // The dense leg weighed nothing, so it placed nothing.
         assert_eq!(shown(2), ["lexical #2 (4.500)", "file #1 (20.000)"]);
-        assert_eq!(places.len(), 2);
+        // A result no leg holds has no places; a hit that is no result is not looked at.
+        assert!(shown(4).is_empty());
+        assert!(!places.contains_key(&ChunkId(3)));
     }
 }
