@@ -33,7 +33,7 @@ pub struct Comparison {
     pub a: String,
     /// The arm compared with it.
     pub b: String,
-    /// Cases both scored.
+    /// Cases both scored, with the same query.
     pub cases: usize,
     /// Per metric: B's mean minus A's, with its 95% bootstrap interval.
     pub deltas: BTreeMap<String, Delta>,
@@ -55,7 +55,8 @@ pub struct ChangedCase {
 }
 
 impl Comparison {
-    /// Compares arm `b` with arm `a` over the cases both scored.
+    /// Compares arm `b` with arm `a` over the cases both scored with the same query: a
+    /// baseline from another chunker drew other doc cases under the same ids.
     pub fn new(a: &ArmResult, b: &ArmResult) -> Self {
         let a_cases: HashMap<String, &crate::run::CaseResult> =
             a.cases.iter().map(|c| (c.key(), c)).collect();
@@ -63,6 +64,7 @@ impl Comparison {
             .cases
             .iter()
             .filter_map(|case| Some((*a_cases.get(&case.key())?, case)))
+            .filter(|(a, b)| a.query == b.query)
             .collect();
         // A metric a report written before it lacks (NaN) is compared where both have it.
         let deltas = METRICS

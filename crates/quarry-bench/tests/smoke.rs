@@ -163,6 +163,13 @@ fn the_smoke_suite_runs_and_its_controls_bracket_quarry() {
         Comparison::new(&loaded.run.arms[0], &worse.run.arms[0]).cases,
         16
     );
+    // A case whose query changed under its id (a doc case drawn from other chunks) is
+    // not paired.
+    worse.run.arms[0].cases[0].query.push_str(" elsewhere");
+    assert_eq!(
+        Comparison::new(&loaded.run.arms[0], &worse.run.arms[0]).cases,
+        15
+    );
 }
 
 /// The text of every file under `dir` but the index.
