@@ -131,8 +131,13 @@ impl SemblePeer {
 /// query's words (identifiers whole and in parts, English function words and words under
 /// three letters left out; case-insensitive, fixed strings), ranked by how many distinct
 /// words the line holds, then by how many its file holds, then path and line; the first
-/// [`DEPTH`] lines, each a one-line hit. Also the wall time in milliseconds.
-pub fn ripgrep(root: &Path, query: &str) -> Result<(Vec<Location>, f64), BenchError> {
+/// [`DEPTH`] lines, each a one-line hit, from the `rg` at `program`. Also the wall time in
+/// milliseconds.
+pub fn ripgrep(
+    program: &Path,
+    root: &Path,
+    query: &str,
+) -> Result<(Vec<Location>, f64), BenchError> {
     let failed = |message: String| BenchError::Peer {
         peer: "ripgrep".into(),
         corpus: root.display().to_string(),
@@ -143,7 +148,7 @@ pub fn ripgrep(root: &Path, query: &str) -> Result<(Vec<Location>, f64), BenchEr
     if patterns.is_empty() {
         return Ok((Vec::new(), 0.0));
     }
-    let mut rg = Command::new("rg");
+    let mut rg = Command::new(program);
     rg.current_dir(root)
         .args([
             "--line-number",
@@ -158,7 +163,8 @@ pub fn ripgrep(root: &Path, query: &str) -> Result<(Vec<Location>, f64), BenchEr
     }
     let output = rg.arg(".").output().map_err(|e| {
         failed(format!(
-            "could not run rg: {e} (install ripgrep: apt-get install ripgrep)"
+            "could not run {}: {e} (install ripgrep, or name its rg)",
+            program.display()
         ))
     })?;
     // 1: nothing matched.
@@ -240,10 +246,7 @@ mod tests {
 
     #[test]
     fn ripgrep_ranks_lines_by_distinct_words() {
-        if Command::new("rg").arg("--version").output().is_err() {
-            eprintln!("skipped: no rg on PATH");
-            return;
-        }
+        let rg = quarry_testkit::ripgrep();
         let dir = tempfile::tempdir().unwrap();
         std::fs::create_dir(dir.path().join("src")).unwrap();
         std::fs::write(
@@ -252,14 +255,14 @@ mod tests {
         )
         .unwrap();
         std::fs::write(dir.path().join("src/b.rs"), "// config\n").unwrap();
-        let (hits, _) = ripgrep(dir.path(), "parse config").unwrap();
+        let (hits, _) = ripgrep(&rg, dir.path(), "parse config").unwrap();
         let places: Vec<(&str, usize)> = hits
             .iter()
             .map(|h| (h.path.as_str(), h.start_line))
             .collect();
         assert_eq!(places, [("src/a.rs", 2), ("src/a.rs", 1), ("src/b.rs", 1)]);
         assert!(
-            ripgrep(dir.path(), "nothing matches zzzq")
+            ripgrep(&rg, dir.path(), "nothing matches zzzq")
                 .unwrap()
                 .0
                 .is_empty()

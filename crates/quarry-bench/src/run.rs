@@ -44,6 +44,8 @@ pub struct RunOptions<'a> {
     pub split: Split,
     /// How to run semble, for a [`Ranker::Semble`] arm.
     pub semble: Option<SemblePeer>,
+    /// The `rg` a [`Ranker::Ripgrep`] arm runs.
+    pub ripgrep: PathBuf,
     /// The code's version, for the report (a git commit).
     pub commit: String,
 }
@@ -363,6 +365,7 @@ pub fn run(
                 engine: &engine,
                 index: &index,
                 work: &work,
+                ripgrep: &options.ripgrep,
                 semble: &semble,
             };
             for (arm, result) in options.arms.iter().zip(&mut results) {
@@ -502,6 +505,8 @@ struct Context<'a> {
     index: &'a IndexedChunks,
     /// The worktree the peers search.
     work: &'a Path,
+    /// The `rg` the ripgrep arm runs.
+    ripgrep: &'a Path,
     /// semble's answers, when a semble arm runs.
     semble: &'a PeerAnswers,
 }
@@ -561,7 +566,7 @@ fn answer(
             Ok((hits, Some(millis)))
         }
         Ranker::Ripgrep => {
-            let (hits, millis) = peers::ripgrep(context.work, &case.query)?;
+            let (hits, millis) = peers::ripgrep(context.ripgrep, context.work, &case.query)?;
             Ok((hits, Some(millis)))
         }
         Ranker::Random => {

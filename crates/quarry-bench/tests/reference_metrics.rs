@@ -1,5 +1,5 @@
 //! quarry-bench's metrics agree with trec_eval's (through `pytrec_eval`, pinned in
-//! `.ci/python-requirements.txt`) on random rankings.
+//! `crates/quarry-testkit/python-requirements.txt`) on random rankings.
 //!
 //! Each synthetic case is translated the way the metrics define it: a target is judged
 //! relevant at the first result chunk of its file that overlaps its span; relevant targets

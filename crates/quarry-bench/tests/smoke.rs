@@ -50,6 +50,7 @@ fn the_smoke_suite_runs_and_its_controls_bracket_quarry() {
             script: suite_dir.join("peer_semble.py"),
             model_dir: cache.path().join("semble-model"),
         }),
+        ripgrep: quarry_testkit::ripgrep(),
         commit: "test".into(),
     };
     let run = quarry_bench::run(&options, &mut |_| {}).unwrap();

@@ -4,7 +4,6 @@
 use std::collections::BTreeMap;
 use std::fs;
 use std::path::Path;
-use std::process::Command;
 use std::time::{Duration, Instant};
 
 use quarry_engine::{ChunkId, Engine, EngineOptions};
@@ -13,7 +12,7 @@ use serde_json::Value;
 
 mod support;
 
-use support::{quarry, quarry_ok, text};
+use support::{quarry, quarry_command, quarry_ok, text};
 
 /// Kills per run of the test: half while files are read, half while chunks are embedded.
 const KILLS: usize = 20;
@@ -124,9 +123,8 @@ fn an_index_killed_anywhere_resumes_to_a_clean_build() {
         };
         let at = window.mul_f64(rng.unit());
         while_embedding += usize::from(at > first_phase_ends);
-        let mut child = Command::new(env!("CARGO_BIN_EXE_quarry"))
+        let mut child = quarry_command(repo.path())
             .args(["index", "--json"])
-            .current_dir(repo.path())
             .stdout(std::process::Stdio::null())
             .stderr(std::process::Stdio::null())
             .spawn()

@@ -2,20 +2,18 @@
 //! answer from the index as it was, in full, and a killed rebuild changes nothing.
 
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
 mod support;
 
-use support::{indexed_shop, json, quarry, text};
+use support::{indexed_shop, json, quarry, quarry_command, text};
 
 fn start_rebuild(root: &Path) -> Child {
-    Command::new(env!("CARGO_BIN_EXE_quarry"))
+    quarry_command(root)
         .args(["index", "--force"])
-        .current_dir(root)
-        .env("NO_COLOR", "1")
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()

@@ -1,6 +1,6 @@
 //! What quarry's integration tests share: the real default model, copies of fixtures, the
 //! odd values the bad-argument tests throw at the CLI and the MCP server, and a Python with
-//! the packages the reference checks use (`.ci/python-requirements.txt`).
+//! the packages the reference checks use (`crates/quarry-testkit/python-requirements.txt`).
 //!
 //! ```no_run
 //! let model = quarry_testkit::model(); // downloaded into the user cache on first use
@@ -9,6 +9,7 @@
 //! ```
 
 use std::fs;
+use std::hash::{Hash, Hasher};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::{Mutex, OnceLock};
@@ -54,9 +55,9 @@ pub const ODD_VALUES: &[&str] = &[
 ];
 
 /// The Python packages the tests use, pinned: `pytrec-eval-terrier` (trec_eval, for the
-/// relevance metrics) and `mcp` (the official MCP client, for the MCP server). `.ci/run`
-/// installs the same file.
-pub const PYTHON_REQUIREMENTS: &str = include_str!("../../../.ci/python-requirements.txt");
+/// relevance metrics), `mcp` (the official MCP client, for the MCP server), and the
+/// benchmark's peers: `semble`, and `ripgrep`, whose wheel carries the `rg` binary.
+pub const PYTHON_REQUIREMENTS: &str = include_str!("../python-requirements.txt");
 
 /// The default model, downloaded into the user cache on first use as a user's first run
 /// would be.
@@ -77,10 +78,10 @@ pub fn shop() -> tempfile::TempDir {
     repo
 }
 
-/// A copy of `fixtures/engine/shop` in [`kept_dir`]`(scratch, name)`, for a test binary that
+/// A copy of `fixtures/engine/shop` in [`kept_dir`]`(build, name)`, for a test binary that
 /// indexes the shop once and keeps it in a `static`.
-pub fn kept_shop(scratch: &str, name: &str) -> PathBuf {
-    let dir = kept_dir(scratch, name);
+pub fn kept_shop(build: &str, name: &str) -> PathBuf {
+    let dir = kept_dir(build, name);
     shop_in(&dir);
     dir
 }
@@ -91,12 +92,19 @@ fn shop_in(dir: &Path) {
     copy_dir(&fixture, dir);
 }
 
-/// An empty directory `name` under `scratch` (a test binary's `env!("CARGO_TARGET_TMPDIR")`),
-/// for what the binary keeps in a `static` (a fixture indexed once, a model assembled once).
-/// A `static` is never dropped, so a `TempDir` kept in one would be left in the system's
-/// temporary directory by every run; this one is emptied by the next run instead.
-pub fn kept_dir(scratch: &str, name: &str) -> PathBuf {
-    let dir = Path::new(scratch).join(name);
+/// An empty directory `name` for what a test binary keeps in a `static` (a fixture indexed
+/// once, a model assembled once), in the system's temporary directory like every other
+/// test's scratch: never under the clone's own `target/`, where `quarry` would find the
+/// clone's `.git` above it and index the clone. `build` (the binary's
+/// `env!("CARGO_TARGET_TMPDIR")`) keeps two builds' directories apart. A `static` is never
+/// dropped, so a `TempDir` kept in one would be left behind by every run; this one is emptied
+/// by the next run instead.
+pub fn kept_dir(build: &str, name: &str) -> PathBuf {
+    let mut hasher = std::hash::DefaultHasher::new();
+    build.hash(&mut hasher);
+    let dir = std::env::temp_dir()
+        .join(format!("quarry-kept-{:016x}", hasher.finish()))
+        .join(name);
     match fs::remove_dir_all(&dir) {
         Ok(()) => {}
         Err(error) if error.kind() == std::io::ErrorKind::NotFound => {}
@@ -166,6 +174,13 @@ pub fn python() -> PathBuf {
     );
     fs::write(&stamp, PYTHON_REQUIREMENTS).unwrap();
     python
+}
+
+/// ripgrep, as the relevance benchmark's `ripgrep` arm runs it: the `rg` that the `ripgrep`
+/// wheel of [`PYTHON_REQUIREMENTS`] puts beside [`python`], so that no test needs it
+/// installed.
+pub fn ripgrep() -> PathBuf {
+    python().with_file_name("rg")
 }
 
 /// Runs `command`, failing the test with the command line and `hint` unless it succeeds.

@@ -304,6 +304,8 @@ pub fn run(args: RelevanceArgs) -> Result<()> {
         doc_cases,
         split,
         semble,
+        // The ripgrep arm's floor is the user's own rg.
+        ripgrep: "rg".into(),
         commit: commit.clone(),
     };
     let compare = matches!(plan, Plan::Ab { .. } | Plan::Ablate(_) | Plan::Variants(_));

@@ -21,9 +21,8 @@ fn make_unwritable(file: &Path) -> bool {
 
 /// Starts `quarry index` in `dir`, its output piped.
 fn spawn_index(dir: &Path) -> std::process::Child {
-    Command::new(env!("CARGO_BIN_EXE_quarry"))
+    quarry_command(dir)
         .arg("index")
-        .current_dir(dir)
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()

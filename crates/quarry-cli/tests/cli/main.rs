@@ -13,7 +13,9 @@ mod support;
 
 mod concurrency;
 
-use support::{failure, indexed_shop, json, mcp_client, quarry, quarry_ok, text, write_file};
+use support::{
+    failure, indexed_shop, json, mcp_client, quarry, quarry_command, quarry_ok, text, write_file,
+};
 
 #[test]
 fn search_indexes_first_then_answers_in_text_and_json() {

@@ -12,8 +12,8 @@ pub fn quarry(dir: &Path, args: &[&str]) -> Output {
 
 /// [`quarry`] with environment variables set (`Some`) or removed (`None`).
 pub fn quarry_with(dir: &Path, args: &[&str], env: &[(&str, Option<&str>)]) -> Output {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_quarry"));
-    command.args(args).current_dir(dir).env("NO_COLOR", "1");
+    let mut command = quarry_command(dir);
+    command.args(args);
     for (name, value) in env {
         match value {
             Some(value) => command.env(name, value),
@@ -21,6 +21,33 @@ pub fn quarry_with(dir: &Path, args: &[&str], env: &[(&str, Option<&str>)]) -> O
         };
     }
     command.output().unwrap()
+}
+
+/// The `quarry` command every test runs, in `dir`, without colour. `dir` must be a test's
+/// scratch: below the system's temporary directory, with no `.git` or `.quarry` from there
+/// up, so that `quarry` finding its root (the closest directory up that holds one) never
+/// climbs out of the test's own files. A fixture copied under the clone's `target/` would
+/// find the clone's `.git` and index the whole clone.
+pub fn quarry_command(dir: &Path) -> Command {
+    let scratch = std::env::temp_dir().canonicalize().unwrap();
+    let canonical = dir.canonicalize().unwrap();
+    assert!(
+        canonical.starts_with(&scratch),
+        "{} is not below the temporary directory {}: a test runs quarry in its own scratch",
+        canonical.display(),
+        scratch.display()
+    );
+    let root_above = scratch
+        .ancestors()
+        .find(|up| up.join(".git").exists() || up.join(".quarry").exists());
+    assert!(
+        root_above.is_none(),
+        "{} holds .git or .quarry: quarry would climb out of a test's scratch to it",
+        root_above.unwrap_or(&scratch).display()
+    );
+    let mut command = Command::new(env!("CARGO_BIN_EXE_quarry"));
+    command.current_dir(dir).env("NO_COLOR", "1");
+    command
 }
 
 /// [`quarry`], failing the test with its standard error unless it succeeds.
