@@ -3,7 +3,7 @@
 use std::collections::HashSet;
 
 use crate::lines::Lines;
-use crate::{Chunk, StoredChunk};
+use crate::{Chunk, MAX_CHUNKS_PER_FILE, StoredChunk};
 
 /// A broken promise about a file's chunks (a bug in quarry-chunk).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -17,8 +17,9 @@ pub struct InvariantViolation {
 
 /// Checks the chunks of `text` against the promises of [`crate::Chunker::chunk`]:
 /// line and byte ranges agree and lie inside the file, each chunk's text is its
-/// byte range, ids are unique, every non-blank line is covered, and no chunk exceeds
-/// `budget` characters unless it is a single line flagged oversized.
+/// byte range, ids are unique, every non-blank line is covered (up to the last chunk's
+/// where the file reached [`MAX_CHUNKS_PER_FILE`], which it never passes), and no chunk
+/// exceeds `budget` characters unless it is a single line flagged oversized.
 ///
 /// ```
 /// use quarry_chunk::{Chunker, check_chunks};
@@ -44,6 +45,12 @@ pub fn check_chunks(text: &str, chunks: &[Chunk], budget: usize) -> Result<(), I
             },
         })
     };
+    if chunks.len() > MAX_CHUNKS_PER_FILE {
+        return fail(
+            None,
+            format!("{} chunks, over {MAX_CHUNKS_PER_FILE}", chunks.len()),
+        );
+    }
     let mut covered = vec![false; lines.count()];
     let mut ids = HashSet::new();
     for Chunk {
@@ -87,7 +94,12 @@ pub fn check_chunks(text: &str, chunks: &[Chunk], budget: usize) -> Result<(), I
         }
         covered[line_range].fill(true);
     }
-    match (0..lines.count()).find(|&l| !covered[l] && !lines.is_blank(l)) {
+    // A file cut at the cap is covered up to its last chunk.
+    let end = match chunks.len() == MAX_CHUNKS_PER_FILE {
+        true => chunks.iter().map(|c| c.stored.end_line).max().unwrap_or(0),
+        false => lines.count(),
+    };
+    match (0..end).find(|&l| !covered[l] && !lines.is_blank(l)) {
         Some(line) => fail(None, format!("line {} is in no chunk", line + 1)),
         None => Ok(()),
     }

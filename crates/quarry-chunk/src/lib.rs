@@ -71,6 +71,18 @@ pub use stored::StoredChunk;
 use lines::Lines;
 use piece::Piece;
 
+/// The most chunks one file gives: a file that would give more keeps its first ones, in the
+/// file's order, and counts the rest ([`ChunkedFile::left_out`]), which are never built.
+/// So the memory a file's chunks take while they are made, stored and indexed is bounded
+/// by this many chunks of at most the budget, whatever the file's size (a 50 MB text file
+/// gave 110,638 chunks and peaked at 832 MB). No real source file reaches it: at the
+/// default budget of 652 characters, line windows of the engine's default `max_file_bytes`
+/// (2 MiB) are about 3,700 chunks; of the 35 largest files over 300 KB in a cargo
+/// registry's sources that are chunked (not generated, minified or data), the densest,
+/// ash's 2.1 MB `vk/definitions.rs` (small structs, each a chunk), gives 8,565, and none
+/// under 2 MiB gives 4,000.
+pub const MAX_CHUNKS_PER_FILE: usize = 10_000;
+
 /// How chunks are sized and what they carry.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ChunkerConfig {
@@ -147,14 +159,7 @@ impl Chunker {
         }
         let language = Language::detect(&path, text);
         let syntax = SyntaxTree::parse(text, language);
-        let (chunks, definitions) = self.chunk_parsed(&path, text, language, syntax.as_ref());
-        Ok(ChunkedFile {
-            text,
-            language,
-            syntax,
-            chunks,
-            definitions,
-        })
+        Ok(self.chunk_parsed(&path, text, language, syntax))
     }
 
     /// Chunks decoded text as `language` as when the parse guard abandons its parse: read
@@ -179,34 +184,32 @@ impl Chunker {
         text: &str,
         language: Language,
     ) -> Option<(Vec<Chunk>, Vec<Definition>)> {
-        scan::reads(language).then(|| self.chunk_parsed(path, text, language, None))
+        scan::reads(language).then(|| {
+            let file = self.chunk_parsed(path, text, language, None);
+            (file.chunks, file.definitions)
+        })
     }
 
     /// Chunks decoded text as `language`, without the binary, minified and generated
     /// checks of [`Chunker::chunk`].
     pub fn chunk_text(&self, path: &str, text: &str, language: Language) -> Vec<Chunk> {
-        self.chunk_parsed(
-            path,
-            text,
-            language,
-            SyntaxTree::parse(text, language).as_ref(),
-        )
-        .0
+        self.chunk_parsed(path, text, language, SyntaxTree::parse(text, language))
+            .chunks
     }
 
     /// Chunks `text` along `syntax`, its tree where it has one (a parse abandoned is read
     /// for its braces, `scan.rs`; a language without a grammar falls back to line windows),
     /// and lists its definitions.
-    fn chunk_parsed(
+    fn chunk_parsed<'b>(
         &self,
         path: &str,
-        text: &str,
+        text: &'b str,
         language: Language,
-        syntax: Option<&SyntaxTree>,
-    ) -> (Vec<Chunk>, Vec<Definition>) {
+        syntax: Option<SyntaxTree<'b>>,
+    ) -> ChunkedFile<'b> {
         let lines = Lines::new(text);
         let mut found = Vec::new();
-        let pieces = match (language, syntax, rules::rules(language)) {
+        let pieces = match (language, syntax.as_ref(), rules::rules(language)) {
             (_, Some(syntax), Some(rules)) => {
                 let chunker = syntax::SyntaxChunker::new(syntax, &lines, rules, self.config.budget);
                 let (pieces, definitions) = chunker.pieces();
@@ -255,9 +258,29 @@ impl Chunker {
             .collect();
         name_lost_blocks(&mut pieces, &unknown, &lines);
         found.extend(unknown);
-        let chunks = piece::into_chunks(path, language, &lines, pieces, &self.config);
+        let (chunks, left_out) = piece::into_chunks(
+            path,
+            language,
+            &lines,
+            pieces,
+            &self.config,
+            MAX_CHUNKS_PER_FILE,
+        );
+        if left_out > 0 {
+            // Definitions past the last chunk kept have no chunk; dropped before they are
+            // matched against the chunks, which costs their number times the chunks'.
+            let end = chunks.last().map_or(0, |c| c.stored.end_line);
+            found.retain(|f| f.code_line < end);
+        }
         let definitions = definition::attach(found, &chunks);
-        (chunks, definitions)
+        ChunkedFile {
+            text,
+            language,
+            syntax,
+            chunks,
+            definitions,
+            left_out,
+        }
     }
 }
 
@@ -302,4 +325,8 @@ pub struct ChunkedFile<'b> {
     pub chunks: Vec<Chunk>,
     /// What it defines, in order of their first lines ([`Definition`]).
     pub definitions: Vec<Definition>,
+    /// The chunks past [`MAX_CHUNKS_PER_FILE`] that were not made (0 for almost every
+    /// file): `chunks` then holds the first [`MAX_CHUNKS_PER_FILE`], and `definitions`
+    /// those that lie in them.
+    pub left_out: usize,
 }

@@ -21,15 +21,19 @@ pub(crate) struct Piece {
     pub signature: Option<String>,
 }
 
-/// Cuts pieces to the budget and builds the chunks, with stable ids.
+/// Cuts pieces to the budget and builds the chunks, with stable ids: the first `limit`
+/// of them, in the file's order, and how many more the file would give. Those are counted,
+/// never built, so their text is not copied (a huge file's memory is bounded by `limit`).
 pub(crate) fn into_chunks(
     path: &str,
     language: Language,
     lines: &Lines,
     pieces: Vec<Piece>,
     config: &ChunkerConfig,
-) -> Vec<Chunk> {
-    let mut chunks = Vec::with_capacity(pieces.len());
+    limit: usize,
+) -> (Vec<Chunk>, usize) {
+    let mut chunks = Vec::with_capacity(pieces.len().min(limit));
+    let mut left_out = 0;
     // How often each (symbol path, text) was seen, so that identical chunks in one
     // file still get distinct ids.
     let mut seen: HashMap<u128, u32> = HashMap::new();
@@ -44,7 +48,9 @@ pub(crate) fn into_chunks(
             vec![(piece_lines, false)]
         };
         let parts = windows.len();
-        for (index, (window, oversized)) in windows.into_iter().enumerate() {
+        let room = limit.saturating_sub(chunks.len());
+        left_out += parts.saturating_sub(room);
+        for (index, (window, oversized)) in windows.into_iter().enumerate().take(room) {
             let text = lines.text(window.clone()).to_owned();
             let symbol = piece
                 .name
@@ -89,7 +95,7 @@ pub(crate) fn into_chunks(
             });
         }
     }
-    chunks
+    (chunks, left_out)
 }
 
 /// `path`, then `kind symbol`, then the signature when the text does not start with it.

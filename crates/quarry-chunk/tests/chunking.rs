@@ -1,6 +1,8 @@
 //! Behaviour of the chunker beyond the fixtures: budgets, ids, skips, headers.
 
-use quarry_chunk::{Chunk, ChunkKind, Chunker, ChunkerConfig, Language, Skip, check_chunks};
+use quarry_chunk::{
+    Chunk, ChunkKind, Chunker, ChunkerConfig, Language, MAX_CHUNKS_PER_FILE, Skip, check_chunks,
+};
 
 fn chunk(path: &str, text: &str) -> Vec<Chunk> {
     chunk_with(Chunker::default(), path, text)
@@ -282,4 +284,57 @@ fn an_annotation_ending_a_kotlin_file_does_not_hang_the_parser() {
     // tree-sitter-kotlin-ng 1.1.0's scanner looped forever here (found by the property tests).
     let chunks = chunk("A.kt", "class A {\n    val x: Int\n    @Foo");
     assert_eq!(summary(&chunks), ["1-3 class A"]);
+}
+
+#[test]
+fn a_file_past_the_chunk_cap_keeps_its_first_chunks_and_counts_the_rest() {
+    // Lines of 64 characters: ten fill a window of the default budget (652), and the next
+    // window starts two lines back, so 8 × n + 2 lines make exactly n windows.
+    let windows = MAX_CHUNKS_PER_FILE + 2_000;
+    let text: String = (0..8 * windows + 2)
+        .map(|i| format!("{i:>8} {:<54}\n", "words of a huge log file"))
+        .collect();
+    assert_eq!(text.len(), 64 * (8 * windows + 2));
+    let file = Chunker::default()
+        .chunk_file("huge.txt", text.as_bytes())
+        .unwrap();
+    assert_eq!(file.chunks.len(), MAX_CHUNKS_PER_FILE);
+    assert_eq!(file.left_out, 2_000);
+    let (first, last) = (&file.chunks[0].stored, &file.chunks.last().unwrap().stored);
+    assert_eq!((first.start_line, first.end_line), (1, 10));
+    assert_eq!(last.end_line, 8 * MAX_CHUNKS_PER_FILE + 2);
+    check_chunks(&text, &file.chunks, Chunker::default().config().budget).unwrap();
+}
+
+#[test]
+fn definitions_past_the_chunk_cap_are_left_out_with_their_chunks() {
+    let functions = MAX_CHUNKS_PER_FILE + 50;
+    let text: String = (0..functions)
+        .map(|i| format!("fn f{i}() {{}}\n"))
+        .collect();
+    let file = Chunker::default()
+        .chunk_file("many.rs", text.as_bytes())
+        .unwrap();
+    assert_eq!(
+        (file.chunks.len(), file.left_out),
+        (MAX_CHUNKS_PER_FILE, 50)
+    );
+    let names: Vec<&str> = file.definitions.iter().map(|d| d.name.as_str()).collect();
+    assert_eq!(names.len(), MAX_CHUNKS_PER_FILE);
+    assert_eq!(
+        names.last(),
+        Some(&format!("f{}", MAX_CHUNKS_PER_FILE - 1).as_str())
+    );
+    check_chunks(&text, &file.chunks, Chunker::default().config().budget).unwrap();
+}
+
+#[test]
+fn a_file_at_the_chunk_cap_leaves_nothing_out() {
+    let text: String = (0..MAX_CHUNKS_PER_FILE)
+        .map(|i| format!("fn f{i}() {{}}\n"))
+        .collect();
+    let file = Chunker::default()
+        .chunk_file("many.rs", text.as_bytes())
+        .unwrap();
+    assert_eq!((file.chunks.len(), file.left_out), (MAX_CHUNKS_PER_FILE, 0));
 }

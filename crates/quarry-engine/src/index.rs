@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use quarry_changes::{GitUse, TreeFile, content_hash};
-use quarry_chunk::{Chunk, ChunkId, Chunker, DEFINITIONS_VERSION};
+use quarry_chunk::{Chunk, ChunkId, Chunker, DEFINITIONS_VERSION, MAX_CHUNKS_PER_FILE};
 use quarry_graph::{FileImports, FileKey, FileScore, GraphBuilder, PageRankConfig};
 use quarry_store::{Check, FileState, IndexPart, PROJECT_SCOPE, Store, scope_of};
 use rayon::prelude::*;
@@ -83,7 +83,8 @@ pub struct IndexReport {
     pub graph: Option<(usize, usize)>,
     /// What git contributed to change detection.
     pub git: Option<GitUse>,
-    /// Files that could not be read, one line each; they are retried next run.
+    /// Files that could not be read, one line each (they are retried next run), and files
+    /// cut at [`MAX_CHUNKS_PER_FILE`] (they are not, until they change).
     pub warnings: Vec<String>,
     /// Wall time of the run.
     pub elapsed: Duration,
@@ -129,6 +130,8 @@ struct ReadFile {
     imports: Option<FileImports>,
     /// What it defines.
     definitions: Vec<quarry_chunk::Definition>,
+    /// The warning that it gave more chunks than [`MAX_CHUNKS_PER_FILE`], where it did.
+    cut: Option<String>,
 }
 
 impl Engine {
@@ -418,6 +421,7 @@ impl Engine {
                 if let Some(skip) = skip {
                     report.skipped.push((file.state.path.clone(), skip));
                 }
+                report.warnings.extend(file.cut.take());
                 let mut new = Vec::new();
                 for chunk in &file.chunks {
                     match snapshot.chunk(chunk.stored.chunk_id())? {
@@ -475,6 +479,7 @@ impl Engine {
             chunks: Vec::new(),
             imports: None,
             definitions: Vec::new(),
+            cut: None,
         };
         if file.size > self.options.max_file_bytes {
             let skip = format!(
@@ -498,6 +503,14 @@ impl Engine {
             )
         });
         read.state.chunk_ids = chunked.chunks.iter().map(|c| c.stored.id).collect();
+        read.cut = (chunked.left_out > 0).then(|| {
+            let end = chunked.chunks.last().map_or(0, |c| c.stored.end_line);
+            format!(
+                "{}: indexed to line {end} only, its first {MAX_CHUNKS_PER_FILE} chunks (the \
+                 most a file gives); {} more chunks left out: split the file to search the rest",
+                file.path, chunked.left_out
+            )
+        });
         read.chunks = chunked.chunks;
         read.definitions = chunked.definitions;
         Ok((read, None))

@@ -67,8 +67,9 @@ pub(super) mod testing {
 
     /// `text` chunked as when the parse guard abandons its parse (no tree), in outline.
     pub(in crate::scan) fn abandoned(text: &str, language: Language) -> Outline {
-        let (chunks, definitions) = Chunker::default().chunk_parsed("x", text, language, None);
-        let chunks = chunks
+        let file = Chunker::default().chunk_parsed("x", text, language, None);
+        let chunks = file
+            .chunks
             .iter()
             .map(|c| &c.stored)
             .map(|c| {
@@ -76,7 +77,8 @@ pub(super) mod testing {
                 (c.start_line, c.end_line, c.kind, path)
             })
             .collect();
-        let definitions = definitions
+        let definitions = file
+            .definitions
             .iter()
             .map(|d| (d.qualified_name(), d.kind, d.start_line, d.end_line))
             .collect();
@@ -93,7 +95,8 @@ pub(super) mod testing {
             budget: 120,
             ..Default::default()
         });
-        let (chunks, definitions) = chunker.chunk_parsed("x", text, language, None);
+        let file = chunker.chunk_parsed("x", text, language, None);
+        let (chunks, definitions) = (file.chunks, file.definitions);
         prop_assert!(check_chunks(text, &chunks, 120).is_ok());
         prop_assert!(
             chunks
