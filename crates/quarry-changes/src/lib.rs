@@ -36,7 +36,7 @@ use quarry_store::FileState;
 mod walk;
 
 use walk::walk_in;
-pub use walk::{Walk, relative_paths, walk, walk_paths};
+pub use walk::{Walk, for_each_file, relative_paths, walk, walk_paths};
 
 /// Why the tree could not be walked.
 #[derive(Debug, thiserror::Error)]

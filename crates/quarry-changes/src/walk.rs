@@ -2,6 +2,7 @@
 //! same rules.
 
 use std::fs;
+use std::ops::ControlFlow;
 use std::path::{Component, Path, PathBuf};
 use std::sync::mpsc;
 use std::thread;
@@ -44,7 +45,61 @@ pub fn walk_paths(root: &Path, paths: &[String]) -> Result<Walk, ChangesError> {
     walk_in(root, Some(paths))
 }
 
+/// Calls `each` with every regular file a [`walk`] of `root` lists, on the walk's threads
+/// and in no order, until it breaks: then the walk stops as soon as it can, so that sizing
+/// up a huge tree costs little. What [`Walk::warnings`] would say is passed over.
+pub fn for_each_file(
+    root: &Path,
+    each: &(dyn Fn(&TreeFile) -> ControlFlow<()> + Sync),
+) -> Result<(), ChangesError> {
+    builder(root, None)?.build_parallel().run(|| {
+        Box::new(move |entry| match visit(root, entry) {
+            Some(Found::File(file)) if each(&file).is_break() => WalkState::Quit,
+            _ => WalkState::Continue,
+        })
+    });
+    Ok(())
+}
+
 pub(crate) fn walk_in(root: &Path, scope: Option<&[String]>) -> Result<Walk, ChangesError> {
+    let (sender, receiver) = mpsc::channel();
+    builder(root, scope)?.build_parallel().run(|| {
+        let sender = sender.clone();
+        Box::new(move |entry| {
+            if let Some(found) = visit(root, entry) {
+                // The receiver outlives the walk.
+                let _ = sender.send(found);
+            }
+            WalkState::Continue
+        })
+    });
+    drop(sender);
+
+    let mut walk = Walk::default();
+    for found in receiver {
+        match found {
+            Found::File(file) => walk.files.push(file),
+            Found::Warning(warning) => walk.warnings.push(warning),
+            Found::Unreadable(path, warning) => {
+                walk.unreadable.push(path);
+                walk.warnings.push(warning);
+            }
+            Found::Directory(path, warning) => {
+                walk.directories.push(path);
+                walk.warnings.extend(warning);
+            }
+        }
+    }
+    walk.directories.sort_unstable();
+    walk.files.sort_unstable_by(|a, b| a.path.cmp(&b.path));
+    walk.warnings.sort_unstable();
+    walk.unreadable.sort_unstable();
+    Ok(walk)
+}
+
+/// The walk of `root` by [`walk`]'s rules, over `scope` alone when given; an unreadable
+/// `root` is the error.
+fn builder(root: &Path, scope: Option<&[String]>) -> Result<WalkBuilder, ChangesError> {
     fs::read_dir(root).map_err(|source| ChangesError::Io {
         path: root.to_path_buf(),
         source,
@@ -77,40 +132,7 @@ pub(crate) fn walk_in(root: &Path, scope: Option<&[String]>) -> Result<Walk, Cha
                     || under_any(changed, std::slice::from_ref(&path))
             })
         });
-
-    let (sender, receiver) = mpsc::channel();
-    builder.build_parallel().run(|| {
-        let sender = sender.clone();
-        Box::new(move |entry| {
-            if let Some(found) = visit(root, entry) {
-                // The receiver outlives the walk.
-                let _ = sender.send(found);
-            }
-            WalkState::Continue
-        })
-    });
-    drop(sender);
-
-    let mut walk = Walk::default();
-    for found in receiver {
-        match found {
-            Found::File(file) => walk.files.push(file),
-            Found::Warning(warning) => walk.warnings.push(warning),
-            Found::Unreadable(path, warning) => {
-                walk.unreadable.push(path);
-                walk.warnings.push(warning);
-            }
-            Found::Directory(path, warning) => {
-                walk.directories.push(path);
-                walk.warnings.extend(warning);
-            }
-        }
-    }
-    walk.directories.sort_unstable();
-    walk.files.sort_unstable_by(|a, b| a.path.cmp(&b.path));
-    walk.warnings.sort_unstable();
-    walk.unreadable.sort_unstable();
-    Ok(walk)
+    Ok(builder)
 }
 
 /// One walked entry's contribution.

@@ -156,10 +156,13 @@ pub struct McpArgs {
 pub enum LibCommand {
     /// Register a library and index it, as the scope `lib:NAME`.
     Add {
-        /// Its name: letters, digits, '-', '_' and '.'.
+        /// Its name: letters, digits, '-', '_' and '.', a letter or digit first.
         name: String,
         /// Its source directory, e.g. ~/.cargo/registry/src/*/tokio-1.48.0.
         path: PathBuf,
+        /// Index it even when it holds more than 10000 files or 64 MiB to index.
+        #[arg(long)]
+        force: bool,
     },
     /// List the registered libraries.
     List {

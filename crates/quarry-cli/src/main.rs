@@ -285,9 +285,9 @@ fn run_status(args: StatusArgs) -> Result<()> {
 fn run_lib(args: LibArgs) -> Result<()> {
     let (root, config) = root_and_config(args.root.root)?;
     match args.command {
-        LibCommand::Add { name, path } => {
+        LibCommand::Add { name, path, force } => {
             let engine = open_engine(&root, &config)?;
-            engine.add_library(&name, &path)?;
+            engine.add_library(&name, &path, force)?;
             let report = index(&engine)?;
             eprintln!("{}", output::report_summary(&report));
             eprintln!("search it with --scope lib:{name} (with --scope project too: both)");

@@ -101,10 +101,10 @@ pub enum EngineError {
         /// What is wrong, with the line.
         message: String,
     },
-    /// A library name that cannot be a scope.
+    /// A library name that cannot be a scope, or reads as a path (`.`, `..`) or a flag.
     #[error(
-        "{}: a library name is 1 to {} letters, digits, '-', '_' and '.' (the crate name, \
-         say), other than `all` and `project`",
+        "{}: a library name is 1 to {} letters, digits, '-', '_' and '.', starting with a \
+         letter or digit (the crate name, say), other than `all` and `project`",
         quoted(name),
         crate::MAX_LIBRARY_NAME
     )]
@@ -112,15 +112,41 @@ pub enum EngineError {
         /// The name given.
         name: String,
     },
-    /// A library's directory inside the repository's index directory.
+    /// A library's directory is the repository, inside it or above it: the project's files
+    /// would be indexed twice (and a directory above, everything beside them too).
     #[error(
-        "{}: is inside the index directory; a library is a directory of sources (a \
-         dependency's checkout)",
-        path.display()
+        "{}: {relation} the repository {}; a library is a dependency's source directory \
+         outside it (the repository's own files are searched with --scope project)",
+        path.display(),
+        root.display()
     )]
-    LibraryInIndex {
-        /// The directory given.
+    LibraryOverlapsProject {
+        /// The directory given, canonical.
         path: PathBuf,
+        /// The repository's root, canonical.
+        root: PathBuf,
+        /// "is", "is inside" or "holds".
+        relation: &'static str,
+    },
+    /// A library holds more than [`crate::MAX_LIBRARY_FILES`] files or
+    /// [`crate::MAX_LIBRARY_BYTES`] bytes to index, and was not forced.
+    #[error(
+        "{}: holds at least {files} files and {:.1} MiB to index, over a library's limit of \
+         {} files or {} MiB (counting stopped there); indexing it would take long and grow \
+         the index as much: give the dependency's own directory, or add --force to index \
+         all of it",
+        path.display(),
+        *bytes as f64 / f64::from(1u32 << 20),
+        crate::MAX_LIBRARY_FILES,
+        crate::MAX_LIBRARY_BYTES >> 20
+    )]
+    LibraryTooLarge {
+        /// The directory given, canonical.
+        path: PathBuf,
+        /// The files counted before the walk stopped.
+        files: u64,
+        /// Their bytes.
+        bytes: u64,
     },
     /// No library of that name is registered.
     #[error("no library named {} (registered: {}); `quarry lib list` shows them", quoted(name), if known.is_empty() { "none".to_owned() } else { known.join(", ") })]

@@ -64,7 +64,10 @@ pub use config::{CONFIG_FILE, Config, Detail, IndexDefaults, SearchDefaults};
 pub use error::EngineError;
 pub use file_data::{DEFINITIONS_DATA, IMPORTS_DATA, LINKS_DATA, PAGERANK_DATA};
 pub use index::{Embedded, IndexEvent, IndexReport};
-pub use libraries::{ALL_SCOPES, LIBRARIES_FILE, Libraries, MAX_LIBRARY_NAME, library_scope};
+pub use libraries::{
+    ALL_SCOPES, LIBRARIES_FILE, Libraries, MAX_LIBRARY_BYTES, MAX_LIBRARY_FILES, MAX_LIBRARY_NAME,
+    library_scope,
+};
 pub use related::{RelatedOptions, RelatedResponse};
 pub use request::{MAX_PATH_GLOBS, ResultRequest};
 pub use root::check_root;

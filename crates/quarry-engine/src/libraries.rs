@@ -3,7 +3,9 @@
 
 use std::collections::BTreeMap;
 use std::fs;
+use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use quarry_store::{Filter, PROJECT_SCOPE};
 use serde::{Deserialize, Serialize};
@@ -56,6 +58,14 @@ impl Libraries {
 
 /// The longest library name, in bytes.
 pub const MAX_LIBRARY_NAME: usize = 64;
+
+/// The most files a library may hold to index before it must be forced: far more than a
+/// dependency's sources (tokio's are 355), far fewer than a cache or a registry of them.
+pub const MAX_LIBRARY_FILES: u64 = 10_000;
+
+/// The most bytes a library's files to index may hold before it must be forced, 64 MiB:
+/// some 170,000 chunks, hours of embedding on a laptop (tokio's 3.3 MB are 8,752).
+pub const MAX_LIBRARY_BYTES: u64 = 64 << 20;
 
 /// The scope that stands for the project and every library.
 pub const ALL_SCOPES: &str = "all";
@@ -115,10 +125,16 @@ impl Engine {
     }
 
     /// Registers the source directory `path` as library `name` (letters, digits, `-`, `_`,
-    /// `.`); the next [`Engine::index`] indexes it under the scope `lib:<name>`. Registering
-    /// a name again points it at the new path.
-    pub fn add_library(&self, name: &str, path: &Path) -> Result<(), EngineError> {
+    /// `.`, a letter or digit first); the next [`Engine::index`] indexes it under the scope
+    /// `lib:<name>`. Registering a name again points it at the new path.
+    ///
+    /// Refused: the repository, a directory inside it or one holding it (however linked),
+    /// and, unless `force`, one with more than [`MAX_LIBRARY_FILES`] files or
+    /// [`MAX_LIBRARY_BYTES`] bytes to index.
+    pub fn add_library(&self, name: &str, path: &Path, force: bool) -> Result<(), EngineError> {
         let valid = (1..=MAX_LIBRARY_NAME).contains(&name.len())
+            // Not `.`, `..` (`lib:../x.rs` reads as a path that climbs) nor a flag.
+            && name.starts_with(|c: char| c.is_ascii_alphanumeric())
             && name
                 .chars()
                 .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
@@ -142,13 +158,61 @@ impl Engine {
             })
         };
         let path = canonical(path)?;
-        // Its files would be the index's own, rewritten by every run that indexes them.
-        if path.starts_with(canonical(&self.root)?.join(quarry_store::INDEX_DIR)) {
-            return Err(EngineError::LibraryInIndex { path });
+        let root = canonical(&self.root)?;
+        // The project's files (or the index's own, under `.quarry/`) would be indexed twice.
+        let relation = if path == root {
+            Some("is")
+        } else if path.starts_with(&root) {
+            Some("is inside")
+        } else if root.starts_with(&path) {
+            Some("holds")
+        } else {
+            None
+        };
+        if let Some(relation) = relation {
+            return Err(EngineError::LibraryOverlapsProject {
+                path,
+                root,
+                relation,
+            });
+        }
+        if !force {
+            self.check_library_size(&path)?;
         }
         let mut registry = self.libraries()?;
         registry.libraries.insert(name.to_owned(), path);
         registry.save(&self.root)
+    }
+
+    /// Refuses a library with more files or bytes to index than the limits, counted by the
+    /// index's own walk, which stops as soon as either is passed.
+    fn check_library_size(&self, path: &Path) -> Result<(), EngineError> {
+        let files = AtomicU64::new(0);
+        let bytes = AtomicU64::new(0);
+        let max_file_bytes = self.options.max_file_bytes;
+        quarry_changes::for_each_file(path, &|file| {
+            // A file over the size limit is recorded as skipped, not read.
+            if file.size > max_file_bytes {
+                return ControlFlow::Continue(());
+            }
+            let over_files = files.fetch_add(1, Ordering::Relaxed) + 1 > MAX_LIBRARY_FILES;
+            let over_bytes =
+                bytes.fetch_add(file.size, Ordering::Relaxed) + file.size > MAX_LIBRARY_BYTES;
+            if over_files || over_bytes {
+                ControlFlow::Break(())
+            } else {
+                ControlFlow::Continue(())
+            }
+        })?;
+        let (files, bytes) = (files.into_inner(), bytes.into_inner());
+        if files > MAX_LIBRARY_FILES || bytes > MAX_LIBRARY_BYTES {
+            return Err(EngineError::LibraryTooLarge {
+                path: path.to_path_buf(),
+                files,
+                bytes,
+            });
+        }
+        Ok(())
     }
 
     /// Unregisters library `name` and drops its files from the index.

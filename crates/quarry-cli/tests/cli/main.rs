@@ -12,6 +12,7 @@ use serde_json::Value;
 mod support;
 
 mod concurrency;
+mod libraries;
 
 use support::{
     failure, indexed_shop, json, mcp_client, quarry, quarry_command, quarry_ok, text, write_file,
@@ -255,7 +256,7 @@ fn related_status_libraries_models_and_config() {
     }
     let index_dir = dir.join(".quarry");
     let error = failure(dir, &["lib", "add", "own", index_dir.to_str().unwrap()]);
-    assert!(error.contains("inside the index directory"), "{error}");
+    assert!(error.contains("is inside the repository"), "{error}");
 
     // Defaults from .quarry/config.toml; flags override them; typos are named.
     let config = dir.join(".quarry/config.toml");

@@ -459,7 +459,9 @@ fn libraries_are_searchable_alone_or_with_the_project() {
         "/// Parses a human duration such as `1h30m` into seconds.\npub fn parse_duration(text: &str) -> Option<u64> {\n    let (hours, minutes) = text.split_once('h')?;\n    Some(hours.parse::<u64>().ok()? * 3600 + minutes.trim_end_matches('m').parse::<u64>().ok()? * 60)\n}\n",
     );
     let engine = open(repo.path());
-    engine.add_library("humantime", library.path()).unwrap();
+    engine
+        .add_library("humantime", library.path(), false)
+        .unwrap();
     let report = engine.index(&mut |_| {}).unwrap();
     assert_eq!(report.files_read, 10, "{report:?}");
 

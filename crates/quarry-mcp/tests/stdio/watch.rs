@@ -96,7 +96,9 @@ pub(crate) fn ignored_directories_are_not_watched_new_ones_and_libraries_added_m
     // `quarry lib add`, in another process.
     let library = quarry_testkit::library("src/lib.rs", "pub fn vendored_helper_one() {}\n");
     let engine = Engine::open(root, model(), EngineOptions::default()).unwrap();
-    engine.add_library("vendored", library.path()).unwrap();
+    engine
+        .add_library("vendored", library.path(), false)
+        .unwrap();
     drop(engine);
     eventually_found(
         &mut client,
