@@ -65,7 +65,7 @@ pub use chunk::{ALL_KINDS, Chunk, ChunkId, ChunkIdPrefix, ChunkKind, InvalidChun
 pub use definition::{DEFINITIONS_VERSION, Definition};
 pub use detect::Skip;
 pub use language::{ALL_LANGUAGES, Language, UnknownLanguage};
-pub use parse::SyntaxTree;
+pub use parse::{MAX_PARSED_BYTES, SyntaxTree};
 pub use stored::StoredChunk;
 
 use lines::Lines;

@@ -15,6 +15,13 @@ use crate::{Language, rules};
 /// took minutes and gigabytes). Parses needing more than this many reports per KiB
 /// are abandoned, deterministically, and the file is read for its braces (`scan.rs`).
 const MAX_PARSE_REPORTS_PER_KIB: usize = 200;
+/// The largest text parsed, in bytes: a syntax tree takes about 20 bytes a byte of source (a
+/// 50 MB Rust file peaked at 1.2 GB, its chunks capped), so a larger file is read as when
+/// its parse is abandoned, for its braces or indentation (`scan.rs`), and its imports are
+/// not read. Twice the engine's default `max_file_bytes` (2 MiB): no file indexed by
+/// default is affected, and a file this large is cut at [`crate::MAX_CHUNKS_PER_FILE`]
+/// anyway where it is as dense as the densest source measured.
+pub const MAX_PARSED_BYTES: usize = 4 << 20;
 /// Macro bodies nested deeper than this (`cfg_rt! { cfg_unstable! { ... } }`) stay tokens.
 const MAX_MACRO_NESTING: usize = 4;
 /// Macros in modules and impls nested deeper than this are not looked for (the chunker
@@ -52,9 +59,12 @@ pub struct SyntaxTree<'a> {
 }
 
 impl<'a> SyntaxTree<'a> {
-    /// Parses `text` as `language`; `None` where the language has no grammar or the parse
-    /// was abandoned because error recovery ran away.
+    /// Parses `text` as `language`; `None` where the language has no grammar, the text is
+    /// over [`MAX_PARSED_BYTES`] or the parse was abandoned because error recovery ran away.
     pub fn parse(text: &'a str, language: Language) -> Option<Self> {
+        if text.len() > MAX_PARSED_BYTES {
+            return None;
+        }
         let grammar = language.grammar()?;
         let rules = rules::rules(language);
         let ascii_only = rules.is_some_and(|rules| rules.ascii_only);

@@ -1,7 +1,8 @@
 //! Behaviour of the chunker beyond the fixtures: budgets, ids, skips, headers.
 
 use quarry_chunk::{
-    Chunk, ChunkKind, Chunker, ChunkerConfig, Language, MAX_CHUNKS_PER_FILE, Skip, check_chunks,
+    Chunk, ChunkKind, Chunker, ChunkerConfig, Language, MAX_CHUNKS_PER_FILE, MAX_PARSED_BYTES,
+    Skip, check_chunks,
 };
 
 fn chunk(path: &str, text: &str) -> Vec<Chunk> {
@@ -337,4 +338,29 @@ fn a_file_at_the_chunk_cap_leaves_nothing_out() {
         .chunk_file("many.rs", text.as_bytes())
         .unwrap();
     assert_eq!((file.chunks.len(), file.left_out), (MAX_CHUNKS_PER_FILE, 0));
+}
+
+#[test]
+fn a_file_past_the_parse_limit_is_read_for_its_braces() {
+    // A syntax tree takes about 20 bytes a byte of source: a larger file is not parsed.
+    let function = "fn handle() {\n    run();\n}\n";
+    let text = function.repeat(MAX_PARSED_BYTES / function.len() + 1);
+    let file = Chunker::default()
+        .chunk_file("huge.rs", text.as_bytes())
+        .unwrap();
+    assert!(file.syntax.is_none());
+    assert_eq!(
+        summary(&file.chunks[..2]),
+        ["1-3 function handle", "4-6 function handle"]
+    );
+    assert_eq!(file.chunks.len(), MAX_CHUNKS_PER_FILE);
+    assert_eq!(file.definitions.len(), MAX_CHUNKS_PER_FILE);
+    let smaller = &text[..MAX_PARSED_BYTES - MAX_PARSED_BYTES % function.len()];
+    assert!(
+        Chunker::default()
+            .chunk_file("huge.rs", smaller.as_bytes())
+            .unwrap()
+            .syntax
+            .is_some()
+    );
 }
