@@ -60,6 +60,11 @@ pub struct IndexArgs {
     /// Replace the index (after a model change, or a damaged index).
     #[arg(long)]
     pub force: bool,
+    /// The first phase alone, without the embedding model (its files need not be here):
+    /// changed files are chunked and searchable by their words at once; their chunks wait
+    /// for vectors until a `quarry index` with the model.
+    #[arg(long, conflicts_with = "force")]
+    pub lexical_only: bool,
     /// Print the report as JSON.
     #[arg(long)]
     pub json: bool,

@@ -15,8 +15,8 @@ use anyhow::{Context, Result};
 use clap::Parser;
 use clap::error::{ContextKind, ContextValue};
 use quarry_engine::model::{
-    DEFAULT_MODEL, Embedder, EmbedderOptions, KnownModel, MS_MARCO_MINILM_L6, ModelDir, Progress,
-    Provisioner,
+    DEFAULT_MODEL, EmbedError, Embedder, EmbedderOptions, KnownModel, MS_MARCO_MINILM_L6, ModelDir,
+    Progress, Provisioner,
 };
 use quarry_engine::view::{IndexReportView, RelatedView, SearchView, json};
 use quarry_engine::{
@@ -30,7 +30,7 @@ use args::{
     Cli, Command, IndexArgs, LibArgs, LibCommand, McpArgs, ModelCommand, RelatedArgs, SearchArgs,
     StatusArgs,
 };
-use progress::{catch_up, index, progress_bar};
+use progress::{catch_up, index, index_files, progress_bar};
 
 /// mimalloc rather than the system's allocator: under glibc's, a `quarry mcp` answering
 /// searches on many threads while it re-indexes after every edit grew by a quarter in 20
@@ -94,20 +94,24 @@ fn describe(error: &anyhow::Error) -> String {
     text
 }
 
-/// `quarry index`: both phases, with a report.
+/// `quarry index`: both phases (or the first alone, `--lexical-only`), with a report.
 fn run_index(args: IndexArgs) -> Result<()> {
     let root = repository_root(args.path.or(args.root.root))?;
     let config = Config::load(&root)?;
-    let model = provision(&DEFAULT_MODEL)?;
     let fresh = IndexDir::of(&root);
     let options = engine_options(&config)?;
-    let (engine, report) = if args.force {
+    let (engine, report) = if args.lexical_only {
+        let engine = open_engine_for_words(&root, &config, true)?;
+        let report = waiting_for_writer(|| Ok(index_files(&engine)?))?;
+        (engine, report)
+    } else if args.force {
+        let model = embedding_model()?;
         // Built beside the live index, which searches read until it is swapped in.
         let rebuild = waiting_for_writer(|| Ok(Engine::rebuild(&root, &model, options)?))?;
         let report = index(rebuild.engine())?;
         (rebuild.finish()?, report)
     } else {
-        let engine = Engine::open(&root, &model, options)?;
+        let engine = Engine::open(&root, &embedding_model()?, options)?;
         let report = waiting_for_writer(|| index(&engine))?;
         (engine, report)
     };
@@ -169,7 +173,7 @@ fn run_search(args: SearchArgs) -> Result<()> {
     let dense = request.mode(&config) != SearchMode::Lexical;
     let mut engine = match dense {
         true => open_engine(&root, &config)?,
-        false => open_engine_or_recorded(&root, &config, true)?,
+        false => open_engine_for_words(&root, &config, true)?,
     };
     if rerank {
         engine = engine.with_reranker(&provision(&MS_MARCO_MINILM_L6)?)?;
@@ -185,8 +189,10 @@ fn run_search(args: SearchArgs) -> Result<()> {
             "note: another quarry process is writing this index; answering from its last \
              commit (files changed since are not searched yet)"
         ),
-        // Said when the engine was opened without the model.
+        // Without the model (said when the engine was opened): --wait cannot embed, and an
+        // index another model chunked cannot be brought up to date.
         Err(EngineError::NoModel { .. }) => {}
+        Err(error @ EngineError::ForeignChunker { .. }) => eprintln!("note: {error}"),
         Err(error) if error.is_unwritable() => eprintln!(
             "note: the index cannot be written ({error}); answering from its last commit \
              (files changed since are not searched)"
@@ -266,7 +272,7 @@ fn run_related(args: RelatedArgs) -> Result<()> {
 /// `quarry status`: health, stale files and drift.
 fn run_status(args: StatusArgs) -> Result<()> {
     let (root, config) = root_and_config(args.root.root)?;
-    let engine = open_engine_or_recorded(&root, &config, false)?;
+    let engine = open_engine_for_words(&root, &config, false)?;
     let threshold = args.threshold.unwrap_or(config.search.drift_threshold);
     let status = match args.deep {
         true => engine.status_deep(threshold)?,
@@ -342,7 +348,7 @@ fn run_model(command: ModelCommand) -> Result<()> {
 /// `quarry mcp`: serve over stdio until the client leaves.
 fn run_mcp(args: McpArgs) -> Result<()> {
     let (root, config) = root_and_config(args.root.root)?;
-    let model = provision(&DEFAULT_MODEL)?;
+    let model = embedding_model()?;
     let engine_options = EngineOptions {
         // The server keeps the vector index in memory: written after many changes, not each.
         vector_saves: VectorSaves::AfterChanges(quarry_mcp::UNSAVED_VECTORS),
@@ -439,14 +445,14 @@ fn engine_options(config: &Config) -> Result<EngineOptions> {
 
 /// The engine for `root` with the default model.
 fn open_engine(root: &Path, config: &Config) -> Result<Engine> {
-    let model = provision(&DEFAULT_MODEL)?;
+    let model = embedding_model()?;
     Ok(Engine::open(root, &model, engine_options(config)?)?)
 }
 
 /// As [`open_engine`], for a command that only reads: no index is an error, and nothing is
 /// created.
 fn open_existing_engine(root: &Path, config: &Config) -> Result<Engine> {
-    let model = provision(&DEFAULT_MODEL)?;
+    let model = embedding_model()?;
     Ok(Engine::open_existing(
         root,
         &model,
@@ -454,26 +460,37 @@ fn open_existing_engine(root: &Path, config: &Config) -> Result<Engine> {
     )?)
 }
 
-/// For work that needs no model (a search by words, status): [`open_engine`] (with
-/// `create`) or [`open_existing_engine`], or, where the model's files are not here and
-/// cannot be fetched, the index as it records itself, said once on stderr.
-fn open_engine_or_recorded(root: &Path, config: &Config, create: bool) -> Result<Engine> {
-    let model = match provision(&DEFAULT_MODEL) {
-        Ok(model) => model,
-        Err(error) => {
-            let engine = Engine::open_recorded(root, engine_options(config)?)?;
-            eprintln!(
-                "note: the embedding model is not here, so the index is read as it is \
-                 (searching by words; files changed since it was last brought up to date are \
-                 not searched):\n  {error:#}"
-            );
-            return Ok(engine);
-        }
-    };
+/// For work that reads no weights (a search by words, status, `index --lexical-only`):
+/// [`open_engine`] (with `create`) or [`open_existing_engine`] where the model's files are
+/// here (nothing is downloaded for it), else the engine without them, said once on stderr.
+fn open_engine_for_words(root: &Path, config: &Config, create: bool) -> Result<Engine> {
     let options = engine_options(config)?;
+    let Some(model) = Provisioner::from_env().find(&DEFAULT_MODEL)? else {
+        let engine = Engine::open_without_model(root, &DEFAULT_MODEL, options, create)?;
+        eprintln!(
+            "note: the embedding model is not here, so nothing is embedded: files are searched \
+             by their words, and their chunks wait for vectors (`quarry model fetch` downloads \
+             the model, then `quarry index` embeds them)"
+        );
+        return Ok(engine);
+    };
     Ok(match create {
         true => Engine::open(root, &model, options)?,
         false => Engine::open_existing(root, &model, options)?,
+    })
+}
+
+/// The default embedding model ([`provision`]), for work that needs its vectors. Where it
+/// is neither here nor to be downloaded, the error says how to get it, and what works
+/// without it.
+fn embedding_model() -> Result<ModelDir> {
+    provision(&DEFAULT_MODEL).map_err(|error| match error.downcast_ref::<EmbedError>() {
+        Some(EmbedError::Unavailable { .. }) => error.context(
+            "the embedding model is not here: `quarry model fetch` downloads it (or point \
+             QUARRY_MODEL_DIR at a copy); until then `quarry index --lexical-only` and \
+             `quarry search --mode lexical` work without it",
+        ),
+        _ => error,
     })
 }
 

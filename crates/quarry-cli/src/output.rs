@@ -191,6 +191,10 @@ pub fn print_status(out: &mut impl Write, status: &StatusView) -> std::io::Resul
         status.files, status.files_skipped, status.coverage.chunks
     )?;
     let coverage = status.coverage;
+    let fix = match status.model_missing {
+        true => "the model is not here: `quarry model fetch`, then `quarry index`",
+        false => "`quarry index` embeds them",
+    };
     match coverage.pending() {
         0 => writeln!(
             out,
@@ -199,8 +203,7 @@ pub fn print_status(out: &mut impl Write, status: &StatusView) -> std::io::Resul
         )?,
         pending => writeln!(
             out,
-            "{bold}embedded{reset}    {} of {} chunks; {pending} wait for vectors (`quarry \
-             index` embeds them)",
+            "{bold}embedded{reset}    {} of {} chunks; {pending} wait for vectors ({fix})",
             coverage.embedded, coverage.chunks
         )?,
     }

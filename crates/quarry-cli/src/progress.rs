@@ -52,7 +52,7 @@ pub fn index(engine: &Engine) -> Result<IndexReport> {
 }
 
 /// The first phase of an index run (files, words, import graph), with a progress bar.
-fn index_files(engine: &Engine) -> Result<IndexReport, EngineError> {
+pub fn index_files(engine: &Engine) -> Result<IndexReport, EngineError> {
     let bar = progress_bar();
     let report = engine.index_files(&mut |event| show(&bar, event))?;
     bar.finish_and_clear();

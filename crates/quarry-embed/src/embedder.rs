@@ -84,6 +84,15 @@ impl EmbedderOptions {
         })
     }
 
+    /// Longest input in tokens of a model that reads `model_max` when run with these options.
+    pub fn max_tokens_for(&self, model_max: usize) -> usize {
+        match self.max_tokens {
+            // At least [CLS] and [SEP].
+            Some(max_tokens) => model_max.min(max_tokens.max(2)),
+            None => model_max,
+        }
+    }
+
     /// The batch limits these options set.
     pub(crate) fn batch_limits(&self) -> BatchLimits {
         BatchLimits {
@@ -121,10 +130,7 @@ impl ModelDescription {
     /// checking its files against the published digests where `dir` carries them.
     pub fn read(dir: &ModelDir, options: EmbedderOptions) -> Result<Self, EmbedError> {
         let mut config = ModelConfig::read(&dir.path)?;
-        if let Some(max_tokens) = options.max_tokens {
-            // At least [CLS] and [SEP].
-            config.max_seq_length = config.max_seq_length.min(max_tokens.max(2));
-        }
+        config.max_seq_length = options.max_tokens_for(config.max_seq_length);
         let precision = options.precision.resolve(options.backend)?;
         let fingerprint = fingerprint(dir, config.max_seq_length, precision)?;
         Ok(Self {

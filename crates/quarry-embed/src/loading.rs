@@ -13,7 +13,7 @@ use crate::EmbedError;
 use crate::Precision;
 use crate::config::files;
 use crate::digests::DigestCache;
-use crate::provision::{ModelDir, check_digest, hex};
+use crate::provision::{KnownModel, ModelDir, check_digest, hex};
 use crate::tokenize::Tokenized;
 
 /// Identifies a model's outputs: an index built with one fingerprint is invalid under another.
@@ -98,18 +98,9 @@ pub(crate) fn fingerprint(
     max_seq_length: usize,
     precision: Precision,
 ) -> Result<ModelFingerprint, EmbedError> {
-    use sha2::{Digest, Sha256};
-    let all_files = [
-        files::CONFIG,
-        files::TOKENIZER,
-        files::WEIGHTS,
-        files::MODULES,
-        files::POOLING,
-        files::SENTENCE_BERT,
-    ];
     let mut cache = DigestCache::read(&dir.path);
-    let mut combined = Sha256::new();
-    for file in all_files {
+    let mut digests = Vec::new();
+    for file in FINGERPRINTED {
         let path = dir.path.join(file);
         if !path.is_file() {
             continue;
@@ -121,17 +112,68 @@ pub(crate) fn fingerprint(
         if let Some((_, expected)) = expected {
             check_digest(&path, expected, &digest)?;
         }
+        digests.push((file, digest));
+    }
+    cache.save();
+    Ok(combine(
+        &dir.name,
+        &dir.revision,
+        digests,
+        max_seq_length,
+        precision,
+    ))
+}
+
+/// The fingerprint [`fingerprint`] gives for the cached copy of `model`, from its published
+/// digests (which [`fingerprint`] checks the files against), without reading a file.
+pub(crate) fn known_fingerprint(
+    model: &KnownModel,
+    max_seq_length: usize,
+    precision: Precision,
+) -> ModelFingerprint {
+    let digests = FINGERPRINTED.into_iter().filter_map(|file| {
+        let (_, digest) = model.files.iter().find(|(name, _)| *name == file)?;
+        Some((file, (*digest).to_owned()))
+    });
+    combine(
+        model.name,
+        model.revision,
+        digests,
+        max_seq_length,
+        precision,
+    )
+}
+
+/// The files whose digests decide a model's output, in the order they enter its fingerprint.
+const FINGERPRINTED: [&str; 6] = [
+    files::CONFIG,
+    files::TOKENIZER,
+    files::WEIGHTS,
+    files::MODULES,
+    files::POOLING,
+    files::SENTENCE_BERT,
+];
+
+fn combine(
+    name: &str,
+    revision: &str,
+    digests: impl IntoIterator<Item = (&'static str, String)>,
+    max_seq_length: usize,
+    precision: Precision,
+) -> ModelFingerprint {
+    use sha2::{Digest, Sha256};
+    let mut combined = Sha256::new();
+    for (file, digest) in digests {
         combined.update(file.as_bytes());
         combined.update(digest.as_bytes());
     }
     combined.update(format!("max_seq_length={max_seq_length}").as_bytes());
-    cache.save();
-    Ok(ModelFingerprint {
-        name: dir.name.clone(),
-        revision: dir.revision.clone(),
+    ModelFingerprint {
+        name: name.to_owned(),
+        revision: revision.to_owned(),
         digest: hex(&combined.finalize()),
         precision,
-    })
+    }
 }
 
 /// How large a forward pass may be.

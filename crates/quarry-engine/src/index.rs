@@ -147,8 +147,10 @@ impl Engine {
     /// while another writer works, and searches read beside it.
     pub fn index(&self, progress: &mut dyn FnMut(IndexEvent)) -> Result<IndexReport, EngineError> {
         let started = Instant::now();
-        // Chunked with another model's chunker, the files would not match the index.
+        // Chunked with another model's chunker, the files would not match the index; without
+        // the model, the second phase could not run (`index_files` is the first alone).
         self.chunker()?;
+        self.embedder()?;
         self.writing(|writer| {
             let phase = self.first_phase(writer, None)?;
             let mut report = self.index_files_in(writer, phase, started, progress)?;

@@ -56,7 +56,8 @@ use std::time::{Duration, Instant};
 
 use quarry_chunk::{Chunker, ChunkerConfig};
 use quarry_embed::{
-    CrossEncoder, EmbedderOptions, LazyEmbedder, ModelDir, Precision, PrecisionChoice,
+    CrossEncoder, EmbedderOptions, KnownModel, LazyEmbedder, ModelDir, ModelFingerprint, Precision,
+    PrecisionChoice,
 };
 use quarry_store::{IndexSettings, Store, StoreError};
 
@@ -88,8 +89,8 @@ pub use quarry_text::quoted;
 pub mod model {
     pub use quarry_embed::provision::Progress;
     pub use quarry_embed::{
-        BackendChoice, DEFAULT_MODEL, Embedder, EmbedderOptions, KnownModel, MS_MARCO_MINILM_L6,
-        ModelDir, Precision, PrecisionChoice, Provisioner,
+        BackendChoice, DEFAULT_MODEL, EmbedError, Embedder, EmbedderOptions, KnownModel,
+        MS_MARCO_MINILM_L6, ModelDir, Precision, PrecisionChoice, Provisioner,
     };
 }
 
@@ -188,9 +189,12 @@ pub struct Engine {
     /// process) replaces the database ([`Engine::reopen_if_replaced`]). Requests hold their
     /// own `Arc`, so a swap never waits for one.
     store: RwLock<Arc<Store>>,
-    /// The model and the chunker made for it; `None` for an engine opened without the
-    /// model's files ([`Engine::open_recorded`]).
-    model: Option<Model>,
+    /// The model, whose weights load on first use; `None` for an engine opened without its
+    /// files ([`Engine::open_without_model`]).
+    embedder: Option<LazyEmbedder>,
+    /// The chunker made for the model the index records; `None` where the model's files
+    /// are not here and it chunks otherwise than the one known without them.
+    chunker: Option<Chunker>,
     options: EngineOptions,
     /// A cross-encoder that rescores candidates, when one was provisioned and asked for.
     reranker: Option<Arc<CrossEncoder>>,
@@ -212,20 +216,38 @@ impl Model {
     /// The model in `dir` as `options` run it (its weights not yet read), and its chunker.
     fn new(dir: &ModelDir, options: EngineOptions) -> Result<Self, EngineError> {
         let embedder = LazyEmbedder::new(dir, options.embedder)?;
-        let chunker = Chunker::new(ChunkerConfig {
-            embed_header: options.embed_header,
-            ..ChunkerConfig::for_max_tokens(embedder.max_tokens())
-        });
+        let chunker = chunker_for(embedder.max_tokens(), options);
         Ok(Self { embedder, chunker })
     }
 
     /// What an index built with this model records.
     fn settings(&self) -> IndexSettings {
-        IndexSettings {
-            model: self.embedder.fingerprint().to_string(),
-            dimensions: self.embedder.dimensions(),
-            chunker: format!("{:?}", self.chunker.config()),
-        }
+        index_settings(
+            self.embedder.fingerprint(),
+            self.embedder.dimensions(),
+            &self.chunker,
+        )
+    }
+}
+
+/// The chunker for a model that reads `max_tokens` tokens, as `options` run it.
+fn chunker_for(max_tokens: usize, options: EngineOptions) -> Chunker {
+    Chunker::new(ChunkerConfig {
+        embed_header: options.embed_header,
+        ..ChunkerConfig::for_max_tokens(max_tokens)
+    })
+}
+
+/// What an index built by `chunker` for the model of `fingerprint` records.
+fn index_settings(
+    fingerprint: &ModelFingerprint,
+    dimensions: usize,
+    chunker: &Chunker,
+) -> IndexSettings {
+    IndexSettings {
+        model: fingerprint.to_string(),
+        dimensions,
+        chunker: format!("{:?}", chunker.config()),
     }
 }
 
@@ -248,7 +270,8 @@ impl Rebuild {
         let Engine {
             root,
             store,
-            model,
+            embedder,
+            chunker,
             options,
             reranker,
             staged,
@@ -266,7 +289,8 @@ impl Rebuild {
         Ok(Engine {
             root,
             store: RwLock::new(Arc::new(store)),
-            model,
+            embedder,
+            chunker,
             options,
             reranker,
             staged: None,
@@ -315,13 +339,31 @@ impl Engine {
         }
     }
 
-    /// Opens the index at `root` as it is recorded, without the model's files (they are not
-    /// here, and cannot be fetched): it searches by words and reports its status; a search
-    /// by meaning, or indexing, is [`EngineError::NoModel`]. No index is
-    /// [`EngineError::NoIndex`].
-    pub fn open_recorded(root: &Path, options: EngineOptions) -> Result<Self, EngineError> {
+    /// Opens the index at `root` without `model`'s files (they are not here, and cannot be
+    /// fetched), for the work that reads no weights: searching by words, status, and the
+    /// first phase of an index run ([`Engine::index_files`]), whose chunks then wait for
+    /// their vectors. A search by meaning, or embedding, is [`EngineError::NoModel`].
+    ///
+    /// A new index (when `create`; else no index is [`EngineError::NoIndex`]) records what
+    /// `model` would, known from its published digests ([`KnownModel::fingerprint`]), so
+    /// that once its files are here [`Engine::open`] opens it as its own and
+    /// [`Engine::index`] embeds what waits. An existing index is read with what it records;
+    /// one chunked otherwise than `model` chunks (built with another model) is searched by
+    /// words as it is and not written ([`EngineError::ForeignChunker`]).
+    pub fn open_without_model(
+        root: &Path,
+        model: &KnownModel,
+        options: EngineOptions,
+        create: bool,
+    ) -> Result<Self, EngineError> {
         usable_root(root)?;
+        let chunker = chunker_for(model.max_tokens_with(options.embedder), options);
         let store = match Store::open_recorded(root) {
+            Err(StoreError::NoIndex { .. }) if create => {
+                let fingerprint = model.fingerprint(options.embedder)?;
+                let settings = index_settings(&fingerprint, model.dimensions, &chunker);
+                open_reader(root, settings, true)?
+            }
             Err(StoreError::NoIndex { .. }) => {
                 return Err(EngineError::NoIndex {
                     path: root.to_path_buf(),
@@ -329,10 +371,12 @@ impl Engine {
             }
             opened => opened?,
         };
+        let chunks_alike = store.settings().chunker == format!("{:?}", chunker.config());
         Ok(Self {
             root: root.to_path_buf(),
             store: RwLock::new(Arc::new(store)),
-            model: None,
+            embedder: None,
+            chunker: chunks_alike.then_some(chunker),
             options,
             reranker: None,
             staged: None,
@@ -406,7 +450,8 @@ impl Engine {
         Ok(Self {
             root: root.to_path_buf(),
             store: RwLock::new(Arc::new(store)),
-            model: Some(model),
+            embedder: Some(model.embedder),
+            chunker: Some(model.chunker),
             options,
             reranker: None,
             staged: None,
@@ -488,25 +533,24 @@ impl Engine {
     }
 
     /// The model, whose weights are loaded on the first query or chunk to embed; `None` for
-    /// an engine opened without its files ([`Engine::open_recorded`]).
+    /// an engine opened without its files ([`Engine::open_without_model`]).
     pub fn model(&self) -> Option<&LazyEmbedder> {
-        self.model.as_ref().map(|model| &model.embedder)
-    }
-
-    /// The model and its chunker, or why there are none.
-    fn model_here(&self) -> Result<&Model, EngineError> {
-        self.model.as_ref().ok_or_else(|| EngineError::NoModel {
-            path: self.root.clone(),
-        })
+        self.embedder.as_ref()
     }
 
     /// The embedding model, or why there is none.
     pub(crate) fn embedder(&self) -> Result<&LazyEmbedder, EngineError> {
-        Ok(&self.model_here()?.embedder)
+        self.embedder.as_ref().ok_or_else(|| EngineError::NoModel {
+            path: self.root.clone(),
+        })
     }
 
     /// The chunker made for the model, or why there is none.
     pub(crate) fn chunker(&self) -> Result<&Chunker, EngineError> {
-        Ok(&self.model_here()?.chunker)
+        self.chunker
+            .as_ref()
+            .ok_or_else(|| EngineError::ForeignChunker {
+                path: self.root.clone(),
+            })
     }
 }

@@ -110,6 +110,7 @@ impl Engine {
                 Some(model) => model.backend()?.to_string(),
                 None => "none: the model's files are not here".to_owned(),
             },
+            model_missing: self.model().is_none(),
             files: files.len() as u64,
             files_skipped: files.iter().filter(|f| f.chunk_ids.is_empty()).count() as u64,
             chunks: coverage.chunks,

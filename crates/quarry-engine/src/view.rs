@@ -351,6 +351,9 @@ pub struct StatusView {
     pub model: String,
     /// Where the model runs.
     pub backend: String,
+    /// Whether the embedding model's files are missing here: chunks wait for their vectors
+    /// until `quarry model fetch` fetches it and `quarry index` embeds them.
+    pub model_missing: bool,
     /// Files indexed, skipped ones included.
     pub files: u64,
     /// Files indexed without chunks.
