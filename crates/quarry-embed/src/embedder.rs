@@ -10,10 +10,11 @@ use crate::bert::{BertModel, WEIGHT_KEY_RENAMES};
 use crate::config::{ModelConfig, Pooling, files};
 use crate::gemm::Kernel;
 use crate::loading::{
-    Batch, BatchLimits, ModelFingerprint, fingerprint, in_length_order, load_weights,
+    Batch, BatchLimits, ModelFingerprint, fingerprint, in_length_order, known_fingerprint,
+    load_weights,
 };
 use crate::prepared;
-use crate::provision::ModelDir;
+use crate::provision::{KnownModel, ModelDir};
 use crate::tokenize::{TextTokenizer, Tokenized};
 use crate::{EmbedError, Level, Precision, PrecisionChoice};
 
@@ -147,6 +148,26 @@ impl ModelDescription {
     /// Longest input in tokens; longer texts are truncated.
     pub fn max_tokens(&self) -> usize {
         self.config.max_seq_length
+    }
+}
+
+// Beside `ModelDescription`: what a known model is, without its files.
+impl KnownModel {
+    /// Longest input in tokens when `options` run it.
+    pub fn max_tokens_with(&self, options: EmbedderOptions) -> usize {
+        options.max_tokens_for(self.max_tokens)
+    }
+
+    /// The fingerprint its files give when `options` run it ([`ModelDescription::read`]),
+    /// known without them from the published digests they are checked against: what an
+    /// index built with it records, before the model is fetched.
+    pub fn fingerprint(&self, options: EmbedderOptions) -> Result<ModelFingerprint, EmbedError> {
+        let precision = options.precision.resolve(options.backend)?;
+        Ok(known_fingerprint(
+            self,
+            self.max_tokens_with(options),
+            precision,
+        ))
     }
 }
 

@@ -21,9 +21,8 @@ use std::time::Duration;
 
 use sha2::{Digest, Sha256};
 
+use crate::EmbedError;
 use crate::config::files;
-use crate::loading::{ModelFingerprint, known_fingerprint};
-use crate::{EmbedError, EmbedderOptions};
 
 /// A model quarry knows how to download, with the digests of its files.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -42,26 +41,6 @@ pub struct KnownModel {
     pub dimensions: usize,
     /// Longest input it reads, in tokens (its `max_seq_length`, else its positions).
     pub max_tokens: usize,
-}
-
-impl KnownModel {
-    /// Longest input in tokens when `options` run it.
-    pub fn max_tokens_with(&self, options: EmbedderOptions) -> usize {
-        options.max_tokens_for(self.max_tokens)
-    }
-
-    /// The fingerprint its files give when `options` run it
-    /// ([`LazyEmbedder::fingerprint`](crate::LazyEmbedder::fingerprint)), known without
-    /// them from the published digests they are checked against: what an index built with
-    /// it records, before the model is fetched.
-    pub fn fingerprint(&self, options: EmbedderOptions) -> Result<ModelFingerprint, EmbedError> {
-        let precision = options.precision.resolve(options.backend)?;
-        Ok(known_fingerprint(
-            self,
-            self.max_tokens_with(options),
-            precision,
-        ))
-    }
 }
 
 /// What a model does.
