@@ -216,13 +216,32 @@ impl RelatedView {
 }
 
 /// Where a page sits in the whole ranking.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 pub struct Page {
-    /// The first result's place in the ranking, from 0.
+    /// The first result's place in the ranking, from 0 (with a cursor: how many results the
+    /// earlier pages showed).
     pub offset: usize,
     /// The offset to ask for the next page with, if there may be one.
     pub next_offset: Option<usize>,
+    /// What to pass as `cursor` for the next page, if there may be one: it names the index
+    /// generation this page was ranked at and the chunks shown so far, so no chunk comes
+    /// twice, even when the index changes between pages.
+    pub next_cursor: Option<String>,
+    /// Whether the index changed since the cursor's page was ranked, when it did.
+    #[serde(flatten)]
+    pub moved: Option<RankingMoved>,
+}
+
+/// The index changed between a page and the next one asked for with its cursor.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
+pub struct RankingMoved {
+    /// Always true: the index changed since the cursor's page was ranked, so this page is
+    /// ranked on the index as it is now, without the chunks earlier pages showed.
+    pub ranking_moved: bool,
+    /// What moved, and what this page holds.
+    pub ranking_note: String,
 }
 
 /// Why a page's results may be incomplete.

@@ -16,10 +16,42 @@ pub const MAX_OFFSET: usize = 200;
 pub trait ResultArgs {
     /// The engine's request, with `mode` for searches.
     fn request(&self, mode: Option<SearchMode>) -> ResultRequest;
-    /// The page asked for: `offset`, checked, with the limit.
-    fn page(&self) -> Result<usize, String>;
+    /// The page asked for: `offset` (checked, with the limit) and `cursor`, and which search
+    /// a cursor must come from.
+    fn page(&self) -> Result<PageAsk, String>;
     /// Whether results carry their score explanation.
     fn explain(&self) -> bool;
+}
+
+/// The page a call asks for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PageAsk {
+    /// `offset`, as given.
+    pub offset: Option<usize>,
+    /// `cursor`, as given.
+    pub cursor: Option<String>,
+    /// Which search this is (a hash of its arguments but those of paging and detail): a
+    /// cursor continues only the search it came from.
+    pub search: u64,
+}
+
+/// Refuses an offset past the deepest page.
+pub fn check_offset(offset: usize) -> Result<(), String> {
+    match offset > MAX_OFFSET {
+        true => Err(format!(
+            "offset {offset} is past the deepest page ({MAX_OFFSET}); refine the query instead"
+        )),
+        false => Ok(()),
+    }
+}
+
+/// A search's key: a hash of its arguments as `Debug` writes them (the same within one
+/// process, which is as long as a cursor lives).
+fn search_key(arguments: &str) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut hasher = std::hash::DefaultHasher::new();
+    arguments.hash(&mut hasher);
+    hasher.finish()
 }
 
 /// Declares a tool's argument type: its own fields, then the [`ResultArgs`] ones (written
@@ -32,9 +64,13 @@ macro_rules! tool_args {
             $($(#[$field_meta])* pub $field: $ty,)*
             /// Results per page, 1 to 50 (default 10).
             pub limit: Option<usize>,
-            /// Skip this many results: pass the previous response's `next_offset` to read
-            /// the next page (default 0).
+            /// Skip this many results: the previous response's `next_offset` reads the next
+            /// page of the ranking as it is now (default 0); `cursor` is safer.
             pub offset: Option<usize>,
+            /// Read the next page: pass the previous response's `next_cursor`, with the same
+            /// query and filters. No chunk comes twice, even when files are indexed between
+            /// pages (the page then says `ranking_moved`).
+            pub cursor: Option<String>,
             /// Chunks from one file at full score; further ones rank lower, so that other
             /// files come first (default 1; 0 = no cap).
             pub max_per_file: Option<usize>,
@@ -72,19 +108,28 @@ macro_rules! tool_args {
                 }
             }
 
-            fn page(&self) -> Result<usize, String> {
-                let offset = self.offset.unwrap_or(0);
-                if offset > MAX_OFFSET {
-                    return Err(format!(
-                        "offset {offset} is past the deepest page ({MAX_OFFSET}); refine the query instead"
-                    ));
-                }
+            fn page(&self) -> Result<PageAsk, String> {
+                check_offset(self.offset.unwrap_or(0))?;
                 match self.limit {
                     Some(limit) if limit == 0 || limit > MAX_LIMIT => {
-                        Err(format!("limit must be 1 to {MAX_LIMIT}, not {limit}"))
+                        return Err(format!("limit must be 1 to {MAX_LIMIT}, not {limit}"));
                     }
-                    _ => Ok(offset),
+                    _ => {}
                 }
+                // The search a cursor continues: everything but how the page is cut and shown.
+                let search = $name {
+                    limit: None,
+                    offset: None,
+                    cursor: None,
+                    detail_level: None,
+                    explain: None,
+                    ..self.clone()
+                };
+                Ok(PageAsk {
+                    offset: self.offset,
+                    cursor: self.cursor.clone(),
+                    search: search_key(&format!("{search:?}")),
+                })
             }
 
             fn explain(&self) -> bool {

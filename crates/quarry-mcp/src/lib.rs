@@ -24,12 +24,16 @@
 //!
 //! - **Bounded responses:** a page holds at most `limit` results and fits
 //!   [`ServerOptions::max_tokens`] (estimated at four bytes a token); what does not fit is
-//!   left for the next page (`next_offset`).
+//!   left for the next page (`next_cursor`, or `next_offset`).
+//! - **Pages never repeat:** a page asked for with the previous page's cursor leaves out every
+//!   chunk the earlier pages showed, even when the index changed between them (the page then
+//!   says `ranking_moved`).
 //! - **Never a crash on bad input:** arguments that do not parse, unknown arguments, and
 //!   engine errors (an unknown chunk id, scope or file) come back as tool errors
 //!   (`isError`) that say what to fix; an unknown tool is a JSON-RPC error, a `tools/call`
 //!   without `name` invalid params, and a line of input that is not JSON a parse error
-//!   (`-32700`, `id` null). Every request is answered, and the server goes on.
+//!   (`-32700`, `id` null). Every request is answered, and the server goes on; every error
+//!   answer has an `id`: the request's where it is a string or an integer, else `null`.
 //! - **Answers while indexing:** the index is brought up to date in the background at
 //!   start, once any other process writing it is done (the server waits its turn as long
 //!   as it takes); results found meanwhile say they are partial, and why.
@@ -45,7 +49,8 @@ mod server;
 mod stdio;
 
 pub use args::{
-    IndexAction, IndexArgs, MAX_LIMIT, MAX_OFFSET, RelatedArgs, ResultArgs, SearchArgs, SimilarArgs,
+    IndexAction, IndexArgs, MAX_LIMIT, MAX_OFFSET, PageAsk, RelatedArgs, ResultArgs, SearchArgs,
+    SimilarArgs,
 };
 pub use server::{Server, ServerOptions, WatchMode, serve_stdio};
 

@@ -9,8 +9,8 @@ use std::time::Duration;
 use quarry_engine::model::ModelDir;
 use quarry_engine::view::{RelatedView, SearchView, StatusView, json};
 use quarry_engine::{
-    ChunkId, Config, Coverage, Engine, EngineError, EngineOptions, RankingConfig, RelatedOptions,
-    ResultRequest, SearchOptions, quoted,
+    ChunkId, Config, Coverage, Engine, EngineError, EngineOptions, RelatedOptions, SearchOptions,
+    quoted,
 };
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::model::{
@@ -27,7 +27,7 @@ use serde_json::Value;
 use crate::McpError;
 use crate::stdio;
 use arguments::{input_schema, output_schema, parse};
-use paging::{PagedView, paged_ranking};
+use paging::Cursors;
 
 mod arguments;
 mod calls;
@@ -106,6 +106,8 @@ struct Shared {
     /// Set (under `indexing`'s lock) when the server is dropped: an indexer waiting for
     /// another writer gives up.
     stopped: AtomicBool,
+    /// The pages' cursors: what each names.
+    cursors: Cursors,
 }
 
 /// How the server learns that files changed.
@@ -132,7 +134,8 @@ const INSTRUCTIONS: &str = "quarry searches this repository's code by meaning. U
 semantic_search to find where something is implemented or handled (a question in plain words, \
 or an identifier); get_related or find_similar for code like a given chunk or line; index to \
 see whether the index is current or to update it. Results give path, 1-based lines and a \
-chunk_id; read the file there for more context. Pages: pass next_offset back as offset.";
+chunk_id; read the file there for more context. Pages: pass next_cursor back as cursor (no \
+chunk comes twice, even when files are indexed between pages).";
 
 /// Which workers run a tool's calls.
 #[derive(Debug, Clone, Copy)]
@@ -171,6 +174,7 @@ impl Server {
                 changes_signal: Condvar::new(),
                 watcher: Mutex::new(None),
                 stopped: AtomicBool::new(false),
+                cursors: Cursors::default(),
             }),
             tool_router: Self::tool_router(),
         }
@@ -211,7 +215,7 @@ impl Server {
         description in plain words (\"where are failed requests retried with backoff\") or an \
         identifier (\"parse_config\"); mode \"lexical\" matches keywords exactly. Returns \
         ranked chunks (functions, classes, sections) with path, 1-based lines, score and \
-        chunk_id; filter by path globs, languages or scope; page with offset."
+        chunk_id; filter by path globs, languages or scope; page with next_cursor."
     )]
     async fn semantic_search(&self, arguments: JsonObject) -> Result<CallToolResult, ErrorData> {
         self.call(arguments, move |shared, args: SearchArgs| {
@@ -390,9 +394,9 @@ impl Shared {
                 "the query is empty: describe the code to find, or give an identifier".into(),
             );
         }
-        let offset = args.page()?;
+        let ask = args.page()?;
         let request = args.request(args.mode);
-        self.paged(&request, offset, |engine, ranking| {
+        self.paged(&request, &ask, |engine, ranking| {
             let options = SearchOptions {
                 ranking,
                 filter: request.filter(engine, &self.config)?,
@@ -416,9 +420,9 @@ impl Shared {
             include_linked,
             include_source_file,
         } = args.similarity();
-        let offset = args.page()?;
+        let ask = args.page()?;
         let request = args.request(None);
-        self.paged(&request, offset, |engine, ranking| {
+        self.paged(&request, &ask, |engine, ranking| {
             let options = RelatedOptions {
                 ranking,
                 filter: request.filter(engine, &self.config)?,
@@ -429,25 +433,6 @@ impl Shared {
             let response = engine.related(id, &options)?;
             let detail = request.detail(&self.config);
             Ok(RelatedView::new(&response, detail, args.explain()))
-        })
-    }
-
-    /// A search whose results come in pages, once the index is fresh and searchable:
-    /// `search` runs with the ranking of the page at `offset` (see [`paged_ranking`]), and
-    /// the page of its view's results that fits the token budget is the answer.
-    fn paged<V: PagedView>(
-        &self,
-        request: &ResultRequest,
-        offset: usize,
-        search: impl FnOnce(&Engine, RankingConfig) -> Result<V, EngineError>,
-    ) -> Outcome {
-        self.await_fresh()?;
-        self.wait_until_searchable();
-        self.with_engine(|engine| {
-            let (ranking, page) = paged_ranking(request, &self.config, offset);
-            let mut view = search(engine, ranking).map_err(message)?;
-            self.page(&mut view, offset, page);
-            Ok(json(&view))
         })
     }
 

@@ -15,6 +15,8 @@ use std::io;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
+use quarry_engine::quoted;
+use rmcp::model::ClientJsonRpcMessage;
 use serde_json::{Value, json};
 use tokio::io::{
     AsyncBufRead, AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader, DuplexStream,
@@ -177,7 +179,7 @@ enum Verdict {
 }
 
 /// A line's verdict: whether it is JSON, as rmcp reads it (a leading byte order mark and a
-/// trailing carriage return aside).
+/// trailing carriage return aside), and a message rmcp reads.
 fn check(line: &[u8]) -> Verdict {
     let text = line.strip_suffix(b"\n").unwrap_or(line);
     let text = text.strip_suffix(b"\r").unwrap_or(text);
@@ -188,14 +190,7 @@ fn check(line: &[u8]) -> Verdict {
     // Parsed whole, into values: strings are checked for UTF-8 and surrogates, as rmcp's
     // own parse checks them.
     match serde_json::from_slice::<Value>(text) {
-        Ok(value) if is_message(&value) => Verdict::Pass,
-        // rmcp answers these too, but without the request's id.
-        Ok(value) => Verdict::Answer(error_line_for(
-            request_id(&value),
-            INVALID_REQUEST,
-            "Invalid Request: a message is one JSON object with \"jsonrpc\": \"2.0\" and a \
-             \"method\" (a request or notification), or a \"result\" or \"error\" (a response)",
-        )),
+        Ok(value) => judge(&value, text),
         Err(error) => Verdict::Answer(error_line(
             PARSE_ERROR,
             &format!("Parse error: {error} (each message is one line of JSON, in UTF-8)"),
@@ -206,34 +201,183 @@ fn check(line: &[u8]) -> Verdict {
 /// JSON-RPC 2.0's code for JSON that is no request.
 pub(crate) const INVALID_REQUEST: i64 = -32600;
 
-/// Whether `value` has a JSON-RPC 2.0 message's shape, for rmcp to read.
-fn is_message(value: &Value) -> bool {
+/// JSON-RPC 2.0's code for a method the server does not have.
+pub(crate) const METHOD_NOT_FOUND: i64 = -32601;
+
+/// JSON-RPC 2.0's code for a request whose params its method cannot read.
+pub(crate) const INVALID_PARAMS: i64 = -32602;
+
+/// The methods this server answers.
+const METHODS: [&str; 4] = ["initialize", "ping", "tools/list", "tools/call"];
+
+/// What to do with `value`, the JSON of the line `text`: pass it on where it is a JSON-RPC
+/// 2.0 message that rmcp reads, else answer it here, by JSON-RPC 2.0's rules.
+///
+/// rmcp answers a message it cannot read with an error that has no `id` member at all (and
+/// a client waiting on that id waits forever); so nothing reaches rmcp that it cannot read.
+/// Every answer given here carries the request's `id` where it has one JSON-RPC allows (a
+/// string or an integer), and `"id": null` where it has none or it cannot be read. A
+/// notification (no `id`) that is a well-formed JSON-RPC message gets no answer, whatever
+/// its params, as JSON-RPC requires; one that is no well-formed message gets the invalid
+/// request error, `id` null.
+fn judge(value: &Value, text: &[u8]) -> Verdict {
     let Some(object) = value.as_object() else {
-        return false;
+        return invalid_request(
+            &Value::Null,
+            &format!(
+                "the message is {}; a message is one JSON object (MCP has no batches)",
+                kind(value)
+            ),
+        );
     };
-    object.get("jsonrpc") == Some(&json!("2.0"))
-        && (object.get("method").is_some_and(Value::is_string)
-            || object.contains_key("result")
-            || object.contains_key("error"))
+    let id = match object.get("id") {
+        None => None,
+        Some(id) if is_id(id) => Some(id),
+        Some(id) => {
+            return invalid_request(
+                &Value::Null,
+                &format!("the id is {}; an id is a string or an integer", kind(id)),
+            );
+        }
+    };
+    let reply_id = id.cloned().unwrap_or(Value::Null);
+    match object.get("jsonrpc") {
+        Some(Value::String(version)) if version == "2.0" => {}
+        None => return invalid_request(&reply_id, "\"jsonrpc\": \"2.0\" is missing"),
+        Some(other) => {
+            return invalid_request(
+                &reply_id,
+                &format!("\"jsonrpc\" is {}, not \"2.0\"", kind(other)),
+            );
+        }
+    }
+    let answer = object.contains_key("result") || object.contains_key("error");
+    let method = match object.get("method") {
+        Some(Value::String(method)) if !answer => Some(method.as_str()),
+        Some(Value::String(_)) => {
+            return invalid_request(
+                &reply_id,
+                "a message has a \"method\" (a request or notification) or a \"result\" or \
+                 \"error\" (a response), not both",
+            );
+        }
+        Some(other) => {
+            return invalid_request(
+                &reply_id,
+                &format!("the method is {}, not a string", kind(other)),
+            );
+        }
+        None if answer => None,
+        None => {
+            return invalid_request(
+                &reply_id,
+                "a message has a \"method\" (a request or notification) or a \"result\" or \
+                 \"error\" (a response)",
+            );
+        }
+    };
+    if let Some(method) = method {
+        match object.get("params") {
+            None | Some(Value::Null | Value::Object(_) | Value::Array(_)) => {}
+            Some(params) => {
+                return invalid_request(
+                    &reply_id,
+                    &format!(
+                        "the params of {} are {}; params are an object",
+                        quoted(method),
+                        kind(params)
+                    ),
+                );
+            }
+        }
+    }
+    if serde_json::from_slice::<ClientJsonRpcMessage>(text).is_ok() {
+        return Verdict::Pass;
+    }
+    match (method, id) {
+        // A well-formed notification: JSON-RPC answers none, whatever its params.
+        (Some(_), None) => Verdict::Skip,
+        (Some(method), Some(_)) if !METHODS.contains(&method) => Verdict::Answer(error_line_for(
+            &reply_id,
+            METHOD_NOT_FOUND,
+            &format!(
+                "Method not found: {}; this server answers {}",
+                quoted(method),
+                METHODS.join(", ")
+            ),
+        )),
+        (Some(method), Some(_)) => Verdict::Answer(error_line_for(
+            &reply_id,
+            INVALID_PARAMS,
+            &format!(
+                "Invalid params for {}: {}",
+                quoted(method),
+                params_fault(object.get("params"))
+            ),
+        )),
+        (None, _) => invalid_request(
+            &reply_id,
+            "a response has an id and either a \"result\" or an \"error\" object (with an \
+             integer \"code\" and a string \"message\")",
+        ),
+    }
 }
 
-/// The id of a request that is no valid message, where it has one JSON-RPC allows (a
-/// string or a number): its answer carries it, so that the client knows which call failed.
-fn request_id(value: &Value) -> Value {
-    match value.get("id") {
-        Some(id @ (Value::String(_) | Value::Number(_))) => id.clone(),
-        _ => Value::Null,
+/// The invalid request error, for the request `id` (`null` where it has none that can be
+/// read), saying `why`.
+fn invalid_request(id: &Value, why: &str) -> Verdict {
+    Verdict::Answer(error_line_for(
+        id,
+        INVALID_REQUEST,
+        &format!("Invalid Request: {why}"),
+    ))
+}
+
+/// Whether `id` is an id JSON-RPC 2.0 allows: a string, or a number without a fraction (an
+/// integer as JSON writes it: `1.0` and `1e3` are read as fractions, and answered `null`).
+fn is_id(id: &Value) -> bool {
+    match id {
+        Value::String(_) => true,
+        Value::Number(number) => number.is_i64() || number.is_u64(),
+        _ => false,
+    }
+}
+
+/// What is wrong with `params`, given that rmcp does not read them as its method's.
+fn params_fault(params: Option<&Value>) -> String {
+    match params {
+        Some(Value::Array(_)) => "params are an array; MCP's params are an object".into(),
+        Some(Value::Object(object)) => match object.get("_meta") {
+            Some(meta) if !meta.is_object() => {
+                format!("params._meta is {}; it is an object", kind(meta))
+            }
+            _ => "the params do not fit the method".into(),
+        },
+        _ => "the params do not fit the method".into(),
+    }
+}
+
+/// What sort of JSON value `value` is, in words.
+fn kind(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(number) if number.is_f64() => "a number with a fraction",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
     }
 }
 
 /// A JSON-RPC error response without an id (`null`: the request could not be read), as a
 /// line.
 fn error_line(code: i64, message: &str) -> Vec<u8> {
-    error_line_for(Value::Null, code, message)
+    error_line_for(&Value::Null, code, message)
 }
 
 /// A JSON-RPC error response to the request `id`, as a line.
-fn error_line_for(id: Value, code: i64, message: &str) -> Vec<u8> {
+fn error_line_for(id: &Value, code: i64, message: &str) -> Vec<u8> {
     let response = json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}});
     let mut line = serde_json::to_vec(&response).expect("a JSON value serialises");
     line.push(b'\n');
@@ -336,6 +480,120 @@ mod tests {
             assert_eq!(reply["error"]["code"], PARSE_ERROR, "{reply}");
             let message = reply["error"]["message"].as_str().unwrap();
             assert!(message.starts_with("Parse error: "), "{message}");
+        }
+    }
+
+    /// Each answer's id: the request's where it is a string or an integer, else null; a
+    /// well-formed notification gets none, whatever its params.
+    #[test]
+    fn answers_carry_the_request_id_or_null() {
+        for (line, id, code) in [
+            (
+                r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":"x"}"#,
+                json!(1),
+                INVALID_REQUEST,
+            ),
+            (
+                r#"{"jsonrpc":"2.0","id":"a","method":"ping","params":5}"#,
+                json!("a"),
+                INVALID_REQUEST,
+            ),
+            (
+                r#"{"jsonrpc":"2.0","id":2,"method":"tools/list","params":[1]}"#,
+                json!(2),
+                INVALID_PARAMS,
+            ),
+            (
+                r#"{"jsonrpc":"2.0","id":3,"method":"ping","params":{"_meta":"x"}}"#,
+                json!(3),
+                INVALID_PARAMS,
+            ),
+            (
+                r#"{"jsonrpc":"2.0","id":4,"method":"nope/nope","params":[1]}"#,
+                json!(4),
+                METHOD_NOT_FOUND,
+            ),
+            (
+                r#"{"jsonrpc":"2.0","id":{"a":1},"method":"ping"}"#,
+                Value::Null,
+                INVALID_REQUEST,
+            ),
+            (
+                r#"{"jsonrpc":"2.0","id":1.5,"method":"ping"}"#,
+                Value::Null,
+                INVALID_REQUEST,
+            ),
+            (
+                r#"{"jsonrpc":"2.0","id":2.0,"method":"ping"}"#,
+                Value::Null,
+                INVALID_REQUEST,
+            ),
+            (
+                r#"{"jsonrpc":"2.0","id":true,"method":"ping"}"#,
+                Value::Null,
+                INVALID_REQUEST,
+            ),
+            (
+                r#"{"jsonrpc":"2.0","id":null,"method":"ping"}"#,
+                Value::Null,
+                INVALID_REQUEST,
+            ),
+            (r#"{"id":5,"method":"ping"}"#, json!(5), INVALID_REQUEST),
+            (
+                r#"{"jsonrpc":2.0,"id":"b","method":"ping"}"#,
+                json!("b"),
+                INVALID_REQUEST,
+            ),
+            (
+                r#"{"jsonrpc":"2.0","id":6,"method":["ping"]}"#,
+                json!(6),
+                INVALID_REQUEST,
+            ),
+            (
+                r#"{"jsonrpc":"2.0","id":7,"method":"ping","result":{}}"#,
+                json!(7),
+                INVALID_REQUEST,
+            ),
+            (
+                r#"{"jsonrpc":"2.0","method":"notifications/initialized","params":"x"}"#,
+                Value::Null,
+                INVALID_REQUEST,
+            ),
+            (
+                r#"{"jsonrpc":"2.0","id":8,"result":{},"error":{"code":1,"message":"m"}}"#,
+                json!(8),
+                INVALID_REQUEST,
+            ),
+            (
+                r#"[{"jsonrpc":"2.0","id":9,"method":"ping"}]"#,
+                Value::Null,
+                INVALID_REQUEST,
+            ),
+        ] {
+            let reply = answer(line.as_bytes());
+            assert!(
+                reply.as_object().unwrap().contains_key("id"),
+                "{line}: {reply}"
+            );
+            assert_eq!(
+                (&reply["id"], &reply["error"]["code"]),
+                (&id, &json!(code)),
+                "{line}: {reply}"
+            );
+        }
+        for line in [
+            r#"{"jsonrpc":"2.0","method":"notifications/initialized","params":[1]}"#,
+            r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"_meta":"x"}}"#,
+        ] {
+            assert_eq!(check(line.as_bytes()), Verdict::Skip, "{line}");
+        }
+        for line in [
+            r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#,
+            r#"{"jsonrpc":"2.0","id":"x","method":"tools/call","params":{"name":"index"}}"#,
+            r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"nope/nope","params":{}}"#,
+        ] {
+            assert_eq!(check(line.as_bytes()), Verdict::Pass, "{line}");
         }
     }
 

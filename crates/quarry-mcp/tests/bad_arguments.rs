@@ -100,6 +100,7 @@ const TOOLS: &[(&str, &[&str])] = &[
 const RESULT_KEYS: &[&str] = &[
     "limit",
     "offset",
+    "cursor",
     "max_per_file",
     "include_tests",
     "paths",
@@ -184,7 +185,7 @@ fn typed(key: &str) -> BoxedStrategy<Value> {
             .boxed(),
         "limit" | "offset" | "max_per_file" => count().prop_map(|n| json!(n)).boxed(),
         "min_score" => (-1.5f64..2.0).prop_map(|f| json!(f)).boxed(),
-        "mode" | "include_tests" | "detail_level" => word(),
+        "mode" | "include_tests" | "detail_level" | "cursor" => word(),
         "paths" => words(&["src/**", "**/*.py", "src/[oops", "", "lib/*", "**"]),
         "languages" => words(&["rust", "python", "javascript", "klingon", "", "RUST"]),
         "scope" => words(&["project", "all", "lib:nope", "lib:", "", "elsewhere"]),
@@ -357,10 +358,15 @@ fn result_tools_declare_the_views_they_return() {
         let tool = tools.iter().find(|t| t.name == tool).unwrap();
         let schema = tool.output_schema.as_ref().expect("an output schema");
         let properties = schema["properties"].as_object().unwrap();
-        for field in fields
-            .iter()
-            .chain(&["offset", "next_offset", "partial", "note"])
-        {
+        for field in fields.iter().chain(&[
+            "offset",
+            "next_offset",
+            "next_cursor",
+            "ranking_moved",
+            "ranking_note",
+            "partial",
+            "note",
+        ]) {
             assert!(
                 properties.contains_key(*field),
                 "{} lacks {field}",

@@ -20,6 +20,8 @@ use quarry_testkit::{model, shop};
 use serde_json::{Value, json};
 
 mod client;
+mod conformance;
+mod paging;
 mod watch;
 
 use client::Client;
@@ -43,6 +45,10 @@ const TESTS: &[(&str, fn())] = &[
     (
         "a_tools_call_without_a_name_is_invalid_params",
         a_tools_call_without_a_name_is_invalid_params,
+    ),
+    (
+        "every_error_answer_carries_the_id_json_rpc_prescribes",
+        conformance::every_error_answer_carries_the_id_json_rpc_prescribes,
     ),
     (
         "a_search_before_anything_is_indexed_says_why_and_indexing_follows_the_other_writer",
@@ -75,6 +81,10 @@ const TESTS: &[(&str, fn())] = &[
     (
         "pages_are_slices_of_one_ranking_however_deep",
         pages_are_slices_of_one_ranking_however_deep,
+    ),
+    (
+        "a_cursor_page_after_the_tree_changed_repeats_no_chunk_and_says_so",
+        paging::a_cursor_page_after_the_tree_changed_repeats_no_chunk_and_says_so,
     ),
     (
         "ignored_directories_are_not_watched_new_ones_and_libraries_added_meanwhile_are",
