@@ -284,7 +284,16 @@ fn run_status(args: StatusArgs) -> Result<()> {
     } else {
         output::print_status(&mut out, &status)?;
     }
-    Ok(())
+    // Damage fails the command, so that a script (or an agent) that checks the index
+    // before searching it is told: the first finding, with its repair, is the error.
+    match status.damage.as_slice() {
+        [] => Ok(()),
+        [only] => anyhow::bail!("{only}"),
+        [first, rest @ ..] => anyhow::bail!(
+            "{first} (and {} more damaged: see the warnings)",
+            rest.len()
+        ),
+    }
 }
 
 /// `quarry lib add|list|remove`.

@@ -236,7 +236,11 @@ pub fn print_status(out: &mut impl Write, status: &StatusView) -> std::io::Resul
     if stale.is_empty() {
         writeln!(
             out,
-            "{bold}stale{reset}       none: the index is up to date"
+            "{bold}stale{reset}       none: {}",
+            match status.damage.is_empty() {
+                true => "the index is up to date",
+                false => "no file changed since it was indexed, but the index is damaged (below)",
+            }
         )?;
     } else {
         writeln!(

@@ -82,7 +82,7 @@ pub use symbols::{SYMBOL_LEG_DEPTH, SymbolHit, SymbolMatch};
 // What front ends name from the crates below the engine, so that they depend on it alone.
 pub use quarry_chunk::{ChunkId, ChunkIdPrefix, ChunkKind, Language, MAX_CHUNKS_PER_FILE};
 pub use quarry_rank::{IncludeTests, MAX_LIMIT, MAX_PER_FILE, MAX_POOL, RankingConfig};
-pub use quarry_store::{INDEX_DIR, VectorSaves};
+pub use quarry_store::{INDEX_DIR, MAX_PATH_GLOB_BYTES, VectorSaves};
 pub use quarry_text::quoted;
 
 /// The embedding models, as a front end finds, fetches and describes them.

@@ -2,9 +2,14 @@
 
 use std::path::PathBuf;
 
-use quarry_store::{Check, Counts, Store};
+use quarry_graph::{FileImports, FileScore};
+use quarry_store::{Check, Counts, Damage, FileState, IndexPart, Store, StoreError};
 use serde::Serialize;
 
+use crate::file_data::{
+    DEFINITIONS_DATA, IMPORTS_DATA, LINKS_DATA, PAGERANK_DATA, decode_file_data,
+};
+use crate::symbols::FileDefinitions;
 use crate::view::{StatusView, VectorIndexView};
 use crate::{Engine, EngineError};
 
@@ -78,7 +83,9 @@ impl Engine {
     /// [`Engine::index`] uses; nothing is read but to compare hashes), the files whose
     /// [`Drift`](quarry_store::Drift) (mean over their chunks) exceeds `drift_threshold`, and
     /// what is damaged in the index's files (a full [`quarry_store::Store::check`]: the
-    /// derived indexes are read whole to verify their checksums, as a first search reads them).
+    /// derived indexes are read whole to verify their checksums, as a first search reads them,
+    /// and every table of the database opened; and the per-file data decoded as searches
+    /// decode it), so that an index a search would fail on is never called healthy.
     pub fn status(&self, drift_threshold: f32) -> Result<StatusView, EngineError> {
         let store = self.current_store()?;
         let files = store.files()?;
@@ -91,11 +98,11 @@ impl Engine {
             modified: paths(&plan.modified),
             removed: plan.removed.clone(),
         };
-        let damage: Vec<String> = store
-            .check(Check::Full)?
-            .iter()
-            .map(ToString::to_string)
-            .collect();
+        let mut found = store.check(Check::Full)?;
+        if !found.iter().any(|d| d.part == IndexPart::Database) {
+            found.extend(self.file_data_damage(&store, &files)?);
+        }
+        let damage: Vec<String> = found.iter().map(ToString::to_string).collect();
         let mut warnings = plan.warnings;
         warnings.extend(store.notes());
         warnings.extend(damage.iter().cloned());
@@ -124,5 +131,60 @@ impl Engine {
             warnings,
             damage,
         })
+    }
+}
+
+impl Engine {
+    /// The per-file data as searches and index runs decode it, each record decoded in one
+    /// pass: the definitions the symbol leg reads whole, the PageRank a search ranks by, the
+    /// links of related results, and the imports an index run builds the graph from. Data
+    /// the next index run writes again for every file (listed or ranked by another version
+    /// of quarry: it looks at one file to tell, as here) is left alone. A record that does
+    /// not decode fails every search that reads it, and only a rebuild writes it again.
+    fn file_data_damage(
+        &self,
+        store: &Store,
+        files: &[FileState],
+    ) -> Result<Option<Damage>, EngineError> {
+        let Some(sample) = files.iter().find(|f| !f.chunk_ids.is_empty()) else {
+            return Ok(None);
+        };
+        let snapshot = store.snapshot()?;
+        let stored = |data| snapshot.file_data(&sample.path, data);
+        let listed = stored(DEFINITIONS_DATA)?
+            .is_some_and(|bytes| !FileDefinitions::outdated(&sample.path, &bytes));
+        let ranked = stored(PAGERANK_DATA)?.is_some_and(|bytes| {
+            decode_file_data::<FileScore>(&sample.path, PAGERANK_DATA, &bytes)
+                .is_ok_and(|score| score.resolution == quarry_graph::RESOLUTION_VERSION)
+        });
+        let decoded = snapshot.for_each_file_data(|path, name, bytes| match name {
+            DEFINITIONS_DATA if listed => {
+                decode_file_data::<FileDefinitions>(path, DEFINITIONS_DATA, bytes).map(drop)
+            }
+            PAGERANK_DATA if ranked => {
+                decode_file_data::<FileScore>(path, PAGERANK_DATA, bytes).map(drop)
+            }
+            LINKS_DATA if ranked => {
+                decode_file_data::<Vec<String>>(path, LINKS_DATA, bytes).map(drop)
+            }
+            IMPORTS_DATA => decode_file_data::<FileImports>(path, IMPORTS_DATA, bytes).map(drop),
+            _ => Ok(()),
+        });
+        let problem = match decoded {
+            Ok(Ok(())) => return Ok(None),
+            Ok(Err(EngineError::CorruptFileData {
+                path,
+                data,
+                message,
+            })) => format!("{path}: unreadable {data} record ({message})"),
+            Ok(Err(other)) => return Err(other),
+            Err(StoreError::Corrupt { message, .. }) => message,
+            Err(other) => return Err(other.into()),
+        };
+        Ok(Some(Damage {
+            part: IndexPart::Database,
+            path: store.path().to_path_buf(),
+            problem,
+        }))
     }
 }

@@ -62,6 +62,15 @@ fn session() -> &'static Session {
     })
 }
 
+/// The text a tool's result holds, its blocks joined.
+fn text_of(result: &CallToolResult) -> String {
+    result
+        .content
+        .iter()
+        .filter_map(|block| block.as_text().map(|t| t.text.clone()))
+        .collect()
+}
+
 fn call(name: &str, arguments: JsonObject) -> CallToolResult {
     let session = session();
     let params = CallToolRequestParams::new(name.to_owned()).with_arguments(arguments.clone());
@@ -238,11 +247,7 @@ fn call_case() -> impl Strategy<Value = (&'static str, JsonObject)> {
 
 /// A tool error's text: present, short, and words rather than a panic or a Rust value.
 fn check_refusal(name: &str, arguments: &JsonObject, result: &CallToolResult) {
-    let text: String = result
-        .content
-        .iter()
-        .filter_map(|block| block.as_text().map(|t| t.text.clone()))
-        .collect();
+    let text = text_of(result);
     let case = format!("{name} {}", Value::Object(arguments.clone()));
     assert!(
         !text.trim().is_empty(),
@@ -422,11 +427,7 @@ fn huge_arguments_get_short_refusals() {
         };
         let result = call(tool, arguments.clone());
         assert_eq!(result.is_error, Some(true), "{tool}");
-        let text: String = result
-            .content
-            .iter()
-            .filter_map(|block| block.as_text().map(|t| t.text.clone()))
-            .collect();
+        let text = text_of(&result);
         assert!(
             text.len() < 1000,
             "{tool}: a refusal of {} bytes: {}",
@@ -453,4 +454,43 @@ fn many_path_globs_are_answered_up_to_the_bound() {
     assert_eq!(result.is_error, Some(true));
     let text = format!("{:?}", result.content);
     assert!(text.contains("at most 1000"), "{text}");
+}
+
+/// Path globs compile into one automaton per request: 1,000 globs of 2,000 bytes once gave
+/// `invalid path glob "": error building NFA`, naming neither a glob nor a limit. Past the
+/// bound (64 KiB together) the tool error names how many globs of how many bytes, the bound,
+/// and the longest glob quoted short.
+#[test]
+fn path_globs_too_large_together_are_refused_naming_the_bound_and_a_glob() {
+    let globs: Vec<String> = (0..1000)
+        .map(|i| format!("src/{i:04}{}", "a*".repeat(996)))
+        .collect();
+    assert!(globs.iter().all(|g| g.len() == 2000));
+    for tool in ["semantic_search", "get_related", "find_similar"] {
+        let mut arguments = match tool {
+            "semantic_search" => json!({"query": "cart"}),
+            "get_related" => json!({"chunk_id": session().chunk_ids[0]}),
+            _ => json!({"path": "src/cart.rs", "line": 1}),
+        };
+        arguments["paths"] = json!(globs);
+        let Value::Object(arguments) = arguments else {
+            unreachable!()
+        };
+        let result = call(tool, arguments);
+        assert_eq!(result.is_error, Some(true), "{tool}");
+        let text = text_of(&result);
+        assert!(text.len() < 500, "{tool}: {} bytes: {text}", text.len());
+        for said in [
+            "the path globs together are too large to compile",
+            "1000 globs of 2000000 bytes",
+            &format!(
+                "more than the {} a search compiles",
+                quarry_engine::MAX_PATH_GLOB_BYTES
+            ),
+            "the longest is \"src/0000a*a*a*",
+            "…\" (2000 bytes)",
+        ] {
+            assert!(text.contains(said), "{tool}: {said}: {text}");
+        }
+    }
 }

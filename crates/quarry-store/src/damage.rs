@@ -10,12 +10,19 @@
 //! - **The vector index and the saved rows** ([`Check::Full`]): whichever searches use, its
 //!   metadata, sizes and checksums, as loading it would find them.
 //! - **The database** ([`Check::Full`]): a header that is not redb's, a length that is not a
-//!   whole number of its pages, every file and chunk record readable, and the tables agreeing
-//!   (as many chunks as the files list, every chunk embedded or pending). redb checksums its
-//!   pages but verifies them only in a full integrity check that reads and rewrites the file
-//!   (writers only), so bytes overwritten where no check reads (the vectors, a record's
-//!   bytes that still decode, free pages) are not found here; a truncated file fails to open
-//!   at all. [`Store::check_pages`] runs that integrity check (`quarry status --deep`).
+//!   whole number of its pages, every table a search or an index run opens opened (its
+//!   length and its first and last entries read: a descent from its root to each end; the
+//!   small ones, and those a search or an index run reads whole, read whole: the metadata,
+//!   the file records, the drift records, the per-file data, the vectors and the text
+//!   waiting for theirs), every chunk record readable, and the tables agreeing (as many
+//!   chunks as the files list, every chunk embedded or pending); and, where no writer is at
+//!   work, its record of its free pages (redb's allocator state, which a reader beside a
+//!   writer never loads, and every index run's open does: damage there fails every search
+//!   that indexes first). redb checksums its pages but verifies them only in a full
+//!   integrity check that reads and rewrites the file (writers only), so bytes overwritten
+//!   where no check reads (inside a vector, a record's bytes that still decode, free pages,
+//!   redb's other records of its own) are not found here; a truncated file fails to open at
+//!   all. [`Store::check_pages`] runs that integrity check (`quarry status --deep`).
 
 use std::fmt;
 use std::fs;
@@ -28,9 +35,12 @@ use crate::StoreError;
 use crate::ann::AnnIndex;
 use crate::lexical::{Depth, inspect};
 use crate::panics::{catch_quietly, panic_message};
-use crate::records::{FILES, FileState, PENDING};
+use crate::records::{
+    CHUNKS, DRIFT, DRIFT_BASE, Drift, FILE_DATA, FILES, FileState, META, PENDING, VECTORS,
+};
 use crate::store::{
-    Counts, Snapshot, Store, decode, lock_for_writing, open_database, within_lock_grace,
+    Counts, READER_CACHE_BYTES, Snapshot, Store, decode, lock_for_writing, open_database,
+    within_lock_grace,
 };
 
 /// Which part of an index a [`Damage`] is in.
@@ -103,8 +113,9 @@ pub enum Check {
     /// metadata, so that it can run before every search.
     Quick,
     /// Also every file's checksum (the lexical index's segments, the saved vector index or
-    /// rows) and the database's header, length and file records: reads the derived indexes
-    /// whole, as a first search would (about 10 ms per 10 MB).
+    /// rows), and the database's header, length, tables and records, and its record of free
+    /// pages (see the module's list): reads the derived indexes whole, as a first search
+    /// would (about 10 ms per 10 MB), and the database's tables as far as a search reads them.
     Full,
 }
 
@@ -176,6 +187,11 @@ impl Store {
         let mut found = Vec::new();
         if depth == Check::Full {
             found.extend(self.check_database(&snapshot, counts)?);
+            if found.is_empty()
+                && let Some(problem) = self.free_pages_problem()
+            {
+                found.push(self.database_damage(problem));
+            }
         }
 
         let dir = self.lexical_dir();
@@ -248,6 +264,32 @@ impl Store {
         Ok(found)
     }
 
+    /// What a writer's open would find wrong with the database's record of its free pages
+    /// (redb's allocator state), which a reader beside a writer never loads, and every index
+    /// run (so every search that indexes first) does: the database is opened once more, as
+    /// a writer alone would open it but read-only, under the writer's lock taken for that
+    /// moment (a writer opening meanwhile retries within its grace). Nothing is said where a
+    /// writer works or holds the file (it loaded the record when it opened), nor where the
+    /// last writer was killed (the next one rebuilds the record: no damage).
+    fn free_pages_problem(&self) -> Option<String> {
+        if self.is_writer() {
+            return None;
+        }
+        let lock = fs::File::open(&self.lock_path).ok()?;
+        lock.try_lock().ok()?;
+        let opened = open_database(self.path(), None, |_| {
+            let mut builder = redb::Builder::new();
+            builder.set_cache_size(READER_CACHE_BYTES);
+            builder.open_read_only(self.path())
+        });
+        match opened {
+            Err(StoreError::Corrupt { message, .. }) => Some(format!(
+                "its record of free pages is unreadable ({message})"
+            )),
+            _ => None,
+        }
+    }
+
     /// The database's header and length, and whether its file records agree with its
     /// chunks.
     fn check_database(
@@ -263,6 +305,12 @@ impl Store {
         };
         if let Some(problem) = database_file_problem(path) {
             return Ok(vec![damage(problem)]);
+        }
+        // A table that fails here would fail every search (or index run) that opens it; the
+        // records below would fail the same way, so what is found here is said alone.
+        let tables = check_tables(snapshot);
+        if !tables.is_empty() {
+            return Ok(tables.into_iter().map(damage).collect());
         }
         let (listed, pending) = snapshot.read(|txn| {
             let mut listed = Ok(0u64);
@@ -306,6 +354,102 @@ impl Store {
         }
         Ok(found)
     }
+}
+
+/// How much of a table [`check_tables`] reads.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Reach {
+    /// Its length and its first and last entries: every level of its tree, at both ends.
+    Ends,
+    /// Every entry, key and value.
+    Whole,
+}
+
+/// What is wrong with each table of the index, as a search or an index run would find it on
+/// opening it: each opened, and read as far as [`Reach`] says (the file and chunk records
+/// are read whole, and decoded, after this). A table that a read-only handle of an older
+/// index lacks is none of this check's business.
+fn check_tables(snapshot: &Snapshot<'_>) -> Vec<String> {
+    [
+        touch(snapshot, "meta", META, Reach::Whole, nothing),
+        touch(snapshot, "files", FILES, Reach::Ends, nothing),
+        touch(snapshot, "chunks", CHUNKS, Reach::Ends, nothing),
+        // Read whole by every index run's checkpoint that brings the saved vector index or
+        // rows up to date (their ids), so by every search that indexes first.
+        touch(snapshot, "vectors", VECTORS, Reach::Whole, nothing),
+        touch(snapshot, "pending", PENDING, Reach::Whole, nothing),
+        // Decoded: read by `status` itself, and by every index run that re-indexes a file.
+        touch(snapshot, "drift", DRIFT, Reach::Whole, |path, drift| {
+            decode::<Drift>(drift.value())
+                .map(drop)
+                .map_err(|message| format!("unreadable drift record {}: {message}", path.value()))
+        }),
+        touch(snapshot, "drift_base", DRIFT_BASE, Reach::Ends, nothing),
+        touch(snapshot, "file_data", FILE_DATA, Reach::Whole, nothing),
+    ]
+    .into_iter()
+    .flatten()
+    .collect()
+}
+
+/// One entry of a table, as [`touch`] reads it.
+type Entry<'a, K, V> = (redb::AccessGuard<'a, K>, redb::AccessGuard<'a, V>);
+
+/// What is wrong with `table` (called `name`) in `snapshot`, if anything: it is opened and
+/// read as far as `reach` says, every key and value taken as its type (a `&str` that is not
+/// UTF-8 fails here as it would in a search), and `each` checks every entry read.
+fn touch<K: redb::Key + 'static, V: redb::Value + 'static>(
+    snapshot: &Snapshot<'_>,
+    name: &str,
+    table: redb::TableDefinition<K, V>,
+    reach: Reach,
+    each: impl Fn(&redb::AccessGuard<'_, K>, &redb::AccessGuard<'_, V>) -> Result<(), String>,
+) -> Option<String> {
+    let read = snapshot.read(|txn| {
+        let table = match txn.open_table(table) {
+            Ok(table) => table,
+            Err(redb::TableError::TableDoesNotExist(_)) => return Ok(Ok(())),
+            Err(error) => return Err(error.into()),
+        };
+        table.len()?;
+        let check = |(key, value): Entry<'_, K, V>| {
+            let _ = (key.value(), value.value());
+            each(&key, &value)
+        };
+        match reach {
+            Reach::Ends => {
+                for entry in [table.first()?, table.last()?].into_iter().flatten() {
+                    if let Err(problem) = check(entry) {
+                        return Ok(Err(problem));
+                    }
+                }
+            }
+            Reach::Whole => {
+                for entry in table.iter()? {
+                    if let Err(problem) = check(entry?) {
+                        return Ok(Err(problem));
+                    }
+                }
+            }
+        }
+        Ok(Ok(()))
+    });
+    match read {
+        Ok(Ok(())) => None,
+        Ok(Err(problem)) => Some(problem),
+        Err(StoreError::Corrupt { message, .. }) => {
+            Some(format!("its table `{name}` is unreadable ({message})"))
+        }
+        Err(other) => Some(format!("its table `{name}` is unreadable ({other})")),
+    }
+}
+
+/// No check of an entry but that it reads, for [`touch`].
+fn nothing<K: redb::Key, V: redb::Value>(
+    _: &redb::AccessGuard<'_, K>,
+    _: &redb::AccessGuard<'_, V>,
+) -> Result<(), String> {
+    Ok(())
 }
 
 /// What is wrong with the database file's header or length, if anything: redb's file

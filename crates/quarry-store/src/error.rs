@@ -124,6 +124,21 @@ pub enum StoreError {
         /// Why it is invalid.
         message: String,
     },
+    /// Path globs too large to compile together: each may be valid, and the set too big.
+    #[error(
+        "the path globs together are too large to compile: {globs} globs of {bytes} bytes, \
+         {limit}; the longest is {longest}: name directories (`src/**`) rather than files"
+    )]
+    GlobsTooLarge {
+        /// How many globs.
+        globs: usize,
+        /// Their bytes together.
+        bytes: usize,
+        /// The limit they passed: quarry's ([`crate::MAX_PATH_GLOB_BYTES`]) or globset's.
+        limit: String,
+        /// The longest glob, quoted (and shortened: see [`quarry_text::quoted`]).
+        longest: String,
+    },
     /// A file could not be read or written.
     #[error("{path}: {source}")]
     Io {

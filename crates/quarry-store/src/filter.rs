@@ -10,7 +10,8 @@ use crate::records::StoredChunk;
 /// Restricts a search to some chunks; the default admits every chunk.
 #[derive(Debug, Clone, Default)]
 pub struct Filter {
-    globs: Vec<Glob>,
+    /// Each path glob as given, and as compiled.
+    globs: Vec<(String, Glob)>,
     paths: Option<GlobSet>,
     languages: Vec<Language>,
     scopes: Vec<String>,
@@ -19,6 +20,12 @@ pub struct Filter {
 
 /// The scope of the project's own files.
 pub const PROJECT_SCOPE: &str = "project";
+
+/// The most bytes a filter's path globs may hold together: they compile into one automaton
+/// per search, whose size (and time to build) grows with them. Globs of this size build in
+/// a fraction of a second whatever their shape (all wildcards, classes, alternatives), where
+/// globset's own limit (an automaton of 10 MiB) is reached from about 90,000 bytes of `*`.
+pub const MAX_PATH_GLOB_BYTES: usize = 64 << 10;
 
 /// The scope a path belongs to: a library's files are stored under `lib:<name>/`, every
 /// other path is the project's.
@@ -37,29 +44,69 @@ impl Filter {
     }
 
     /// As [`Filter::path_glob`] for many globs at once: the set is compiled once, so the cost
-    /// is linear in the globs given (adding them one at a time compiles it each time).
+    /// is linear in the globs given (adding them one at a time compiles it each time). Globs
+    /// of more than [`MAX_PATH_GLOB_BYTES`] together (those of the filter so far counted)
+    /// are refused once each is parsed, before the set is compiled.
     pub fn path_globs<'a>(
         mut self,
         globs: impl IntoIterator<Item = &'a str>,
     ) -> Result<Self, StoreError> {
-        for glob in globs {
+        let globs: Vec<&str> = globs.into_iter().collect();
+        let mut parsed = Vec::with_capacity(globs.len());
+        for glob in globs.iter().copied() {
             let pattern = if glob.contains('/') {
                 glob.to_owned()
             } else {
                 format!("**/{glob}")
             };
-            self.globs
-                .push(Glob::new(&pattern).map_err(|e| invalid_glob(glob, e))?);
+            let compiled = Glob::new(&pattern).map_err(|e| invalid_glob(glob, e))?;
+            parsed.push((glob.to_owned(), compiled));
         }
+        let bytes = self.globs.iter().map(|(g, _)| g.len()).sum::<usize>()
+            + globs.iter().map(|g| g.len()).sum::<usize>();
+        if bytes > MAX_PATH_GLOB_BYTES {
+            return Err(self.too_large(
+                &globs,
+                format!("more than the {MAX_PATH_GLOB_BYTES} a search compiles"),
+            ));
+        }
+        self.globs.extend(parsed);
         if self.globs.is_empty() {
             return Ok(self);
         }
         let mut builder = GlobSetBuilder::new();
-        for glob in &self.globs {
+        for (_, glob) in &self.globs {
             builder.add(glob.clone());
         }
-        self.paths = Some(builder.build().map_err(|e| invalid_glob("", e))?);
+        // Each glob was parsed above: what fails here is the set's automaton, of them all
+        // (globset's error names no glob).
+        let built = builder.build().map_err(|error| {
+            self.too_large(
+                &[],
+                format!("past globset's limit on their automaton, 10 MiB ({error})"),
+            )
+        });
+        self.paths = Some(built?);
         Ok(self)
+    }
+
+    /// The error for the filter's path globs and `new` (not yet among them) that are too
+    /// large to compile together, as `limit` says, naming the longest of them.
+    fn too_large(&self, new: &[&str], limit: String) -> StoreError {
+        let all = || {
+            self.globs
+                .iter()
+                .map(|(g, _)| g.as_str())
+                .chain(new.iter().copied())
+        };
+        // The first of the longest.
+        let longest = all().rev().max_by_key(|g| g.len()).unwrap_or_default();
+        StoreError::GlobsTooLarge {
+            globs: all().count(),
+            bytes: all().map(str::len).sum(),
+            limit,
+            longest: quarry_text::quoted(longest),
+        }
     }
 
     /// Only chunks in one of the languages given.
@@ -158,6 +205,57 @@ mod tests {
             );
         }
         assert!(at_once.admits_path("tools/x.py") && !at_once.admits_path("docs/a.md"));
+    }
+
+    #[test]
+    fn globs_too_large_together_are_refused_naming_the_longest_and_the_limit() {
+        let globs: Vec<String> = (0..1000)
+            .map(|i| format!("{i:04}{}", "a".repeat(1996)))
+            .collect();
+        let error = Filter::default()
+            .path_globs(globs.iter().map(String::as_str))
+            .unwrap_err()
+            .to_string();
+        assert!(error.len() < 400, "{error}");
+        for said in [
+            "too large to compile",
+            "1000 globs",
+            &format!("more than the {MAX_PATH_GLOB_BYTES}"),
+            &format!("the longest is \"0000{}…\" (2000 bytes)", "a".repeat(36)),
+        ] {
+            assert!(error.contains(said), "{said}: {error}");
+        }
+        // Those of the filter so far count, and the bound's worth compiles.
+        let half = "*".repeat(MAX_PATH_GLOB_BYTES / 2);
+        let filter = Filter::default().path_glob(&half).unwrap();
+        assert!(filter.clone().path_glob(&half).is_ok());
+        let error = filter
+            .path_globs([half.as_str(), "x"])
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains("3 globs"), "{error}");
+    }
+
+    #[test]
+    fn a_set_globset_cannot_compile_is_said_so_naming_the_longest() {
+        // Past globset's limit, which the bound above keeps searches from reaching.
+        let stars = "*".repeat(60_000);
+        let filter = Filter::default().path_glob(&stars).unwrap();
+        let mut builder = GlobSetBuilder::new();
+        for (_, glob) in &filter.globs {
+            builder.add(glob.clone());
+        }
+        builder.add(Glob::new(&stars).unwrap());
+        let error = builder.build().unwrap_err();
+        let error = filter
+            .too_large(&[&stars], format!("past globset's limit ({error})"))
+            .to_string();
+        assert!(error.len() < 400, "{error}");
+        assert!(
+            error.contains("2 globs of 120000 bytes, past globset's limit (error building NFA)"),
+            "{error}"
+        );
+        assert!(error.contains("(60000 bytes)"), "{error}");
     }
 
     #[test]

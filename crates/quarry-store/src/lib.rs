@@ -81,7 +81,7 @@ pub use ann::{
 };
 pub use damage::{Check, Damage, IndexPart};
 pub use error::StoreError;
-pub use filter::{Filter, PROJECT_SCOPE, scope_of};
+pub use filter::{Filter, MAX_PATH_GLOB_BYTES, PROJECT_SCOPE, scope_of};
 pub use index_dir::{INDEX_DIR, index_dir};
 pub use lexical::{CodeTokenizer, LexicalWeights};
 pub use records::{Drift, FileState, IndexSettings, SCHEMA_VERSION, StoredChunk};

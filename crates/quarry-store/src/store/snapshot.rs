@@ -127,6 +127,25 @@ impl Snapshot<'_> {
         })
     }
 
+    /// Every file's data ([`Batch::set_file_data`]) as its path, its name and its bytes, in
+    /// key order, given to `each` until it fails: one pass over the table, nothing copied.
+    pub fn for_each_file_data<E>(
+        &self,
+        mut each: impl FnMut(&str, &str, &[u8]) -> Result<(), E>,
+    ) -> Result<Result<(), E>, StoreError> {
+        self.read(|txn| {
+            let data = txn.open_table(FILE_DATA)?;
+            for entry in data.iter()? {
+                let (key, value) = entry?;
+                let (path, name) = key.value();
+                if let Err(error) = each(path, name, value.value()) {
+                    return Ok(Err(error));
+                }
+            }
+            Ok(Ok(()))
+        })
+    }
+
     /// The git commit the project was last indexed at ([`Batch::set_indexed_commit`]).
     pub fn indexed_commit(&self) -> Result<Option<String>, StoreError> {
         self.read(|txn| {
