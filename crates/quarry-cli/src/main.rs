@@ -108,10 +108,14 @@ fn run_index(args: IndexArgs) -> Result<()> {
         let model = embedding_model()?;
         // Built beside the live index, which searches read until it is swapped in.
         let rebuild = waiting_for_writer(|| Ok(Engine::rebuild(&root, &model, options)?))?;
+        let rebuild = match config.index.vector_cache() {
+            Some(cache) => rebuild.with_vector_cache(cache),
+            None => rebuild,
+        };
         let report = index(rebuild.engine())?;
         (rebuild.finish()?, report)
     } else {
-        let engine = Engine::open(&root, &embedding_model()?, options)?;
+        let engine = open_engine(&root, &config)?;
         let report = waiting_for_writer(|| index(&engine))?;
         (engine, report)
     };
@@ -363,7 +367,7 @@ fn run_mcp(args: McpArgs) -> Result<()> {
         vector_saves: VectorSaves::AfterChanges(quarry_mcp::UNSAVED_VECTORS),
         ..engine_options(&config)?
     };
-    let engine = Engine::open(&root, &model, engine_options)?;
+    let engine = with_vector_cache(Engine::open(&root, &model, engine_options)?, &config);
     let options = ServerOptions {
         max_tokens: args.max_tokens,
         index_on_start: !args.no_index,
@@ -452,10 +456,22 @@ fn engine_options(config: &Config) -> Result<EngineOptions> {
     })
 }
 
-/// The engine for `root` with the default model.
+/// The engine for `root` with the default model, and the machine's vector cache unless
+/// the configuration turns it off.
 fn open_engine(root: &Path, config: &Config) -> Result<Engine> {
     let model = embedding_model()?;
-    Ok(Engine::open(root, &model, engine_options(config)?)?)
+    Ok(with_vector_cache(
+        Engine::open(root, &model, engine_options(config)?)?,
+        config,
+    ))
+}
+
+/// `engine` with the machine's vector cache, unless the configuration turns it off.
+fn with_vector_cache(engine: Engine, config: &Config) -> Engine {
+    match config.index.vector_cache() {
+        Some(cache) => engine.with_vector_cache(cache),
+        None => engine,
+    }
 }
 
 /// As [`open_engine`], for a command that only reads: no index is an error, and nothing is

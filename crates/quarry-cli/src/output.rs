@@ -14,9 +14,13 @@ pub fn report_summary(report: &IndexReport) -> String {
         0 => String::new(),
         n => format!(", {n} waiting for vectors"),
     };
+    let cached = match report.chunks_from_cache {
+        0 => String::new(),
+        n => format!(" ({n} from the machine's vector cache)"),
+    };
     format!(
         "indexed in {:.1} s (searchable after {:.1} s): {} files read, {} removed, {} \
-         unchanged; {} chunks embedded, {} kept{pending}; {} skipped{}",
+         unchanged; {} chunks embedded{cached}, {} kept{pending}; {} skipped{}",
         report.elapsed.as_secs_f64(),
         report.searchable_after.as_secs_f64(),
         report.files_read,

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use anyhow::Result;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
-use quarry_engine::{Engine, EngineError, IndexEvent, IndexReport};
+use quarry_engine::{Embedded, Engine, EngineError, IndexEvent, IndexReport};
 
 use crate::output;
 
@@ -34,7 +34,7 @@ pub fn catch_up(engine: &Engine, wait: bool, dense: bool) -> Result<(), EngineEr
     let mut report = index_files(engine)?;
     let pending = report.chunks_pending;
     if pending > 0 && (wait || (dense && pending <= EMBED_BEFORE_SEARCH)) {
-        report.chunks_embedded = embed_pending(engine)?;
+        report.add_embedded(embed_pending(engine)?);
         report.chunks_pending = 0;
     }
     if report.files_read + report.files_removed > 0 {
@@ -60,7 +60,7 @@ pub fn index_files(engine: &Engine) -> Result<IndexReport, EngineError> {
 }
 
 /// The second phase of an index run (vectors), with a progress bar.
-fn embed_pending(engine: &Engine) -> Result<usize, EngineError> {
+fn embed_pending(engine: &Engine) -> Result<Embedded, EngineError> {
     let bar = progress_bar();
     let embedded = engine.embed_pending(&mut |event| show(&bar, event))?;
     bar.finish_and_clear();

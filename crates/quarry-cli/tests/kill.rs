@@ -12,7 +12,7 @@ use serde_json::Value;
 
 mod support;
 
-use support::{quarry, quarry_command, quarry_ok, text};
+use support::{quarry, quarry_command, quarry_ok, text, without_vector_cache};
 
 /// Kills per run of the test: half while files are read, half while chunks are embedded.
 const KILLS: usize = 20;
@@ -23,6 +23,9 @@ fn repository() -> tempfile::TempDir {
     let repo = tempfile::tempdir().unwrap();
     let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/chunk");
     copy_dir(&fixtures, repo.path());
+    // Every run embeds: with the machine's cache, the clean build would leave nothing for
+    // the model to do after a kill.
+    without_vector_cache(repo.path());
     repo
 }
 

@@ -180,5 +180,6 @@ pub use loading::ModelFingerprint;
 pub use precision::{Precision, PrecisionChoice};
 pub use provision::{
     DEFAULT_MODEL, KnownModel, MS_MARCO_MINILM_L6, ModelDir, ModelRole, ModelSource, Provisioner,
+    user_cache_dir,
 };
 pub use quarry_kernels::{HostSimd, Level};

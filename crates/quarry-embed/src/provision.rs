@@ -229,6 +229,16 @@ impl std::fmt::Debug for Provisioner {
     }
 }
 
+/// quarry's user cache directory: `QUARRY_CACHE_DIR`, else the platform's
+/// (`~/.cache/quarry` on Linux); `None` where there is neither (no home directory). Models
+/// and the machine's vector cache live there.
+pub fn user_cache_dir() -> Option<PathBuf> {
+    std::env::var_os("QUARRY_CACHE_DIR")
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| directories::ProjectDirs::from("", "", "quarry").map(|d| d.cache_dir().into()))
+}
+
 impl Provisioner {
     /// A provisioner configured from the environment: `QUARRY_MODEL_DIR`,
     /// `QUARRY_RERANK_MODEL_DIR`, `QUARRY_CACHE_DIR` (instead of the user cache directory),
@@ -241,9 +251,7 @@ impl Provisioner {
         Self {
             model_dir: var("QUARRY_MODEL_DIR").map(PathBuf::from),
             rerank_model_dir: var("QUARRY_RERANK_MODEL_DIR").map(PathBuf::from),
-            cache_dir: var("QUARRY_CACHE_DIR").map(PathBuf::from).or_else(|| {
-                directories::ProjectDirs::from("", "", "quarry").map(|d| d.cache_dir().into())
-            }),
+            cache_dir: user_cache_dir(),
             offline: flag("QUARRY_OFFLINE") || flag("HF_HUB_OFFLINE"),
             pypi_url: var("QUARRY_PYPI_URL").unwrap_or_else(|| "https://pypi.org".into()),
             hub_url: var("HF_ENDPOINT").unwrap_or_else(|| "https://huggingface.co".into()),

@@ -26,6 +26,7 @@ pub const CONFIG_FILE: &str = "config.toml";
 /// [index]
 /// max_file_bytes = 2097152
 /// precision = "auto"     # auto, f32, bf16 or int8 (QUARRY_PRECISION overrides it)
+/// vector_cache_mb = 1024 # the machine's vector cache, per model; 0 turns it off
 ///
 /// [ranking]              # quarry_rank::RankingConfig
 /// limit = 10
@@ -52,6 +53,9 @@ pub struct IndexDefaults {
     /// The precision the embedding model computes in; part of the index's identity, so a
     /// change asks for `quarry index --force`. `QUARRY_PRECISION` overrides it.
     pub precision: PrecisionChoice,
+    /// MiB each model's file of the machine's vector cache may hold
+    /// ([`crate::VectorCacheOptions`]); 0 turns the cache off.
+    pub vector_cache_mb: u64,
 }
 
 impl Default for IndexDefaults {
@@ -59,7 +63,18 @@ impl Default for IndexDefaults {
         Self {
             max_file_bytes: crate::MAX_FILE_BYTES,
             precision: PrecisionChoice::Auto,
+            vector_cache_mb: quarry_store::DEFAULT_VECTOR_CACHE_BYTES >> 20,
         }
+    }
+}
+
+impl IndexDefaults {
+    /// The user's vector cache as this configuration bounds it; `None` when it is off or
+    /// there is no cache directory.
+    pub fn vector_cache(&self) -> Option<crate::VectorCacheOptions> {
+        (self.vector_cache_mb > 0)
+            .then(|| crate::VectorCacheOptions::for_user(self.vector_cache_mb << 20))
+            .flatten()
     }
 }
 

@@ -16,9 +16,12 @@ use crate::file_data::{
 };
 use crate::symbols::FileDefinitions;
 use crate::{Engine, EngineError};
+use cached::Vectors;
 
+mod cached;
 mod plan;
 
+pub use cached::VectorCacheOptions;
 pub(crate) use plan::Plan;
 
 /// What an indexing run is doing, for progress bars.
@@ -70,8 +73,11 @@ pub struct IndexReport {
     pub files_unchanged: usize,
     /// Files not chunked, with why (binary, generated, ...).
     pub skipped: Vec<(String, String)>,
-    /// Chunks embedded in this run.
+    /// Chunks given their vectors in this run.
     pub chunks_embedded: usize,
+    /// Of those, the chunks whose vectors came from the machine's vector cache (embedded
+    /// before, by any index on this machine, for the same model and precision).
+    pub chunks_from_cache: usize,
     /// Chunks of changed files the index already held (with their vector, or waiting for it).
     pub chunks_reused: usize,
     /// Chunks still without their vector after the run (only after [`Engine::index_files`]).
@@ -91,13 +97,26 @@ pub struct IndexReport {
 }
 
 /// What [`Engine::embed_pending_while`] did.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Embedded {
-    /// Chunks embedded and committed.
+    /// Chunks given their vectors and committed.
     pub embedded: usize,
+    /// Of those, the chunks whose vectors came from the machine's vector cache.
+    pub from_cache: usize,
     /// Whether every chunk has its vector and the vector index is saved (else it stopped
     /// when asked to).
     pub finished: bool,
+    /// What went wrong with the vector cache, one line each (the run went on without it).
+    pub warnings: Vec<String>,
+}
+
+impl IndexReport {
+    /// Adds what a second phase did.
+    pub fn add_embedded(&mut self, embedded: Embedded) {
+        self.chunks_embedded += embedded.embedded;
+        self.chunks_from_cache += embedded.from_cache;
+        self.warnings.extend(embedded.warnings);
+    }
 }
 
 /// What the first phase of an index run has to do, planned against one handle.
@@ -154,9 +173,7 @@ impl Engine {
         self.writing(|writer| {
             let phase = self.first_phase(writer, None)?;
             let mut report = self.index_files_in(writer, phase, started, progress)?;
-            report.chunks_embedded = self
-                .embed_pending_in(writer, progress, &mut || true)?
-                .embedded;
+            report.add_embedded(self.embed_pending_in(writer, progress, &mut || true)?);
             report.chunks_pending = 0;
             report.elapsed = started.elapsed();
             Ok(report)
@@ -320,7 +337,8 @@ impl Engine {
 
     /// The second phase of [`Engine::index`]: embeds the chunks stored without vectors,
     /// shortest first in batches of [`crate::EngineOptions::chunks_per_commit`], committing
-    /// each batch, then saves the vector index. Returns how many it embedded.
+    /// each batch, then saves the vector index. A chunk text the machine's vector cache
+    /// holds ([`Engine::with_vector_cache`]) takes its vector from there.
     ///
     /// A killed run loses at most the batch in flight; the next run embeds what is left. It
     /// holds the writer lock, and fails with [`quarry_store::StoreError::Locked`] while
@@ -328,8 +346,8 @@ impl Engine {
     pub fn embed_pending(
         &self,
         progress: &mut dyn FnMut(IndexEvent),
-    ) -> Result<usize, EngineError> {
-        Ok(self.embed_pending_while(progress, &mut || true)?.embedded)
+    ) -> Result<Embedded, EngineError> {
+        self.embed_pending_while(progress, &mut || true)
     }
 
     /// [`Engine::embed_pending`] that asks `go_on` before each batch and stops, with what
@@ -357,19 +375,23 @@ impl Engine {
         pending.sort_by_key(|(id, text)| (text.len(), *id));
         let total = pending.len();
         let mut done = 0;
+        let mut vectors = Vectors::new(self.embedder()?, self.vector_cache.as_ref());
+        let stopped = |done, vectors: Vectors| Embedded {
+            embedded: done,
+            from_cache: vectors.from_cache,
+            finished: false,
+            warnings: vectors.warnings,
+        };
         for group in pending.chunks(self.options.chunks_per_commit.max(1)) {
             if !go_on() {
-                return Ok(Embedded {
-                    embedded: done,
-                    finished: false,
-                });
+                return Ok(stopped(done, vectors));
             }
             let texts: Vec<&str> = group.iter().map(|(_, text)| text.as_str()).collect();
-            let vectors = self.embedder()?.get()?.embed(&texts)?;
+            let embedded = vectors.embed(&texts)?;
             let new: Vec<(ChunkId, &[f32])> = group
                 .iter()
-                .zip(&vectors)
-                .map(|((id, _), embedding)| (*id, embedding.vector.as_slice()))
+                .zip(&embedded)
+                .map(|((id, _), vector)| (*id, vector.as_slice()))
                 .collect();
             let mut batch = store.write()?;
             batch.put_vectors(&new)?;
@@ -383,8 +405,8 @@ impl Engine {
         progress(IndexEvent::Checkpoint);
         store.checkpoint()?;
         Ok(Embedded {
-            embedded: total,
             finished: true,
+            ..stopped(total, vectors)
         })
     }
 

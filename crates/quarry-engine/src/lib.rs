@@ -64,7 +64,7 @@ use quarry_store::{IndexSettings, Store, StoreError};
 pub use config::{CONFIG_FILE, Config, Detail, IndexDefaults, SearchDefaults};
 pub use error::EngineError;
 pub use file_data::{DEFINITIONS_DATA, IMPORTS_DATA, LINKS_DATA, PAGERANK_DATA};
-pub use index::{Embedded, IndexEvent, IndexReport};
+pub use index::{Embedded, IndexEvent, IndexReport, VectorCacheOptions};
 pub use libraries::{
     ALL_SCOPES, LIBRARIES_FILE, Libraries, MAX_LIBRARY_BYTES, MAX_LIBRARY_FILES, MAX_LIBRARY_NAME,
     library_scope,
@@ -200,6 +200,8 @@ pub struct Engine {
     reranker: Option<Arc<CrossEncoder>>,
     /// A [`Rebuild`]'s writer of the index it builds beside the live one.
     staged: Option<Store>,
+    /// The machine's vector cache the second phase reads and fills, where one is used.
+    vector_cache: Option<VectorCacheOptions>,
     /// The definitions table as the last search read it.
     symbols: symbols::SymbolCache,
 }
@@ -258,6 +260,13 @@ pub struct Rebuild {
 }
 
 impl Rebuild {
+    /// [`Engine::with_vector_cache`] for the new index.
+    pub fn with_vector_cache(self, options: VectorCacheOptions) -> Self {
+        Self {
+            engine: self.engine.with_vector_cache(options),
+        }
+    }
+
     /// The engine to index into: it reads and writes the new index alone.
     pub fn engine(&self) -> &Engine {
         &self.engine
@@ -276,6 +285,7 @@ impl Rebuild {
             reranker,
             staged,
             symbols: _,
+            vector_cache,
         } = self.engine;
         let settings = store
             .into_inner()
@@ -295,6 +305,7 @@ impl Rebuild {
             reranker,
             staged: None,
             symbols: Default::default(),
+            vector_cache,
         })
     }
 }
@@ -381,6 +392,7 @@ impl Engine {
             reranker: None,
             staged: None,
             symbols: Default::default(),
+            vector_cache: None,
         })
     }
 
@@ -456,6 +468,7 @@ impl Engine {
             reranker: None,
             staged: None,
             symbols: Default::default(),
+            vector_cache: None,
         })
     }
 
@@ -488,6 +501,21 @@ impl Engine {
     pub fn with_reranker(mut self, model: &ModelDir) -> Result<Self, EngineError> {
         self.reranker = Some(Arc::new(CrossEncoder::load(model, self.options.embedder)?));
         Ok(self)
+    }
+
+    /// Takes vectors from the machine's vector cache in `options`, and keeps those the
+    /// model makes there, so that no chunk text is embedded twice on the machine for this
+    /// model and precision: a second worktree or clone of an indexed repository is embedded
+    /// in about its first phase's time. Off unless asked for (the command line and the MCP
+    /// server ask, with the user's cache directory).
+    pub fn with_vector_cache(mut self, options: VectorCacheOptions) -> Self {
+        self.vector_cache = Some(options);
+        self
+    }
+
+    /// The machine's vector cache this engine uses, if any.
+    pub fn vector_cache(&self) -> Option<&VectorCacheOptions> {
+        self.vector_cache.as_ref()
     }
 
     /// The repository root.

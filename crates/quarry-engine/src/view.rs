@@ -48,8 +48,11 @@ pub struct IndexReportView {
     pub files_touched: usize,
     /// Files left as they were.
     pub files_unchanged: usize,
-    /// Chunks embedded.
+    /// Chunks given their vectors.
     pub chunks_embedded: usize,
+    /// Of those, the chunks whose vectors came from the machine's vector cache (the model
+    /// made them before, for any index on this machine).
+    pub chunks_from_cache: usize,
     /// Chunks whose vector was kept from before.
     pub chunks_reused: usize,
     /// Chunks still waiting for their vector.
@@ -95,6 +98,7 @@ impl IndexReportView {
             files_touched: report.files_touched,
             files_unchanged: report.files_unchanged,
             chunks_embedded: report.chunks_embedded,
+            chunks_from_cache: report.chunks_from_cache,
             chunks_reused: report.chunks_reused,
             chunks_pending: report.chunks_pending,
             skipped: report

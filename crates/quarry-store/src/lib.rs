@@ -73,6 +73,7 @@ mod pending;
 mod records;
 mod search;
 mod store;
+mod vector_cache;
 
 pub use ann::{
     BeamTrial, CALIBRATION_QUERIES, Calibration, DenseStrategy, EF_CONSTRUCTION, EF_SEARCH,
@@ -86,3 +87,4 @@ pub use index_dir::{INDEX_DIR, index_dir};
 pub use lexical::{CodeTokenizer, LexicalWeights};
 pub use records::{Drift, FileState, IndexSettings, SCHEMA_VERSION, StoredChunk};
 pub use store::{Batch, Counts, Hit, Snapshot, Store, VectorSaves};
+pub use vector_cache::{DEFAULT_VECTOR_CACHE_BYTES, VectorCache, VectorCacheSize};

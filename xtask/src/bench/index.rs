@@ -186,7 +186,7 @@ fn measure(
         let resolved = precision.resolve(engine_options()?.embedder.backend)?;
         eprintln!("{name}: second phase in {resolved}");
         let started = Instant::now();
-        let embedded = engine.embed_pending(&mut |_| {})?;
+        let embedded = engine.embed_pending(&mut |_| {})?.embedded;
         phase_two.push((resolved, embedded, started.elapsed()));
     }
     Ok(Measured {

@@ -13,6 +13,7 @@ mod support;
 
 mod concurrency;
 mod libraries;
+mod vector_cache;
 
 use support::{
     failure, indexed_shop, json, mcp_client, quarry, quarry_command, quarry_ok, text, write_file,

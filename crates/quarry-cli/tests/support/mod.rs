@@ -46,8 +46,28 @@ pub fn quarry_command(dir: &Path) -> Command {
         root_above.unwrap_or(&scratch).display()
     );
     let mut command = Command::new(env!("CARGO_BIN_EXE_quarry"));
-    command.current_dir(dir).env("NO_COLOR", "1");
     command
+        .current_dir(dir)
+        .env("NO_COLOR", "1")
+        .env("QUARRY_VECTOR_CACHE_DIR", vector_cache_dir());
+    command
+}
+
+/// The machine's vector cache as the tests see it: one per test process, so that a run
+/// never takes vectors a run of another build (or a damaged cache) left in the user's.
+fn vector_cache_dir() -> std::path::PathBuf {
+    std::env::temp_dir().join(format!("quarry-test-vectors-{}", std::process::id()))
+}
+
+/// Turns the machine's vector cache off in the repository at `root` (its configuration
+/// file), for a test whose point is that the model runs.
+pub fn without_vector_cache(root: &Path) {
+    std::fs::create_dir_all(root.join(".quarry")).unwrap();
+    std::fs::write(
+        root.join(".quarry/config.toml"),
+        "[index]\nvector_cache_mb = 0\n",
+    )
+    .unwrap();
 }
 
 /// [`quarry`], failing the test with its standard error unless it succeeds.

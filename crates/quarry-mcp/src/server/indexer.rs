@@ -300,6 +300,13 @@ fn attempt(shared: &Shared, run: Run) -> Attempt {
 /// meanwhile, then swapped in with the engine over it.
 fn rebuild(shared: &Shared) -> Result<IndexReport, EngineError> {
     let rebuild = Engine::rebuild(&shared.root, &shared.model, shared.options.engine)?;
+    let cache = (shared.engine.read().unwrap_or_else(|p| p.into_inner()))
+        .vector_cache()
+        .cloned();
+    let rebuild = match cache {
+        Some(cache) => rebuild.with_vector_cache(cache),
+        None => rebuild,
+    };
     let report = index_following(shared, rebuild.engine(), Run::Tree)?;
     let engine = rebuild.finish()?;
     *shared.engine.write().unwrap_or_else(|p| p.into_inner()) = engine;
@@ -317,8 +324,9 @@ fn index_following(shared: &Shared, engine: &Engine, run: Run) -> Result<IndexRe
     let mut report = apply_changes(shared, engine, run, &mut progress)?;
     loop {
         let embedded = engine.embed_pending_while(&mut progress, &mut || !shared.changes_due())?;
-        report.chunks_embedded += embedded.embedded;
-        if embedded.finished {
+        let finished = embedded.finished;
+        report.add_embedded(embedded);
+        if finished {
             break;
         }
         absorb(
