@@ -1,9 +1,9 @@
 //! Arms: the rankings a run compares, from quarry's own configurations to the controls that
 //! validate the harness, and the settings and ablations that derive one arm from another.
 
-use quarry_engine::{Fusion, LegWeights, SearchMode};
+use quarry_engine::{Fusion, LegWeights, SearchMode, SearchOptions};
 use quarry_rank::{CapDecay, LayerKind, RankingConfig};
-use quarry_store::LexicalWeights;
+use quarry_store::{Filter, LexicalWeights};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -273,6 +273,28 @@ impl Arm {
                 mode: *mode,
                 ranking: RankingConfig::clone(ranking),
                 embed_header: *embed_header,
+                legs: *legs,
+                lexical: *lexical,
+                fusion: *fusion,
+            }),
+            Ranker::Semble | Ranker::Ripgrep | Ranker::Random | Ranker::Oracle => None,
+        }
+    }
+
+    /// The options quarry's search runs with for this arm (`None` for peers and controls).
+    pub fn search_options(&self) -> Option<SearchOptions> {
+        match &self.ranker {
+            Ranker::Engine {
+                mode,
+                ranking,
+                legs,
+                lexical,
+                fusion,
+                ..
+            } => Some(SearchOptions {
+                ranking: RankingConfig::clone(ranking),
+                filter: Filter::default(),
+                mode: *mode,
                 legs: *legs,
                 lexical: *lexical,
                 fusion: *fusion,

@@ -30,6 +30,8 @@
 //!   ripgrep), and the random and oracle controls.
 //! - [`peers`][mod@peers]: running the peers.
 //! - [`run()`]: indexes each corpus once per index variant and scores every arm.
+//! - [`lost`][mod@lost]: where each retrieval leg placed the targets of the cases the first
+//!   arm lost.
 //! - [`report`][mod@report]: summaries, paired bootstrap comparisons, regression checks, markdown and
 //!   JSON.
 //!
@@ -41,6 +43,7 @@ pub mod corpus;
 pub mod docs;
 mod error;
 mod files;
+pub mod lost;
 pub mod metrics;
 pub mod peers;
 pub mod report;

@@ -1,6 +1,8 @@
 //! Reports: summaries per arm, category and corpus; paired comparisons with bootstrap
 //! intervals; regression checks against a baseline; markdown for people, JSON for tools.
 
+mod lost_cases;
+
 use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write;
 use std::path::Path;
@@ -418,6 +420,7 @@ impl Report {
                 md.push_str(&comparison_markdown(comparison));
             }
         }
+        md.push_str(&lost_cases::markdown(run));
         let oracle_misses: Vec<_> = run
             .arms
             .iter()

@@ -6,8 +6,8 @@ use std::time::Instant;
 
 use quarry_chunk::ChunkId;
 use quarry_embed::ModelDir;
-use quarry_engine::{Engine, EngineOptions, RankingConfig, SearchMode, SearchOptions};
-use quarry_store::{Filter, StoredChunk};
+use quarry_engine::{Engine, EngineOptions, SearchMode, SearchOptions};
+use quarry_store::StoredChunk;
 use serde::{Deserialize, Serialize};
 
 use crate::BenchError;
@@ -16,6 +16,7 @@ use crate::cases::{Case, CaseFile, Category, Shape, Split};
 use crate::corpus::Corpus;
 use crate::docs::{self, DocCase};
 use crate::files::{Index, list_files};
+use crate::lost::{self, LostTarget};
 use crate::metrics::{self, DEPTH, Location, Scores};
 use crate::peers::{self, PeerAnswers, SemblePeer};
 use crate::stats::Rng;
@@ -168,6 +169,10 @@ pub struct CaseResult {
     pub scores: Scores,
     /// The top results, `path:start-end`.
     pub top: Vec<String>,
+    /// Where the search's legs placed each relevant target, for a case the run's first arm
+    /// lost ([`crate::lost`]); empty otherwise.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub lost: Vec<LostTarget>,
 }
 
 impl CaseResult {
@@ -396,6 +401,10 @@ pub fn run(
                             list(missing)
                         ));
                     }
+                    let lost = match arm.name == options.arms[0].name {
+                        true => lost::diagnose(&engine, arm, case, &hits, indexed)?,
+                        false => Vec::new(),
+                    };
                     result.latencies_ms.extend(latency);
                     result.cases.push(CaseResult {
                         corpus: corpus.name.clone(),
@@ -409,6 +418,7 @@ pub fn run(
                             .iter()
                             .map(|h| format!("{}:{}-{}", h.path, h.start_line, h.end_line))
                             .collect(),
+                        lost,
                     });
                 }
             }
@@ -521,22 +531,10 @@ fn answer(
 ) -> Result<(Vec<Location>, Option<f64>), BenchError> {
     let (engine, index) = (context.engine, context.index);
     match &arm.ranker {
-        Ranker::Engine {
-            mode,
-            ranking,
-            legs,
-            lexical,
-            fusion,
-            ..
-        } => {
-            let options = SearchOptions {
-                ranking: RankingConfig::clone(ranking),
-                filter: Filter::default(),
-                mode: *mode,
-                legs: *legs,
-                lexical: *lexical,
-                fusion: *fusion,
-            };
+        Ranker::Engine { .. } => {
+            let options = arm
+                .search_options()
+                .expect("quarry's arms search with options");
             let started = Instant::now();
             let response = engine.search(&case.query, &options)?;
             let millis = started.elapsed().as_secs_f64() * 1000.0;

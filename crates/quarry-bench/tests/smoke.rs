@@ -1,18 +1,19 @@
 //! The smoke suite: the benchmark end to end with the real default model on the `shop`
 //! fixture (`bench-suite/cases/shop.yaml`), as CI runs it. The controls must bracket quarry
 //! (random far below, oracle perfect), the doc family must run on an index without the doc
-//! comments, and a report must round-trip and catch a regression.
+//! comments, the cases hybrid lost must say where each retrieval leg placed their targets,
+//! and a report must round-trip and catch a regression.
 
 use std::path::Path;
 
 use quarry_bench::arms::Arm;
-use quarry_bench::cases::{CaseFile, Category, Split};
+use quarry_bench::cases::{Case, CaseFile, Category, Split};
 use quarry_bench::corpus::CorporaFile;
 use quarry_bench::metrics::Scores;
 use quarry_bench::peers::SemblePeer;
 use quarry_bench::report::{Comparison, Report};
-use quarry_bench::{Run, RunOptions};
-use quarry_engine::EngineOptions;
+use quarry_bench::{CaseResult, Run, RunOptions};
+use quarry_engine::{Engine, EngineOptions, Leg, SearchOptions};
 use quarry_testkit::model;
 
 fn mean(run: &Run, arm: &str, category: Option<Category>) -> Scores {
@@ -101,6 +102,73 @@ fn the_smoke_suite_runs_and_its_controls_bracket_quarry() {
     // The per-file cap shows more files than no cap.
     assert!(mean(&run, "diversity-cap=0", None).distinct_files < hybrid.distinct_files);
 
+    // The cases hybrid lost say where each leg placed their targets, as the legs rank them;
+    // no other arm's cases are looked into. A case hybrid cannot win (`load_config`
+    // answered by the deploy script) is run on the same index with one result, so that its
+    // target is missed for sure.
+    assert!(
+        run.arms[1..]
+            .iter()
+            .all(|a| a.cases.iter().all(|c| c.lost.is_empty()))
+    );
+    let perfect = |c: &&CaseResult| c.scores.ndcg10 >= 1.0 - 1e-9;
+    assert!(
+        run.arms[0]
+            .cases
+            .iter()
+            .filter(perfect)
+            .all(|c| c.lost.is_empty())
+    );
+    let unwinnable = CaseFile {
+        corpus: "shop".into(),
+        cases: vec![Case {
+            id: "LOST-01".into(),
+            category: Category::Symbol,
+            query: "load_config".into(),
+            relevant: vec!["scripts/deploy.sh".parse().unwrap()],
+            secondary: Vec::new(),
+            shape: None,
+        }],
+    };
+    let lost_run = quarry_bench::run(
+        &RunOptions {
+            cases: vec![unwinnable],
+            arms: vec![Arm::hybrid().set("limit", "1").unwrap()],
+            doc_cases: 0,
+            semble: None,
+            ..options
+        },
+        &mut |_| {},
+    )
+    .unwrap();
+    let lost = &lost_run.arms[0].cases[0];
+    assert_eq!(lost.lost.len(), 1, "{lost:?}");
+    for case in run.arms[0].cases.iter().chain([lost]) {
+        let variant = match case.category {
+            Category::Doc => "default-no-doc",
+            _ => "default",
+        };
+        agree_with_the_legs(&cache.path().join("work").join(variant).join("shop"), case);
+    }
+    let target = &lost.lost[0];
+    assert_eq!(target.result, None);
+    // Every chunk is a candidate (the dense leg lists them all); the file leg runs for
+    // questions alone.
+    let fused = match target.ranks.fused.unwrap() {
+        1..=10 => "| fused | 1 | 0 | 0 | 0 | 0 |",
+        _ => "| fused | 0 | 1 | 0 | 0 | 0 |",
+    };
+    let lost_markdown = Report::new("lost", lost_run, false).markdown(&[]);
+    for line in [
+        "## Lost cases (hybrid)",
+        "| list | top 10 | 11 to 100 | below 100 | absent | did not run |",
+        fused,
+        "| file | 0 | 0 | 0 | 0 | 1 |",
+        "| shop | LOST-01 | symbol | scripts/deploy.sh | – | ",
+    ] {
+        assert!(lost_markdown.contains(line), "{line}\n{lost_markdown}");
+    }
+
     // The doc family's words were blanked out of the index it ran on.
     let no_doc = cache.path().join("work/default-no-doc/shop");
     let indexed_text = walk(&no_doc);
@@ -132,7 +200,7 @@ fn the_smoke_suite_runs_and_its_controls_bracket_quarry() {
     for (a, b) in loaded.run.arms.iter().zip(&report.run.arms) {
         assert_eq!(a.cases.len(), b.cases.len());
         for (x, y) in a.cases.iter().zip(&b.cases) {
-            assert_eq!((x.key(), &x.top), (y.key(), &y.top));
+            assert_eq!((x.key(), &x.top, &x.lost), (y.key(), &y.top, &y.lost));
             assert!((x.scores.ndcg10 - y.scores.ndcg10).abs() < 1e-12);
         }
     }
@@ -171,6 +239,40 @@ fn the_smoke_suite_runs_and_its_controls_bracket_quarry() {
         Comparison::new(&loaded.run.arms[0], &worse.run.arms[0]).cases,
         15
     );
+}
+
+/// Checks that each lost target of `case` (if any) has the rank the lexical and dense legs
+/// give it when searched alone, as deep as the search fetches, on the index in `work`.
+fn agree_with_the_legs(work: &Path, case: &CaseResult) {
+    if case.lost.is_empty() {
+        return;
+    }
+    let engine = Engine::open(work, model(), EngineOptions::default()).unwrap();
+    let (store, search) = (engine.store(), SearchOptions::default());
+    let depth = search.ranking.fetch_count();
+    let lexical = store
+        .search_lexical_with(&case.query, depth, &search.filter, &search.lexical)
+        .unwrap();
+    let embedder = engine.model().unwrap().get().unwrap();
+    let vector = embedder.embed_query(&case.query).unwrap().vector;
+    let dense = store.search_dense(&vector, depth, &search.filter).unwrap();
+    let snapshot = store.snapshot().unwrap();
+    for target in &case.lost {
+        for (leg, hits) in [(Leg::Lexical, &lexical), (Leg::Dense, &dense)] {
+            let first = (1..).zip(hits).find(|(_, hit)| {
+                let chunk = snapshot.chunk(hit.id).unwrap().unwrap();
+                (target.target).hit_by(&chunk.path, chunk.start_line, chunk.end_line)
+            });
+            let recorded = target.ranks.legs.iter().find(|p| p.leg == leg).unwrap();
+            assert_eq!(
+                (recorded.rank, recorded.hits),
+                (first.map(|(rank, _)| rank), hits.len()),
+                "{}: {} in the {leg} leg",
+                case.id,
+                target.target
+            );
+        }
+    }
 }
 
 /// The text of every file under `dir` but the index.

@@ -73,8 +73,8 @@ pub use related::{RelatedOptions, RelatedResponse};
 pub use request::{MAX_PATH_GLOBS, ResultRequest};
 pub use root::check_root;
 pub use search::{
-    Fusion, Leg, LegPlace, LegShares, LegWeights, MAX_QUERY_BYTES, RRF_K, SearchMode,
-    SearchOptions, SearchResponse, SearchResult,
+    Fusion, Leg, LegPlace, LegRank, LegShares, LegWeights, MAX_QUERY_BYTES, RRF_K, SearchMode,
+    SearchOptions, SearchResponse, SearchResult, TargetRanks,
 };
 pub use status::{Coverage, Stale};
 pub use symbols::{SYMBOL_LEG_DEPTH, SymbolHit, SymbolMatch};

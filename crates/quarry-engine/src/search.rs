@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use quarry_embed::CrossEncoder;
 use quarry_rank::{Explanation, Pipeline, QueryShape, QueryTerms, RankingConfig, Summary};
-use quarry_store::{Filter, Hit, LexicalWeights, Store, StoredChunk};
+use quarry_store::{Filter, Hit, LexicalWeights, Snapshot, Store, StoredChunk};
 use serde::{Deserialize, Serialize};
 
 use crate::file_data::{PAGERANK_DATA, decode_file_data};
@@ -15,7 +15,7 @@ use crate::symbols::SymbolHit;
 use crate::{Coverage, Engine, EngineError};
 use quarry_graph::FileScore;
 
-pub use legs::{Leg, LegPlace};
+pub use legs::{Leg, LegPlace, LegRank, TargetRanks};
 
 /// Reciprocal rank fusion's constant: a hit at rank r scores `weight / (RRF_K + r)`.
 pub const RRF_K: f32 = 60.0;
@@ -212,28 +212,50 @@ impl Engine {
         query: &str,
         options: &SearchOptions,
     ) -> Result<SearchResponse, EngineError> {
-        let query = query.trim();
-        if query.is_empty() {
-            return Err(EngineError::EmptyQuery);
+        let query = checked(query, options)?;
+        let store = self.current_store()?;
+        let coverage = Coverage::of(store.counts()?);
+        let (retrieval, snapshot) = self.retrieve(&store, query, options)?;
+        let fused = retrieval.fuse(options.fusion);
+        let ids: Vec<quarry_chunk::ChunkId> = fused.iter().map(|&(id, _)| id).collect();
+        let chunks = snapshot.chunks(&ids)?;
+        drop(snapshot);
+        let scored: Vec<(StoredChunk, f32)> = chunks
+            .into_iter()
+            .zip(fused)
+            .filter_map(|(chunk, (_, score))| Some((chunk?, score)))
+            // The legs filter inside; the symbol leg's definitions by path alone.
+            .filter(|(chunk, _)| options.filter.admits(chunk))
+            .collect();
+        let (mut results, summary) =
+            self.rank(&store, &retrieval.terms, scored, &options.ranking, true)?;
+        let mut places = LegPlace::of(
+            results.iter().map(|r| r.chunk.chunk_id()),
+            &retrieval.legs(),
+        );
+        for result in &mut results {
+            result.legs = places.remove(&result.chunk.chunk_id()).unwrap_or_default();
         }
-        if query.len() > MAX_QUERY_BYTES {
-            return Err(EngineError::QueryTooLong { bytes: query.len() });
-        }
-        // Before anything is sized by it: the ranking's counts bound the legs' fetch.
-        options.ranking.check()?;
-        options
-            .legs
-            .validate()
-            .map_err(EngineError::SearchOptions)?;
-        options
-            .lexical
-            .validate()
-            .map_err(EngineError::SearchOptions)?;
+        Ok(SearchResponse {
+            results,
+            summary,
+            weights: retrieval.shares,
+            definitions: retrieval.definitions,
+            coverage,
+        })
+    }
+
+    /// Runs the legs of the search `query` (checked) with `options`: each leg's whole hit
+    /// list, and the snapshot the symbol leg read, at which the chunks are read too.
+    fn retrieve<'s>(
+        &self,
+        store: &'s Store,
+        query: &str,
+        options: &SearchOptions,
+    ) -> Result<(Retrieval, Snapshot<'s>), EngineError> {
         let fetch = options.ranking.fetch_count();
         // Analysed once, for the legs and every ranking layer.
         let terms = QueryTerms::of(query);
-        let store = self.current_store()?;
-        let coverage = Coverage::of(store.counts()?);
         let weights = match options.mode {
             SearchMode::Hybrid => options.legs.for_query(&terms),
             SearchMode::Semantic => (1.0, 0.0),
@@ -275,7 +297,11 @@ impl Engine {
         };
         // The definitions table and the chunks are read at one commit.
         let snapshot = store.snapshot()?;
-        let definitions = match options.mode != SearchMode::Semantic && options.legs.symbol > 0.0 {
+        let symbol = match options.mode != SearchMode::Semantic {
+            true => options.legs.symbol,
+            false => 0.0,
+        };
+        let definitions = match symbol > 0.0 {
             true => self
                 .symbols
                 .table(&snapshot)?
@@ -299,44 +325,22 @@ impl Engine {
                 score: 0.0,
             })
             .collect();
-        let legs: [(Leg, &[Hit], f32); 4] = [
-            (Leg::Dense, dense.as_slice(), weights.0),
-            (Leg::Lexical, lexical.as_slice(), weights.1),
-            (Leg::File, files.as_slice(), file_weight),
-            (Leg::Symbol, symbols.as_slice(), options.legs.symbol),
-        ];
-        let fused = fuse(
-            &legs.map(|(_, hits, weight)| (hits, weight)),
-            fetch,
-            options.fusion,
-        );
-
-        let ids: Vec<quarry_chunk::ChunkId> = fused.iter().map(|&(id, _)| id).collect();
-        let chunks = snapshot.chunks(&ids)?;
-        drop(snapshot);
-        let scored: Vec<(StoredChunk, f32)> = chunks
-            .into_iter()
-            .zip(fused)
-            .filter_map(|(chunk, (_, score))| Some((chunk?, score)))
-            // The legs filter inside; the symbol leg's definitions by path alone.
-            .filter(|(chunk, _)| options.filter.admits(chunk))
-            .collect();
-        let (mut results, summary) = self.rank(&store, &terms, scored, &options.ranking, true)?;
-        let mut places = LegPlace::of(results.iter().map(|r| r.chunk.chunk_id()), &legs);
-        for result in &mut results {
-            result.legs = places.remove(&result.chunk.chunk_id()).unwrap_or_default();
-        }
-        Ok(SearchResponse {
-            results,
-            summary,
-            weights: LegShares {
+        let retrieval = Retrieval {
+            terms,
+            shares: LegShares {
                 dense: weights.0,
                 lexical: weights.1,
                 file: file_weight,
             },
+            symbol,
+            dense,
+            lexical,
+            files,
+            symbols,
             definitions,
-            coverage,
-        })
+            depth: fetch,
+        };
+        Ok((retrieval, snapshot))
     }
 
     /// Orders `scored` (chunks with retrieval scores in `[0, 1]`) with the pipeline built
@@ -400,6 +404,69 @@ impl Engine {
             })
             .collect();
         Ok((results, ranked.summary))
+    }
+}
+
+/// `query` trimmed, once it and `options` are found fit to search with: before anything
+/// is sized by them (the ranking's counts bound the legs' fetch).
+fn checked<'q>(query: &'q str, options: &SearchOptions) -> Result<&'q str, EngineError> {
+    let query = query.trim();
+    if query.is_empty() {
+        return Err(EngineError::EmptyQuery);
+    }
+    if query.len() > MAX_QUERY_BYTES {
+        return Err(EngineError::QueryTooLong { bytes: query.len() });
+    }
+    options.ranking.check()?;
+    options
+        .legs
+        .validate()
+        .map_err(EngineError::SearchOptions)?;
+    options
+        .lexical
+        .validate()
+        .map_err(EngineError::SearchOptions)?;
+    Ok(query)
+}
+
+/// What the legs of one search retrieved, before fusion: each leg's whole hit list.
+struct Retrieval {
+    /// The query, analysed, with the definitions the ranking's `definition` layer raises.
+    terms: QueryTerms,
+    /// The dense, lexical and file legs' weights.
+    shares: LegShares,
+    /// The symbol leg's weight (0 where it did not run: semantic mode).
+    symbol: f32,
+    /// Each leg's hits, best first: at most `depth` each, the symbol leg's at most
+    /// [`crate::SYMBOL_LEG_DEPTH`].
+    dense: Vec<Hit>,
+    lexical: Vec<Hit>,
+    files: Vec<Hit>,
+    symbols: Vec<Hit>,
+    /// The symbol leg's definitions, as `symbols` lists them.
+    definitions: Vec<SymbolHit>,
+    /// How many hits each leg fetched ([`RankingConfig::fetch_count`]).
+    depth: usize,
+}
+
+impl Retrieval {
+    /// Each leg with its hits and weight, in the legs' order; a leg weighing 0 did not run.
+    fn legs(&self) -> [(Leg, &[Hit], f32); 4] {
+        [
+            (Leg::Dense, &self.dense, self.shares.dense),
+            (Leg::Lexical, &self.lexical, self.shares.lexical),
+            (Leg::File, &self.files, self.shares.file),
+            (Leg::Symbol, &self.symbols, self.symbol),
+        ]
+    }
+
+    /// The legs' hits fused by `fusion`: the candidates the ranking orders, best first.
+    fn fuse(&self, fusion: Fusion) -> Vec<(quarry_chunk::ChunkId, f32)> {
+        fuse(
+            &self.legs().map(|(_, hits, weight)| (hits, weight)),
+            self.depth,
+            fusion,
+        )
     }
 }
 
