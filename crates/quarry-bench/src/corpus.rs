@@ -1,5 +1,5 @@
 //! Corpora: real projects pinned by exact version in `corpora.yaml`, fetched with the
-//! ordinary registry clients (cargo, pip, npm) into a cache, or local directories.
+//! ordinary registry clients (cargo, pip, npm, apt-get) into a cache, or local directories.
 //!
 //! Each fetched corpus is checked against its committed manifest
 //! (`manifests/<name>.txt`: a hash, the line count and the path of every file), so a case's
@@ -63,8 +63,8 @@ pub enum Suite {
     Smoke,
 }
 
-/// Where a corpus comes from: exactly one of `cargo`, `pip`, `npm`, `debian` (each with
-/// `version`) or `path` (relative to `corpora.yaml`).
+/// Where a corpus comes from: exactly one of `cargo`, `pip`, `npm`, `debian`,
+/// `debian-source` (each with `version`) or `path` (relative to `corpora.yaml`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Source {
@@ -82,6 +82,16 @@ pub struct Source {
     /// with `dpkg-deb -x`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub debian: Option<String>,
+    /// A Debian source package of bookworm, for sources no binary package installs (C#,
+    /// Java applications): downloaded with `apt-get source` through a deb-src list of its
+    /// own and unpacked with `dpkg-source -x` without Debian's patches, so the corpus is
+    /// upstream's tree as Debian repacked it.
+    #[serde(
+        default,
+        rename = "debian-source",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub debian_source: Option<String>,
     /// A local directory.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub path: Option<PathBuf>,
@@ -95,6 +105,7 @@ enum Origin<'a> {
     Pip(&'a str, &'a str),
     Npm(&'a str, &'a str),
     Debian(&'a str, &'a str),
+    DebianSource(&'a str, &'a str),
     Local(&'a Path),
 }
 
@@ -102,11 +113,12 @@ impl Source {
     fn origin(&self) -> Result<Origin<'_>, String> {
         let version = self.version.as_deref();
         type Registry<'a> = fn(&'a str, &'a str) -> Origin<'a>;
-        let registries: [(Option<&String>, Registry<'_>); 4] = [
+        let registries: [(Option<&String>, Registry<'_>); 5] = [
             (self.cargo.as_ref(), Origin::Cargo),
             (self.pip.as_ref(), Origin::Pip),
             (self.npm.as_ref(), Origin::Npm),
             (self.debian.as_ref(), Origin::Debian),
+            (self.debian_source.as_ref(), Origin::DebianSource),
         ];
         let mut named = registries
             .into_iter()
@@ -115,8 +127,8 @@ impl Source {
             (Some((name, origin)), None, None, Some(v)) => Ok(origin(name, v)),
             (None, None, Some(path), None) => Ok(Origin::Local(path)),
             _ => Err(
-                "a source is one of `cargo`, `pip`, `npm` or `debian` with an exact \
-                 `version`, or a `path`"
+                "a source is one of `cargo`, `pip`, `npm`, `debian` or `debian-source` \
+                 with an exact `version`, or a `path`"
                     .into(),
             ),
         }
@@ -177,6 +189,7 @@ impl Corpus {
             Ok(Origin::Pip(name, v)) => format!("PyPI {name} {v} (sdist)"),
             Ok(Origin::Npm(name, v)) => format!("npm {name} {v}"),
             Ok(Origin::Debian(name, v)) => format!("Debian {name} {v}"),
+            Ok(Origin::DebianSource(name, v)) => format!("Debian source {name} {v}"),
             Ok(Origin::Local(path)) => format!("local {}", path.display()),
             Err(_) => "invalid source".into(),
         }
@@ -262,6 +275,9 @@ impl Corpus {
                 self.run(Command::new("dpkg-deb").arg("-x").arg(&deb).arg(&unpacked))?;
                 unpacked
             }
+            Origin::DebianSource(name, version) => {
+                self.debian_source(work.path(), name, version, &unpacked)?
+            }
             Origin::Local(_) => unreachable!("local corpora are not downloaded"),
         };
         let root = match &self.root {
@@ -302,6 +318,53 @@ impl Corpus {
             .and_then(|p| p["manifest_path"].as_str())
             .and_then(|m| Path::new(m).parent().map(Path::to_path_buf))
             .ok_or_else(|| self.failed(format!("cargo did not resolve {name} {version}")))
+    }
+
+    /// The source package's tree in `into`: the deb-src list and apt's lists live in `work`
+    /// (the machine's apt setup needs no deb-src line, and its caches stay untouched).
+    fn debian_source(
+        &self,
+        work: &Path,
+        name: &str,
+        version: &str,
+        into: &Path,
+    ) -> Result<PathBuf, BenchError> {
+        let list = work.join("sources.list");
+        fs::write(&list, DEB_SRC).map_err(BenchError::io(&list))?;
+        let lists = work.join("lists");
+        let partial = lists.join("partial");
+        fs::create_dir_all(&partial).map_err(BenchError::io(&partial))?;
+        let options = [
+            format!("Dir::Etc::SourceList={}", list.display()),
+            "Dir::Etc::SourceParts=/dev/null".to_owned(),
+            format!("Dir::State::Lists={}", lists.display()),
+            format!("Dir::Cache={}", work.join("cache").display()),
+        ];
+        let apt = |args: &[&str]| {
+            let mut command = Command::new("apt-get");
+            for option in &options {
+                command.arg("-o").arg(option);
+            }
+            command.args(args).current_dir(work);
+            command
+        };
+        self.run(&mut apt(&["update", "--quiet"]))?;
+        let spec = format!("{name}={version}");
+        self.run(&mut apt(&["source", "--download-only", "--quiet", &spec]))?;
+        let dsc = fs::read_dir(work)
+            .map_err(BenchError::io(work))?
+            .filter_map(Result::ok)
+            .map(|e| e.path())
+            .find(|p| p.extension().is_some_and(|e| e == "dsc"))
+            .ok_or_else(|| self.failed("apt-get downloaded no .dsc".into()))?;
+        let tree = into.join(name);
+        self.run(
+            Command::new("dpkg-source")
+                .args(["--skip-patches", "-x"])
+                .arg(&dsc)
+                .arg(&tree),
+        )?;
+        Ok(tree)
     }
 
     /// Unpacks the one archive in `work` into `into` and returns its single top-level
@@ -403,6 +466,10 @@ impl Corpus {
         )))
     }
 }
+
+/// Where `debian-source` corpora come from: the archive the pins were read from.
+const DEB_SRC: &str = "deb-src [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] \
+                       http://deb.debian.org/debian bookworm main\n";
 
 /// Files a registry client writes beside a package's own (cargo's unpack marker): they
 /// differ between client versions, so they are not part of a corpus.
@@ -520,8 +587,15 @@ mod tests {
             ))
             .is_ok()
         );
+        let file = load(yaml("{debian-source: josm, version: 0.0.svn18646+dfsg-1}")).unwrap();
+        assert_eq!(
+            file.corpora[0].describe(),
+            "Debian source josm 0.0.svn18646+dfsg-1"
+        );
         for bad in [
             "{debian: lua-penlight, pip: x, version: 1}",
+            "{debian-source: mono, debian: mono, version: 1}",
+            "{debian-source: mono}",
             "{cargo: axum}",
             "{cargo: axum, npm: x, version: 1}",
             "{path: a, version: 1}",
