@@ -85,6 +85,9 @@ pub enum Category {
     Semantic,
     /// "How does X work": an answer that spans files.
     Architecture,
+    /// One function described in a user's words, written by hand, with the function's own
+    /// comments left in the index (the task users have, beside the generated `doc` family).
+    Description,
     /// Generated: a doc comment's words, answered by the function it documents, with the
     /// comment left out of the index (see [`crate::docs`]).
     Doc,
@@ -97,6 +100,7 @@ impl Category {
             Category::Symbol => "symbol",
             Category::Semantic => "semantic",
             Category::Architecture => "architecture",
+            Category::Description => "description",
             Category::Doc => "doc",
         }
     }
