@@ -65,6 +65,10 @@ pub struct IndexArgs {
     /// for vectors until a `quarry index` with the model.
     #[arg(long, conflicts_with = "force")]
     pub lexical_only: bool,
+    /// What a search starts when chunks wait for their vectors: embed them quietly, and
+    /// leave at once if another process is writing the index.
+    #[arg(long, conflicts_with_all = ["force", "lexical_only", "json"])]
+    pub background: bool,
     /// Print the report as JSON.
     #[arg(long)]
     pub json: bool,
@@ -79,6 +83,11 @@ pub struct SearchArgs {
     /// 32 waiting chunks and finds the rest by their words.
     #[arg(long)]
     pub wait: bool,
+    /// Do not start embedding the waiting chunks in the background (by default a search
+    /// that finds some starts `quarry index --background`; `[index] background = false`
+    /// or `QUARRY_BACKGROUND=0` turn it off too).
+    #[arg(long, conflicts_with = "wait")]
+    pub no_background: bool,
     /// Retrieval legs: hybrid, semantic (embedding only) or lexical (no model run).
     #[arg(long, value_enum)]
     pub mode: Option<ModeArg>,

@@ -3,6 +3,7 @@
 //! `output`.
 
 mod args;
+mod background;
 mod output;
 mod progress;
 
@@ -100,6 +101,9 @@ fn run_index(args: IndexArgs) -> Result<()> {
     let config = Config::load(&root)?;
     let fresh = IndexDir::of(&root);
     let options = engine_options(&config)?;
+    if args.background {
+        return run_background_index(&root, &config);
+    }
     let (engine, report) = if args.lexical_only {
         let engine = open_engine_for_words(&root, &config, true)?;
         let report = waiting_for_writer(|| Ok(index_files(&engine)?))?;
@@ -126,6 +130,17 @@ fn run_index(args: IndexArgs) -> Result<()> {
         eprintln!("{}", output::report_summary(&report));
     }
     Ok(())
+}
+
+/// `quarry index --background`, what a search starts: both phases, quietly; another
+/// process writing the index (an earlier background run, a `quarry mcp`) does the work, so
+/// this one leaves.
+fn run_background_index(root: &Path, config: &Config) -> Result<()> {
+    let engine = open_engine(root, config)?;
+    match engine.index(&mut |_| {}) {
+        Err(error) if error.is_locked() => Ok(()),
+        outcome => outcome.map(drop).map_err(Into::into),
+    }
 }
 
 /// Runs `write` until it is not refused for another process writing the index (a `quarry
@@ -162,6 +177,7 @@ fn run_search(args: SearchArgs) -> Result<()> {
     let SearchArgs {
         query,
         wait,
+        no_background,
         mode,
         rerank,
         results,
@@ -188,7 +204,19 @@ fn run_search(args: SearchArgs) -> Result<()> {
         mode: request.mode(&config),
         ..SearchOptions::default()
     };
+    let mut embedding_in_background = false;
     match catch_up(&engine, wait, dense) {
+        Ok(pending) if pending > 0 && engine.model().is_some() => {
+            if background::allowed(&config, no_background) {
+                match background::start(&root) {
+                    Ok(()) => embedding_in_background = true,
+                    Err(error) => eprintln!(
+                        "note: could not start embedding in the background ({error}); \
+                         `quarry index` embeds the waiting chunks"
+                    ),
+                }
+            }
+        }
         Err(error) if error.is_locked() => eprintln!(
             "note: another quarry process is writing this index; answering from its last \
              commit (files changed since are not searched yet)"
@@ -201,7 +229,7 @@ fn run_search(args: SearchArgs) -> Result<()> {
             "note: the index cannot be written ({error}); answering from its last commit \
              (files changed since are not searched)"
         ),
-        outcome => outcome?,
+        outcome => drop(outcome?),
     }
     let engine = fresh.ensure_not_empty(engine)?;
     let response = engine.search(&query, &options)?;
@@ -215,7 +243,8 @@ fn run_search(args: SearchArgs) -> Result<()> {
         if results.explain {
             output::print_definitions(&mut out, &response.definitions)?;
         }
-        if let Some(note) = output::coverage_note(response.coverage).filter(|_| dense) {
+        let note = output::coverage_note(response.coverage, embedding_in_background);
+        if let Some(note) = note.filter(|_| dense) {
             eprintln!("{note}");
         }
     }

@@ -35,13 +35,18 @@ pub fn report_summary(report: &IndexReport) -> String {
     )
 }
 
-/// The line that says a search's dense leg did not reach every chunk, if it did not.
-pub fn coverage_note(coverage: Coverage) -> Option<String> {
+/// The line that says a search's dense leg did not reach every chunk, if it did not, and
+/// whether a background run was started to embed them.
+pub fn coverage_note(coverage: Coverage, embedding_in_background: bool) -> Option<String> {
     let pending = coverage.pending();
+    let remedy = match embedding_in_background {
+        true => "they are being embedded in the background, for the searches after this one",
+        false => "`quarry index` embeds them, or search with --wait",
+    };
     (pending > 0).then(|| {
         format!(
             "note: {pending} of {} chunks wait for their vectors, so they were found by their \
-             words alone; `quarry index` embeds them, or search with --wait",
+             words alone; {remedy}",
             coverage.chunks
         )
     })

@@ -29,8 +29,9 @@ pub fn progress_bar() -> ProgressBar {
 const EMBED_BEFORE_SEARCH: usize = 32;
 
 /// Brings the index up to date before a search: the files that changed, and, for a search
-/// by meaning (or with `--wait`), their chunks' vectors when there are few enough.
-pub fn catch_up(engine: &Engine, wait: bool, dense: bool) -> Result<(), EngineError> {
+/// by meaning (or with `--wait`), their chunks' vectors when there are few enough. Returns
+/// how many chunks still wait for their vectors.
+pub fn catch_up(engine: &Engine, wait: bool, dense: bool) -> Result<usize, EngineError> {
     let mut report = index_files(engine)?;
     let pending = report.chunks_pending;
     if pending > 0 && (wait || (dense && pending <= EMBED_BEFORE_SEARCH)) {
@@ -40,7 +41,7 @@ pub fn catch_up(engine: &Engine, wait: bool, dense: bool) -> Result<(), EngineEr
     if report.files_read + report.files_removed > 0 {
         eprintln!("{}", output::report_summary(&report));
     }
-    Ok(())
+    Ok(report.chunks_pending)
 }
 
 /// Both phases of an index run, with a progress bar.

@@ -27,6 +27,7 @@ pub const CONFIG_FILE: &str = "config.toml";
 /// max_file_bytes = 2097152
 /// precision = "auto"     # auto, f32, bf16 or int8 (QUARRY_PRECISION overrides it)
 /// vector_cache_mb = 1024 # the machine's vector cache, per model; 0 turns it off
+/// background = true      # a search that finds chunks waiting embeds them in the background
 ///
 /// [ranking]              # quarry_rank::RankingConfig
 /// limit = 10
@@ -56,6 +57,10 @@ pub struct IndexDefaults {
     /// MiB each model's file of the machine's vector cache may hold
     /// ([`crate::VectorCacheOptions`]); 0 turns the cache off.
     pub vector_cache_mb: u64,
+    /// Whether a search that finds chunks waiting for their vectors starts a background
+    /// process (at low priority, gone when done) to embed them, so that later searches have
+    /// them with no other command.
+    pub background: bool,
 }
 
 impl Default for IndexDefaults {
@@ -64,6 +69,7 @@ impl Default for IndexDefaults {
             max_file_bytes: crate::MAX_FILE_BYTES,
             precision: PrecisionChoice::Auto,
             vector_cache_mb: quarry_store::DEFAULT_VECTOR_CACHE_BYTES >> 20,
+            background: true,
         }
     }
 }

@@ -1,6 +1,6 @@
 //! Indexing: bring the store in step with the working tree.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -369,10 +369,20 @@ impl Engine {
         progress: &mut dyn FnMut(IndexEvent),
         go_on: &mut dyn FnMut() -> bool,
     ) -> Result<Embedded, EngineError> {
-        let mut pending = store.snapshot()?.pending()?;
-        // Texts of like length share a batch and pad little; ids break ties, so the batches
-        // of a run are the same whatever order the store listed them in.
-        pending.sort_by_key(|(id, text)| (text.len(), *id));
+        let snapshot = store.snapshot()?;
+        let mut pending = snapshot.pending()?;
+        // Plain source first, tests, docs and examples after: a search while this runs has
+        // vectors for the code that answers most questions. Within each, texts of like
+        // length share a batch and pad little; ids break ties, so the batches of a run are
+        // the same whatever order the store listed them in.
+        let ids: Vec<ChunkId> = pending.iter().map(|(id, _)| *id).collect();
+        let later: HashSet<ChunkId> = (ids.iter())
+            .zip(snapshot.chunks(&ids)?)
+            .filter(|(_, chunk)| !chunk.as_ref().is_some_and(quarry_rank::is_plain_source))
+            .map(|(id, _)| *id)
+            .collect();
+        drop(snapshot);
+        pending.sort_by_key(|(id, text)| (later.contains(id), text.len(), *id));
         let total = pending.len();
         let mut done = 0;
         let mut vectors = Vectors::new(self.embedder()?, self.vector_cache.as_ref());

@@ -80,5 +80,5 @@ pub use layers::{
     PageRankBoost, PathMatch, PathPenalty, PenaltyFactors, Percentiles, Reranker, SourceBoost,
     Threshold, TopK,
 };
-pub use path::{PathClass, declaration_files};
+pub use path::{PathClass, declaration_files, is_plain_source};
 pub use query::{QueryShape, QueryTerms, is_namesake, segments as identifier_segments};

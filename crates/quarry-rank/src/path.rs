@@ -156,6 +156,12 @@ fn split_extension(name: &str) -> (&str, &str) {
     }
 }
 
+/// Whether a chunk is plain source: of no [`PathClass`] (not a test, docs, an example, a
+/// generated or vendored file...), the code that answers most questions.
+pub fn is_plain_source(chunk: &StoredChunk) -> bool {
+    classify(chunk).is_empty()
+}
+
 /// The classes of a candidate's file (and, for tests, of the chunk itself).
 pub(crate) fn classify(candidate: &StoredChunk) -> Classes {
     // Lowercasing ASCII keeps every byte offset, so the cased name is the same slice.

@@ -11,6 +11,7 @@ use serde_json::Value;
 #[path = "../support/mod.rs"]
 mod support;
 
+mod background;
 mod concurrency;
 mod libraries;
 mod vector_cache;

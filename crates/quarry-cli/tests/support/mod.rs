@@ -49,7 +49,10 @@ pub fn quarry_command(dir: &Path) -> Command {
     command
         .current_dir(dir)
         .env("NO_COLOR", "1")
-        .env("QUARRY_VECTOR_CACHE_DIR", vector_cache_dir());
+        .env("QUARRY_VECTOR_CACHE_DIR", vector_cache_dir())
+        // A test's searches leave no process behind to change the index under its next
+        // step; tests/cli/background.rs turns it back on.
+        .env("QUARRY_BACKGROUND", "0");
     command
 }
 

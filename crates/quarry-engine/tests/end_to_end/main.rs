@@ -16,6 +16,7 @@ use quarry_store::{Filter, StoreError};
 use quarry_testkit::{copy_dir, model};
 
 mod identity;
+mod order;
 
 fn shop() -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
