@@ -109,7 +109,8 @@ pub(crate) fn reference_python() -> Result<PathBuf> {
 /// `bench cli`) run on, and which get their vectors.
 #[derive(clap::Args)]
 pub(crate) struct CorpusArgs {
-    /// Only this corpus (repeatable; default: every one).
+    /// Only this corpus (repeatable; default: every one of index-corpora.yaml). A corpus of
+    /// the relevance suite (corpora.yaml: `rustc`, `openssl`...) may be named too.
     #[arg(long = "corpus", value_name = "C")]
     only: Vec<String>,
     /// Embed every corpus, not only flask's (tokio's take minutes on a laptop CPU).
@@ -124,16 +125,26 @@ impl CorpusArgs {
         self.embed_all || corpus.name == "flask-src"
     }
 
-    /// The selected corpora of index-corpora.yaml, each fetched into the user cache.
+    /// The selected corpora of index-corpora.yaml (or, named, of the relevance suite's
+    /// corpora.yaml), each fetched into the user cache.
     pub(crate) fn corpora(&self, root: &Path) -> Result<Vec<(Corpus, PathBuf)>> {
         let suite_dir = root.join("bench-suite");
-        let file = CorporaFile::load(&suite_dir.join("index-corpora.yaml"))?;
+        let mut corpora = CorporaFile::load(&suite_dir.join("index-corpora.yaml"))?.corpora;
+        let suite = CorporaFile::load(&suite_dir.join("corpora.yaml"))?.corpora;
+        corpora.extend(suite.into_iter().filter(|c| self.only.contains(&c.name)));
         let cache = directories::ProjectDirs::from("", "", "quarry")
             .context("no home directory for the cache")?
             .cache_dir()
             .join("bench")
             .join("corpora");
-        file.corpora
+        if let Some(unknown) = self
+            .only
+            .iter()
+            .find(|name| !corpora.iter().any(|c| &c.name == *name))
+        {
+            bail!("no corpus {unknown} in index-corpora.yaml or corpora.yaml");
+        }
+        corpora
             .into_iter()
             .filter(|corpus| self.only.is_empty() || self.only.contains(&corpus.name))
             .map(|corpus| {
