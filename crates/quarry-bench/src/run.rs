@@ -6,7 +6,7 @@ use std::time::Instant;
 
 use quarry_chunk::ChunkId;
 use quarry_embed::ModelDir;
-use quarry_engine::{Engine, EngineOptions, SearchMode, SearchOptions};
+use quarry_engine::{Engine, EngineOptions, SearchMode, SearchOptions, VectorCacheOptions};
 use quarry_store::StoredChunk;
 use serde::{Deserialize, Serialize};
 
@@ -39,6 +39,9 @@ pub struct RunOptions<'a> {
     pub model: &'a ModelDir,
     /// How engines run (`embed_header` is set per arm).
     pub engine: EngineOptions,
+    /// The vector cache index builds take vectors from and fill (the machine's, for `xtask
+    /// bench relevance`); `None`: every chunk embedded by the model.
+    pub vector_cache: Option<VectorCacheOptions>,
     /// Generated doc-comment cases per corpus (0: none).
     pub doc_cases: usize,
     /// Which hand-written cases run (generated doc cases are never held out).
@@ -286,6 +289,7 @@ pub fn run(
             let engine = open_indexed(
                 options.model,
                 engine_options,
+                options.vector_cache.as_ref(),
                 &work,
                 model_free,
                 &mut |done, total| {

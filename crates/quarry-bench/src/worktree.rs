@@ -7,18 +7,19 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use quarry_embed::ModelDir;
-use quarry_engine::{Engine, EngineOptions};
+use quarry_engine::{Engine, EngineOptions, VectorCacheOptions};
 use serde::{Deserialize, Serialize};
 
 use crate::BenchError;
 use crate::files::{Index, copy_files, list_files};
 
 /// An engine of `options` with `model` on `work`, its index brought up to date: its first
-/// phase alone (files and words) when `model_free`, every chunk embedded otherwise, each
-/// batch told to `embedded(chunks, total)`.
+/// phase alone (files and words) when `model_free`, every chunk embedded otherwise (through
+/// `vector_cache` where given), each batch told to `embedded(chunks, total)`.
 pub(crate) fn open_indexed(
     model: &ModelDir,
     options: EngineOptions,
+    vector_cache: Option<&VectorCacheOptions>,
     work: &Path,
     model_free: bool,
     embedded: &mut dyn FnMut(usize, usize),
@@ -33,6 +34,12 @@ pub(crate) fn open_indexed(
         engine.index_files(&mut |_| {})?;
         return Ok(engine);
     }
+    // A chunk text an earlier build embedded (another arm's index, an earlier commit's)
+    // takes its vector from the vector cache, as a user's index does.
+    let engine = match vector_cache {
+        Some(cache) => engine.with_vector_cache(cache.clone()),
+        None => engine,
+    };
     let started = Instant::now();
     let report = engine.index(&mut |event| {
         if let quarry_engine::IndexEvent::Embedded { chunks, total } = event {
@@ -43,6 +50,7 @@ pub(crate) fn open_indexed(
         let record = BuildRecord {
             seconds: started.elapsed().as_secs_f64(),
             chunks_embedded: report.chunks_embedded,
+            chunks_from_cache: report.chunks_from_cache,
         };
         let path = build_record_path(work);
         let json = serde_json::to_vec_pretty(&record).expect("a build record serialises");
@@ -75,6 +83,10 @@ pub(crate) fn first_phase_seconds(
 struct BuildRecord {
     seconds: f64,
     chunks_embedded: usize,
+    /// Of those, the chunks whose vectors came from the machine's vector cache (absent in
+    /// records written before it).
+    #[serde(default)]
+    chunks_from_cache: usize,
 }
 
 /// `<worktree>.build.json`, beside the worktree.

@@ -44,6 +44,7 @@ fn the_smoke_suite_runs_and_its_controls_bracket_quarry() {
         cache: cache.path().to_path_buf(),
         model: model(),
         engine: EngineOptions::default(),
+        vector_cache: None,
         doc_cases: 6,
         split: Split::All,
         semble: Some(SemblePeer {

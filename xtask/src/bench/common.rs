@@ -132,11 +132,7 @@ impl CorpusArgs {
         let mut corpora = CorporaFile::load(&suite_dir.join("index-corpora.yaml"))?.corpora;
         let suite = CorporaFile::load(&suite_dir.join("corpora.yaml"))?.corpora;
         corpora.extend(suite.into_iter().filter(|c| self.only.contains(&c.name)));
-        let cache = directories::ProjectDirs::from("", "", "quarry")
-            .context("no home directory for the cache")?
-            .cache_dir()
-            .join("bench")
-            .join("corpora");
+        let cache = bench_cache()?.join("corpora");
         if let Some(unknown) = self
             .only
             .iter()
@@ -164,6 +160,14 @@ pub(crate) fn release_quarry() -> Result<PathBuf> {
         quarry.display()
     );
     Ok(quarry)
+}
+
+/// The benchmarks' cache: `bench/` in quarry's user cache directory.
+pub(crate) fn bench_cache() -> Result<PathBuf> {
+    Ok(directories::ProjectDirs::from("", "", "quarry")
+        .context("no home directory for the cache")?
+        .cache_dir()
+        .join("bench"))
 }
 
 /// The repository's root.

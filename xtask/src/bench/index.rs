@@ -13,7 +13,8 @@ use quarry_engine::{Engine, EngineOptions, IndexEvent, VectorCacheOptions};
 use serde_json::json;
 
 use crate::bench::common::{
-    CorpusArgs, cpu_description, git_commit, release_quarry, repository_root, write_report,
+    CorpusArgs, bench_cache, cpu_description, git_commit, release_quarry, repository_root,
+    write_report,
 };
 use crate::model::provisioner;
 
@@ -147,11 +148,15 @@ fn measure(
     precisions: &[PrecisionChoice],
     batch: (Option<usize>, Option<usize>),
 ) -> Result<Measured> {
-    // The machine's vector cache of this run, empty at its start: the first copy's second
-    // phase embeds every chunk into it, and a second copy's takes them from there.
-    let vector_cache = tempfile::tempdir()?;
+    // The run's vector cache, emptied at its start: the first copy's second phase embeds
+    // every chunk into it, and a second copy's takes them from there. It stays after the
+    // run (`QUARRY_VECTOR_CACHE_DIR` at it lets a relevance run reuse the vectors).
+    let dir = bench_cache()?.join("index-vectors");
+    if dir.exists() {
+        std::fs::remove_dir_all(&dir)?;
+    }
     let cache = VectorCacheOptions {
-        dir: vector_cache.path().to_path_buf(),
+        dir,
         max_bytes: quarry_store::DEFAULT_VECTOR_CACHE_BYTES,
     };
     let mut first_results = Vec::new();
@@ -167,7 +172,7 @@ fn measure(
             .args(["search", QUERY, "--no-background"])
             .current_dir(copy.path())
             .env("NO_COLOR", "1")
-            .env("QUARRY_VECTOR_CACHE_DIR", vector_cache.path())
+            .env("QUARRY_VECTOR_CACHE_DIR", &cache.dir)
             .output()?;
         first_results.push(started.elapsed());
         ensure!(

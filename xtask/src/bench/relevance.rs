@@ -12,9 +12,9 @@ use quarry_bench::peers::SemblePeer;
 use quarry_bench::report::Report;
 use quarry_bench::{Progress, RunOptions};
 use quarry_embed::{DEFAULT_MODEL, EmbedderOptions};
-use quarry_engine::EngineOptions;
+use quarry_engine::{EngineOptions, VectorCacheOptions};
 
-use crate::bench::common::git_commit;
+use crate::bench::common::{bench_cache, git_commit};
 use crate::model::provisioner;
 
 /// What to compare.
@@ -277,10 +277,7 @@ pub fn run(args: RelevanceArgs) -> Result<()> {
     };
 
     let model = provisioner().resolve(&DEFAULT_MODEL)?;
-    let cache = directories::ProjectDirs::from("", "", "quarry")
-        .context("no home directory for the cache")?
-        .cache_dir()
-        .join("bench");
+    let cache = bench_cache()?;
     let commit = git_commit(root);
     let semble = arms
         .iter()
@@ -301,6 +298,9 @@ pub fn run(args: RelevanceArgs) -> Result<()> {
             },
             ..EngineOptions::default()
         },
+        // The machine's: a chunk text an earlier run embedded (another commit's index, a
+        // variant's) is not embedded again.
+        vector_cache: VectorCacheOptions::for_user(quarry_store::DEFAULT_VECTOR_CACHE_BYTES),
         doc_cases,
         split,
         semble,
