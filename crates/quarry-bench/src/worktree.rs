@@ -36,10 +36,7 @@ pub(crate) fn open_indexed(
     }
     // A chunk text an earlier build embedded (another arm's index, an earlier commit's)
     // takes its vector from the vector cache, as a user's index does.
-    let engine = match vector_cache {
-        Some(cache) => engine.with_vector_cache(cache.clone()),
-        None => engine,
-    };
+    let engine = engine.with_vector_cache(vector_cache.cloned());
     let started = Instant::now();
     let report = engine.index(&mut |event| {
         if let quarry_engine::IndexEvent::Embedded { chunks, total } = event {

@@ -100,10 +100,10 @@ fn run_index(args: IndexArgs) -> Result<()> {
     let root = repository_root(args.path.or(args.root.root))?;
     let config = Config::load(&root)?;
     let fresh = IndexDir::of(&root);
-    let options = engine_options(&config)?;
     if args.background {
         return run_background_index(&root, &config);
     }
+    let options = engine_options(&config)?;
     let (engine, report) = if args.lexical_only {
         let engine = open_engine_for_words(&root, &config, true)?;
         let report = waiting_for_writer(|| Ok(index_files(&engine)?))?;
@@ -112,10 +112,7 @@ fn run_index(args: IndexArgs) -> Result<()> {
         let model = embedding_model()?;
         // Built beside the live index, which searches read until it is swapped in.
         let rebuild = waiting_for_writer(|| Ok(Engine::rebuild(&root, &model, options)?))?;
-        let rebuild = match config.index.vector_cache() {
-            Some(cache) => rebuild.with_vector_cache(cache),
-            None => rebuild,
-        };
+        let rebuild = rebuild.with_vector_cache(config.index.vector_cache());
         let report = index(rebuild.engine())?;
         (rebuild.finish()?, report)
     } else {
@@ -396,7 +393,8 @@ fn run_mcp(args: McpArgs) -> Result<()> {
         vector_saves: VectorSaves::AfterChanges(quarry_mcp::UNSAVED_VECTORS),
         ..engine_options(&config)?
     };
-    let engine = with_vector_cache(Engine::open(&root, &model, engine_options)?, &config);
+    let engine =
+        Engine::open(&root, &model, engine_options)?.with_vector_cache(config.index.vector_cache());
     let options = ServerOptions {
         max_tokens: args.max_tokens,
         index_on_start: !args.no_index,
@@ -489,18 +487,8 @@ fn engine_options(config: &Config) -> Result<EngineOptions> {
 /// the configuration turns it off.
 fn open_engine(root: &Path, config: &Config) -> Result<Engine> {
     let model = embedding_model()?;
-    Ok(with_vector_cache(
-        Engine::open(root, &model, engine_options(config)?)?,
-        config,
-    ))
-}
-
-/// `engine` with the machine's vector cache, unless the configuration turns it off.
-fn with_vector_cache(engine: Engine, config: &Config) -> Engine {
-    match config.index.vector_cache() {
-        Some(cache) => engine.with_vector_cache(cache),
-        None => engine,
-    }
+    Ok(Engine::open(root, &model, engine_options(config)?)?
+        .with_vector_cache(config.index.vector_cache()))
 }
 
 /// As [`open_engine`], for a command that only reads: no index is an error, and nothing is

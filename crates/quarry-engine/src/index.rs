@@ -385,7 +385,9 @@ impl Engine {
         pending.sort_by_key(|(id, text)| (later.contains(id), text.len(), *id));
         let total = pending.len();
         let mut done = 0;
-        let mut vectors = Vectors::new(self.embedder()?, self.vector_cache.as_ref());
+        // The cache is opened (a file lock, a read) only when something waits.
+        let cache = self.vector_cache.as_ref().filter(|_| total > 0);
+        let mut vectors = Vectors::new(self.embedder()?, cache);
         let stopped = |done, vectors: Vectors| Embedded {
             embedded: done,
             from_cache: vectors.from_cache,

@@ -261,7 +261,7 @@ pub struct Rebuild {
 
 impl Rebuild {
     /// [`Engine::with_vector_cache`] for the new index.
-    pub fn with_vector_cache(self, options: VectorCacheOptions) -> Self {
+    pub fn with_vector_cache(self, options: Option<VectorCacheOptions>) -> Self {
         Self {
             engine: self.engine.with_vector_cache(options),
         }
@@ -507,9 +507,9 @@ impl Engine {
     /// model makes there, so that no chunk text is embedded twice on the machine for this
     /// model and precision: a second worktree or clone of an indexed repository is embedded
     /// in about its first phase's time. Off unless asked for (the command line and the MCP
-    /// server ask, with the user's cache directory).
-    pub fn with_vector_cache(mut self, options: VectorCacheOptions) -> Self {
-        self.vector_cache = Some(options);
+    /// server ask, with the user's cache directory); `None` leaves it off.
+    pub fn with_vector_cache(mut self, options: Option<VectorCacheOptions>) -> Self {
+        self.vector_cache = options;
         self
     }
 

@@ -221,23 +221,32 @@ impl VectorCache {
         })
     }
 
-    /// Records `model` and the dimensions in a new cache, and checks them in an old one.
+    /// Records `model` and the dimensions in a new cache, and checks them in an old one:
+    /// a read, and a write only the first time.
     fn claim(&self, model: &str) -> Result<(), StoreError> {
         let dimensions = (self.dimensions as u64).to_le_bytes();
-        let claimed = self.write(|txn, _| {
-            let mut meta = txn.open_table(META)?;
-            let stored = meta.get("model")?.map(|v| v.value().to_vec());
-            let stored_dimensions = meta.get("dimensions")?.map(|v| v.value().to_vec());
-            match (stored, stored_dimensions) {
-                (None, _) => {
+        let stored = self.guard(|| {
+            let txn = self.db.begin_read()?;
+            let meta = match txn.open_table(META) {
+                Ok(table) => table,
+                Err(redb::TableError::TableDoesNotExist(_)) => return Ok(None),
+                Err(e) => return Err(e.into()),
+            };
+            Ok(claimed_by(&meta, model, &dimensions)?)
+        })?;
+        let claimed = match stored {
+            Some(claimed) => claimed,
+            // Another process may claim it between the read and this write: check again.
+            None => self.write(|txn, _| {
+                let mut meta = txn.open_table(META)?;
+                let stored = claimed_by(&meta, model, &dimensions)?;
+                if stored.is_none() {
                     meta.insert("model", model.as_bytes())?;
                     meta.insert("dimensions", &dimensions[..])?;
-                    Ok(true)
                 }
-                (Some(m), Some(d)) => Ok(m == model.as_bytes() && d == dimensions),
-                (Some(_), None) => Ok(false),
-            }
-        })?;
+                Ok(stored.unwrap_or(true))
+            })?,
+        };
         match claimed {
             true => Ok(()),
             false => Err(StoreError::Corrupt {
@@ -288,6 +297,20 @@ impl VectorCache {
             message,
         }
     }
+}
+
+/// Whether the cache whose `meta` table this is holds `model`'s vectors of `dimensions`
+/// (little-endian); `None` for a cache no model has claimed yet.
+fn claimed_by(
+    meta: &impl ReadableTable<&'static str, &'static [u8]>,
+    model: &str,
+    dimensions: &[u8],
+) -> Result<Option<bool>, redb::StorageError> {
+    let stored_model = meta.get("model")?;
+    let stored_dimensions = meta.get("dimensions")?;
+    Ok(stored_model.map(|m| {
+        m.value() == model.as_bytes() && stored_dimensions.is_some_and(|d| d.value() == dimensions)
+    }))
 }
 
 /// Opens (creating) the database at `path` for several processes at once.

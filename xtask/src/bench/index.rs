@@ -226,7 +226,7 @@ fn measure(
         last = Some((copy, engine));
     }
     let (_copy, engine) = last.expect("at least one run");
-    let engine = engine.with_vector_cache(cache.clone());
+    let engine = engine.with_vector_cache(Some(cache.clone()));
     let store = engine.store();
     let files = store.files()?;
     let bytes = files.iter().map(|f| f.size).sum();
@@ -289,7 +289,7 @@ fn second_copy(
     cache: VectorCacheOptions,
 ) -> Result<SecondCopy> {
     let copy = fresh_copy(source)?;
-    let engine = Engine::open(copy.path(), model, options)?.with_vector_cache(cache);
+    let engine = Engine::open(copy.path(), model, options)?.with_vector_cache(Some(cache));
     let started = Instant::now();
     engine.index_files(&mut |_| {})?;
     let phase_one = started.elapsed();

@@ -303,10 +303,7 @@ fn rebuild(shared: &Shared) -> Result<IndexReport, EngineError> {
     let cache = (shared.engine.read().unwrap_or_else(|p| p.into_inner()))
         .vector_cache()
         .cloned();
-    let rebuild = match cache {
-        Some(cache) => rebuild.with_vector_cache(cache),
-        None => rebuild,
-    };
+    let rebuild = rebuild.with_vector_cache(cache);
     let report = index_following(shared, rebuild.engine(), Run::Tree)?;
     let engine = rebuild.finish()?;
     *shared.engine.write().unwrap_or_else(|p| p.into_inner()) = engine;
