@@ -140,6 +140,8 @@ impl FirstPhase {
 
 /// Files read and chunked in parallel, then stored in one commit.
 const FILES_PER_COMMIT: usize = 256;
+/// Batches of the second phase whose texts the vector cache is asked for at once.
+const CACHE_WINDOW_BATCHES: usize = 64;
 
 /// One file read and chunked.
 struct ReadFile {
@@ -338,7 +340,8 @@ impl Engine {
     /// The second phase of [`Engine::index`]: embeds the chunks stored without vectors,
     /// shortest first in batches of [`crate::EngineOptions::chunks_per_commit`], committing
     /// each batch, then saves the vector index. A chunk text the machine's vector cache
-    /// holds ([`Engine::with_vector_cache`]) takes its vector from there.
+    /// holds ([`Engine::with_vector_cache`]) takes its vector from there, and the cache's
+    /// vectors for many batches are committed together.
     ///
     /// A killed run loses at most the batch in flight; the next run embeds what is left. It
     /// holds the writer lock, and fails with [`quarry_store::StoreError::Locked`] while
@@ -394,25 +397,50 @@ impl Engine {
             finished: false,
             warnings: vectors.warnings,
         };
-        for group in pending.chunks(self.options.chunks_per_commit.max(1)) {
+        let per_commit = self.options.chunks_per_commit.max(1);
+        // The cache is asked for a window of many batches at once, and what it holds is
+        // committed together: a commit costs a disk sync, and a second worktree's vectors
+        // all come from the cache. The rest go to the model a batch per commit.
+        for window in pending.chunks(per_commit * CACHE_WINDOW_BATCHES) {
             if !go_on() {
                 return Ok(stopped(done, vectors));
             }
-            let texts: Vec<&str> = group.iter().map(|(_, text)| text.as_str()).collect();
-            let embedded = vectors.embed(&texts)?;
-            let new: Vec<(ChunkId, &[f32])> = group
+            let texts: Vec<&str> = window.iter().map(|(_, text)| text.as_str()).collect();
+            let cached = vectors.cached(&texts);
+            let (hits, missing): (Vec<_>, Vec<_>) = window
                 .iter()
-                .zip(&embedded)
-                .map(|((id, _), vector)| (*id, vector.as_slice()))
-                .collect();
-            let mut batch = store.write()?;
-            batch.put_vectors(&new)?;
-            batch.commit()?;
-            done += group.len();
-            progress(IndexEvent::Embedded {
-                chunks: done,
-                total,
-            });
+                .zip(cached)
+                .partition(|(_, vector)| vector.is_some());
+            if !hits.is_empty() {
+                let new: Vec<(ChunkId, &[f32])> = (hits.iter())
+                    .filter_map(|((id, _), vector)| Some((*id, vector.as_deref()?)))
+                    .collect();
+                commit_vectors(store, &new)?;
+                done += hits.len();
+                progress(IndexEvent::Embedded {
+                    chunks: done,
+                    total,
+                });
+            }
+            let missing: Vec<&(ChunkId, String)> = missing.into_iter().map(|(c, _)| c).collect();
+            for group in missing.chunks(per_commit) {
+                if !go_on() {
+                    return Ok(stopped(done, vectors));
+                }
+                let texts: Vec<&str> = group.iter().map(|(_, text)| text.as_str()).collect();
+                let embedded = vectors.embed(&texts)?;
+                let new: Vec<(ChunkId, &[f32])> = group
+                    .iter()
+                    .zip(&embedded)
+                    .map(|((id, _), vector)| (*id, vector.as_slice()))
+                    .collect();
+                commit_vectors(store, &new)?;
+                done += group.len();
+                progress(IndexEvent::Embedded {
+                    chunks: done,
+                    total,
+                });
+            }
         }
         progress(IndexEvent::Checkpoint);
         store.checkpoint()?;
@@ -626,4 +654,12 @@ impl Engine {
 fn lexical_needs_repair(store: &Store) -> Result<bool, EngineError> {
     let damage = store.check(Check::Quick)?;
     Ok(damage.iter().any(|d| d.part == IndexPart::Lexical))
+}
+
+/// Stores `vectors` in one commit.
+fn commit_vectors(store: &Store, vectors: &[(ChunkId, &[f32])]) -> Result<(), EngineError> {
+    let mut batch = store.write()?;
+    batch.put_vectors(vectors)?;
+    batch.commit()?;
+    Ok(())
 }

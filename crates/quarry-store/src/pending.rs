@@ -47,6 +47,9 @@ impl Batch<'_> {
         let mut vectors = self.txn.open_table(VECTORS).map_err(|e| error(e.into()))?;
         let mut pending = self.txn.open_table(PENDING).map_err(|e| error(e.into()))?;
         let mut paths = Vec::new();
+        // In key order: chunk ids are hashes, and trees touched in order share their pages.
+        let mut new: Vec<&(ChunkId, &[f32])> = new.iter().collect();
+        new.sort_unstable_by_key(|(id, _)| id.0);
         for (id, vector) in new {
             if pending.remove(id.0).map_err(|e| error(e.into()))?.is_none() {
                 continue;

@@ -136,27 +136,25 @@ impl VectorCache {
             let mut vectors = txn.open_table(VECTORS)?;
             let mut used = txn.open_table(USED)?;
             let mut by_use = txn.open_table(BY_USE)?;
-            let mut found = Vec::with_capacity(texts.len());
-            for text in texts {
-                let key = xxh3_128(text.as_bytes());
+            let mut found = vec![None; texts.len()];
+            for (i, key) in keys_in_order(texts) {
                 let vector = vectors
                     .get(key)?
                     .map(|value| checked_vector(key, value.value(), self.dimensions));
                 match vector {
-                    None => found.push(None),
+                    None => {}
                     Some(None) => {
                         vectors.remove(key)?;
                         if let Some(when) = used.remove(key)? {
                             by_use.remove((when.value(), key))?;
                         }
-                        found.push(None);
                     }
                     Some(Some(vector)) => {
                         if let Some(when) = used.insert(key, now)? {
                             by_use.remove((when.value(), key))?;
                         }
                         by_use.insert((now, key), ())?;
-                        found.push(Some(vector));
+                        found[i] = Some(vector);
                     }
                 }
             }
@@ -178,8 +176,9 @@ impl VectorCache {
             let mut vectors = txn.open_table(VECTORS)?;
             let mut used = txn.open_table(USED)?;
             let mut by_use = txn.open_table(BY_USE)?;
-            for (text, vector) in entries {
-                let key = xxh3_128(text.as_bytes());
+            let texts: Vec<&str> = entries.iter().map(|(text, _)| *text).collect();
+            for (i, key) in keys_in_order(&texts) {
+                let vector = entries[i].1;
                 vectors.insert(key, &checksummed(key, vector)[..])?;
                 if let Some(when) = used.insert(key, now)? {
                     by_use.remove((when.value(), key))?;
@@ -329,6 +328,17 @@ fn open_shared(path: &Path) -> Result<Database, StoreError> {
 }
 
 /// `vector`'s bytes followed by a checksum over them and `key`.
+/// Each text's key with the text's place, in key order: the trees are keyed by hashes, and
+/// touched in order they share their pages.
+fn keys_in_order(texts: &[&str]) -> Vec<(usize, u128)> {
+    let mut keys: Vec<(usize, u128)> = (texts.iter())
+        .map(|text| xxh3_128(text.as_bytes()))
+        .enumerate()
+        .collect();
+    keys.sort_unstable_by_key(|&(_, key)| key);
+    keys
+}
+
 fn checksummed(key: u128, vector: &[f32]) -> Vec<u8> {
     let mut bytes = encode_vector(vector);
     let sum = checksum(key, &bytes);

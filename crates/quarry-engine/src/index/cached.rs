@@ -73,9 +73,10 @@ impl<'e> Vectors<'e> {
         vectors
     }
 
-    /// The vectors of `texts`, in order. The model loads only when the cache lacks one.
-    pub fn embed(&mut self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EngineError> {
-        let cached = match self.cache.as_ref().map(|cache| cache.get(texts)) {
+    /// What the cache holds of `texts`, in order: `None` for a text it lacks (or for every
+    /// text without a cache).
+    pub fn cached(&mut self, texts: &[&str]) -> Vec<Option<Vec<f32>>> {
+        let found = match self.cache.as_ref().map(|cache| cache.get(texts)) {
             Some(Ok(found)) => found,
             Some(Err(error)) => {
                 self.give_up(error);
@@ -83,30 +84,25 @@ impl<'e> Vectors<'e> {
             }
             None => vec![None; texts.len()],
         };
-        let missing: Vec<usize> = (0..texts.len()).filter(|&i| cached[i].is_none()).collect();
-        self.from_cache += texts.len() - missing.len();
-        let mut vectors = cached;
-        if !missing.is_empty() {
-            let texts: Vec<&str> = missing.iter().map(|&i| texts[i]).collect();
-            let embedded = self.embedder.get()?.embed(&texts)?;
-            if let Some(cache) = &self.cache {
-                let entries: Vec<(&str, &[f32])> = texts
-                    .iter()
-                    .zip(&embedded)
-                    .map(|(text, embedding)| (*text, embedding.vector.as_slice()))
-                    .collect();
-                if let Err(error) = cache.put(&entries) {
-                    self.give_up(error);
-                }
-            }
-            for (i, embedding) in missing.into_iter().zip(embedded) {
-                vectors[i] = Some(embedding.vector);
+        self.from_cache += found.iter().filter(|v| v.is_some()).count();
+        found
+    }
+
+    /// The model's vectors of `texts`, in order, kept in the cache for the next index that
+    /// holds them. The model loads on the first call.
+    pub fn embed(&mut self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EngineError> {
+        let embedded = self.embedder.get()?.embed(texts)?;
+        if let Some(cache) = &self.cache {
+            let entries: Vec<(&str, &[f32])> = texts
+                .iter()
+                .zip(&embedded)
+                .map(|(text, embedding)| (*text, embedding.vector.as_slice()))
+                .collect();
+            if let Err(error) = cache.put(&entries) {
+                self.give_up(error);
             }
         }
-        Ok(vectors
-            .into_iter()
-            .map(|v| v.expect("every text has its vector"))
-            .collect())
+        Ok(embedded.into_iter().map(|e| e.vector).collect())
     }
 
     /// Goes on without the cache, saying why once.
