@@ -415,12 +415,7 @@ impl Engine {
                 let new: Vec<(ChunkId, &[f32])> = (hits.iter())
                     .filter_map(|((id, _), vector)| Some((*id, vector.as_deref()?)))
                     .collect();
-                commit_vectors(store, &new)?;
-                done += hits.len();
-                progress(IndexEvent::Embedded {
-                    chunks: done,
-                    total,
-                });
+                commit_vectors(store, &new, (&mut done, total), progress)?;
             }
             let missing: Vec<&(ChunkId, String)> = missing.into_iter().map(|(c, _)| c).collect();
             for group in missing.chunks(per_commit) {
@@ -434,12 +429,7 @@ impl Engine {
                     .zip(&embedded)
                     .map(|((id, _), vector)| (*id, vector.as_slice()))
                     .collect();
-                commit_vectors(store, &new)?;
-                done += group.len();
-                progress(IndexEvent::Embedded {
-                    chunks: done,
-                    total,
-                });
+                commit_vectors(store, &new, (&mut done, total), progress)?;
             }
         }
         progress(IndexEvent::Checkpoint);
@@ -656,10 +646,20 @@ fn lexical_needs_repair(store: &Store) -> Result<bool, EngineError> {
     Ok(damage.iter().any(|d| d.part == IndexPart::Lexical))
 }
 
-/// Stores `vectors` in one commit.
-fn commit_vectors(store: &Store, vectors: &[(ChunkId, &[f32])]) -> Result<(), EngineError> {
+/// Stores `vectors` in one commit, and reports them `done` of `total`.
+fn commit_vectors(
+    store: &Store,
+    vectors: &[(ChunkId, &[f32])],
+    (done, total): (&mut usize, usize),
+    progress: &mut dyn FnMut(IndexEvent),
+) -> Result<(), EngineError> {
     let mut batch = store.write()?;
     batch.put_vectors(vectors)?;
     batch.commit()?;
+    *done += vectors.len();
+    progress(IndexEvent::Embedded {
+        chunks: *done,
+        total,
+    });
     Ok(())
 }
