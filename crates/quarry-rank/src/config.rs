@@ -9,7 +9,8 @@ use crate::QueryTerms;
 use crate::{
     CapDecay, CapMode, ConfigError, CrossEncoderRerank, Definition, DiversityCap, FileEvidence,
     IncludeTests, LayerKind, PageRankBoost, PathMatch, PathPenalty, PenaltyFactors, Percentiles,
-    RankError, Ranking, RankingLayer, Reranker, SourceBoost, Threshold, TopK, apply_chain,
+    RankError, Ranking, RankingLayer, Reranker, SourceBoost, ThinChunk, Threshold, TopK,
+    apply_chain,
 };
 use quarry_chunk::StoredChunk;
 
@@ -58,6 +59,10 @@ pub struct RankingConfig {
     pub include_tests: IncludeTests,
     /// Penalty per path class.
     pub penalties: PenaltyFactors,
+    /// The factor of a chunk that holds one line of code and defines nothing, in `(0, 1]`
+    /// (see [`ThinChunk`]; 0.5: on the suite's large corpora, +0.006 NDCG@10 on the tuning
+    /// cases, no change held out nor on the smaller corpora; 1 leaves them be).
+    pub thin_chunk: f32,
     /// Boost for files under source directories, at least 1 (1.1: a nudge that breaks near
     /// ties in favour of the code itself).
     pub source_boost: f32,
@@ -99,6 +104,7 @@ impl Default for RankingConfig {
             soft_cap_decay: CapDecay::default(),
             include_tests: IncludeTests::Auto,
             penalties: PenaltyFactors::default(),
+            thin_chunk: 0.5,
             definition_boost: 2.0,
             path_match: 0.5,
             language_match: 0.5,
@@ -203,11 +209,12 @@ impl Pipeline {
     /// 3. [`FileEvidence`];
     /// 4. [`PathMatch`];
     /// 5. [`PathPenalty`];
-    /// 6. [`SourceBoost`];
-    /// 7. [`PageRankBoost`], when `pagerank` percentiles are given;
-    /// 8. [`Threshold`], when `config.threshold` is set;
-    /// 9. [`DiversityCap`], when the cap is not 0;
-    /// 10. [`TopK`] at `config.offset + config.limit`.
+    /// 6. [`ThinChunk`];
+    /// 7. [`SourceBoost`];
+    /// 8. [`PageRankBoost`], when `pagerank` percentiles are given;
+    /// 9. [`Threshold`], when `config.threshold` is set;
+    /// 10. [`DiversityCap`], when the cap is not 0;
+    /// 11. [`TopK`] at `config.offset + config.limit`.
     ///
     /// A layer named in `config.disable` is left out.
     pub fn from_config(
@@ -219,6 +226,7 @@ impl Pipeline {
         let mut layers: Vec<Box<dyn RankingLayer>> = Vec::new();
         // Built (and so checked) even when disabled: an ablation must not hide a bad value.
         let penalty = PathPenalty::new(config.penalties.clone(), config.include_tests)?;
+        let thin = ThinChunk::new(config.thin_chunk)?;
         let boost = SourceBoost::new(config.source_boost)?;
         let evidence = FileEvidence::new(config.file_evidence, config.file_coverage)?;
         let definition = Definition::new(config.definition_boost)?;
@@ -254,6 +262,9 @@ impl Pipeline {
         }
         if config.enabled(LayerKind::PathPenalty) {
             layers.push(Box::new(penalty));
+        }
+        if config.enabled(LayerKind::ThinChunk) {
+            layers.push(Box::new(thin));
         }
         if config.enabled(LayerKind::SourceBoost) {
             layers.push(Box::new(boost));

@@ -28,6 +28,9 @@ pub enum LayerKind {
     /// [`PathPenalty`](crate::PathPenalty): `path_penalty`.
     #[serde(rename = "path_penalty")]
     PathPenalty,
+    /// [`ThinChunk`](crate::ThinChunk): `thin_chunk`.
+    #[serde(rename = "thin_chunk")]
+    ThinChunk,
     /// [`SourceBoost`](crate::SourceBoost): `source_boost`.
     #[serde(rename = "source_boost")]
     SourceBoost,
@@ -47,12 +50,13 @@ pub enum LayerKind {
 
 impl LayerKind {
     /// Every layer, in chain order.
-    pub const ALL: [LayerKind; 10] = [
+    pub const ALL: [LayerKind; 11] = [
         LayerKind::Rerank,
         LayerKind::Definition,
         LayerKind::FileEvidence,
         LayerKind::PathMatch,
         LayerKind::PathPenalty,
+        LayerKind::ThinChunk,
         LayerKind::SourceBoost,
         LayerKind::PageRank,
         LayerKind::Threshold,
@@ -68,6 +72,7 @@ impl LayerKind {
             LayerKind::Definition => "definition",
             LayerKind::PathMatch => "path_match",
             LayerKind::PathPenalty => "path_penalty",
+            LayerKind::ThinChunk => "thin_chunk",
             LayerKind::SourceBoost => "source_boost",
             LayerKind::PageRank => "pagerank",
             LayerKind::Threshold => "threshold",
@@ -139,6 +144,11 @@ pub enum Effect {
         /// Their product.
         factor: f32,
     },
+    /// The chunk holds at most one line of code and defines nothing.
+    Thin {
+        /// The penalty.
+        factor: f32,
+    },
     /// The file is under a source directory.
     Boosted {
         /// The boost.
@@ -192,6 +202,7 @@ impl fmt::Display for Effect {
                 let classes: Vec<_> = classes.iter().map(|class| class.name()).collect();
                 write!(f, "{} path, ×{factor:.3}", classes.join(" and "))
             }
+            Effect::Thin { factor } => write!(f, "one line of code at most, ×{factor:.3}"),
             Effect::Boosted { factor } => write!(f, "under a source directory, ×{factor:.3}"),
             Effect::PageRank { percentile, factor } => {
                 write!(f, "PageRank percentile {percentile:.2}, ×{factor:.3}")

@@ -45,13 +45,15 @@
 //! 4. [`PathMatch`]: chunks of files named after the query's words, raised;
 //! 5. [`PathPenalty`]: tests, fixtures, mocks, generated, vendored, minified and example
 //!    code and, unless the query asks for documentation, prose, each scaled by its factor;
-//! 6. [`SourceBoost`]: files under `src/`, `lib/`, `pkg/`... scaled up;
-//! 7. [`PageRankBoost`]: a bounded sigmoid of the file's PageRank percentile, when the
+//! 6. [`ThinChunk`]: headers and blocks of at most one line of code (a container's opening
+//!    line, one import, a comment) scaled by its factor;
+//! 7. [`SourceBoost`]: files under `src/`, `lib/`, `pkg/`... scaled up;
+//! 8. [`PageRankBoost`]: a bounded sigmoid of the file's PageRank percentile, when the
 //!    caller has them;
-//! 8. [`Threshold`]: drops what does not score above it;
-//! 9. [`DiversityCap`]: at most `max_per_file` chunks per file, spilling into slots no other
-//!    file fills (or, soft, decaying each extra chunk);
-//! 10. [`TopK`]: the best `limit`.
+//! 9. [`Threshold`]: drops what does not score above it;
+//! 10. [`DiversityCap`]: at most `max_per_file` chunks per file, spilling into slots no other
+//!     file fills (or, soft, decaying each extra chunk);
+//! 11. [`TopK`]: the best `limit`.
 //!
 //! Invariants:
 //!
@@ -78,7 +80,7 @@ pub use explain::{Effect, Explanation, LayerKind, LayerReport, Step, Summary};
 pub use layers::{
     CapDecay, CapMode, CrossEncoderRerank, Definition, DiversityCap, FileEvidence, IncludeTests,
     PageRankBoost, PathMatch, PathPenalty, PenaltyFactors, Percentiles, Reranker, SourceBoost,
-    Threshold, TopK,
+    ThinChunk, Threshold, TopK,
 };
 pub use path::{PathClass, declaration_files, is_plain_source};
 pub use query::{QueryShape, QueryTerms, is_namesake, segments as identifier_segments};

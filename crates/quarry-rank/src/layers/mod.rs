@@ -7,6 +7,7 @@ mod evidence;
 mod penalty;
 mod query_match;
 mod rerank;
+mod thin;
 
 pub use boost::{PageRankBoost, Percentiles, SourceBoost};
 pub use cap::{CapDecay, CapMode, DiversityCap};
@@ -15,6 +16,7 @@ pub use evidence::FileEvidence;
 pub use penalty::{IncludeTests, PathPenalty, PenaltyFactors};
 pub use query_match::{Definition, PathMatch};
 pub use rerank::{CrossEncoderRerank, Reranker};
+pub use thin::ThinChunk;
 
 use crate::ConfigError;
 
