@@ -353,7 +353,7 @@ impl Engine {
         self.embed_pending_while(progress, &mut || true)
     }
 
-    /// [`Engine::embed_pending`] that asks `go_on` before each batch and stops, with what
+    /// [`Engine::embed_pending`] that asks `go_on` before each commit (a batch the model embedded, or what the cache held of many) and stops, with what
     /// it committed so far, when it answers `false`: a long-running writer (`quarry mcp`
     /// following the working tree) lets the writer lock go between batches to index a file
     /// just changed, then calls it again for the rest. The vector index is saved only when
@@ -402,9 +402,6 @@ impl Engine {
         // committed together: a commit costs a disk sync, and a second worktree's vectors
         // all come from the cache. The rest go to the model a batch per commit.
         for window in pending.chunks(per_commit * CACHE_WINDOW_BATCHES) {
-            if !go_on() {
-                return Ok(stopped(done, vectors));
-            }
             let texts: Vec<&str> = window.iter().map(|(_, text)| text.as_str()).collect();
             let cached = vectors.cached(&texts);
             let (hits, missing): (Vec<_>, Vec<_>) = window
@@ -412,6 +409,9 @@ impl Engine {
                 .zip(cached)
                 .partition(|(_, vector)| vector.is_some());
             if !hits.is_empty() {
+                if !go_on() {
+                    return Ok(stopped(done, vectors));
+                }
                 let new: Vec<(ChunkId, &[f32])> = (hits.iter())
                     .filter_map(|((id, _), vector)| Some((*id, vector.as_deref()?)))
                     .collect();
