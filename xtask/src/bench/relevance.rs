@@ -324,7 +324,8 @@ pub fn run(args: RelevanceArgs) -> Result<()> {
             _ => format!("-{key}-{value}"),
         })
         .collect();
-    let stem = format!("relevance{suite_slug}{slug}{settings_slug}-{commit}");
+    let corpora_slug = corpora_slug(&corpus_names);
+    let stem = format!("relevance{suite_slug}{slug}{settings_slug}{corpora_slug}-{commit}");
     report.write(&out, &stem, &regressions)?;
 
     print!("{}", report.table());
@@ -403,5 +404,37 @@ fn show_progress(progress: Progress) {
             let _ = std::io::stderr().flush();
         }
         Progress::Querying { index, cases } => eprintln!("\n  querying {index}: {cases} cases"),
+    }
+}
+
+/// What names a run of the corpora `--corpus` chose (none: the whole suite), so that two runs
+/// of other corpora at one commit do not overwrite each other's report: up to four by name,
+/// more by their count and a hash of their names.
+fn corpora_slug(names: &[String]) -> String {
+    let mut names = names.to_vec();
+    names.sort();
+    names.dedup();
+    match names.len() {
+        0..=4 => names.iter().map(|name| format!("-{name}")).collect(),
+        count => {
+            let hash = xxhash_rust::xxh3::xxh3_64(names.join(",").as_bytes());
+            format!("-{count}-corpora-{:08x}", hash as u32)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::corpora_slug;
+
+    #[test]
+    fn a_run_of_some_corpora_is_named_after_them() {
+        let names = |list: &[&str]| list.iter().map(|n| n.to_string()).collect::<Vec<_>>();
+        assert_eq!(corpora_slug(&[]), "");
+        assert_eq!(corpora_slug(&names(&["sanity", "rustc"])), "-rustc-sanity");
+        let six = corpora_slug(&names(&["a", "b", "c", "d", "e", "f"]));
+        assert!(six.starts_with("-6-corpora-") && six.len() == "-6-corpora-".len() + 8);
+        assert_ne!(six, corpora_slug(&names(&["a", "b", "c", "d", "e", "g"])));
+        assert_eq!(six, corpora_slug(&names(&["f", "e", "d", "c", "b", "a"])));
     }
 }
