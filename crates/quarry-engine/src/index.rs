@@ -353,8 +353,9 @@ impl Engine {
         self.embed_pending_while(progress, &mut || true)
     }
 
-    /// [`Engine::embed_pending`] that asks `go_on` before each commit (a batch the model embedded, or what the cache held of many) and stops, with what
-    /// it committed so far, when it answers `false`: a long-running writer (`quarry mcp`
+    /// [`Engine::embed_pending`] that asks `go_on` before each commit (a batch the model
+    /// embedded, or what the cache held of many) and stops, with what it committed so far,
+    /// when it answers `false`: a long-running writer (`quarry mcp`
     /// following the working tree) lets the writer lock go between batches to index a file
     /// just changed, then calls it again for the rest. The vector index is saved only when
     /// every chunk has its vector.
