@@ -505,8 +505,8 @@ impl Engine {
 
     /// Takes vectors from the machine's vector cache in `options`, and keeps those the
     /// model makes there, so that no chunk text is embedded twice on the machine for this
-    /// model and precision: a second worktree or clone of an indexed repository is embedded
-    /// in about its first phase's time. Off unless asked for (the command line and the MCP
+    /// model and precision: a second worktree or clone of an indexed repository has every
+    /// vector in about half its first phase's time again. Off unless asked for (the command line and the MCP
     /// server ask, with the user's cache directory); `None` leaves it off.
     pub fn with_vector_cache(mut self, options: Option<VectorCacheOptions>) -> Self {
         self.vector_cache = options;

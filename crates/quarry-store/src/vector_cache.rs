@@ -137,7 +137,7 @@ impl VectorCache {
             let mut used = txn.open_table(USED)?;
             let mut by_use = txn.open_table(BY_USE)?;
             let mut found = vec![None; texts.len()];
-            for (i, key) in keys_in_order(texts) {
+            for (i, key) in keys_in_order(texts.iter().copied()) {
                 let vector = vectors
                     .get(key)?
                     .map(|value| checked_vector(key, value.value(), self.dimensions));
@@ -176,8 +176,7 @@ impl VectorCache {
             let mut vectors = txn.open_table(VECTORS)?;
             let mut used = txn.open_table(USED)?;
             let mut by_use = txn.open_table(BY_USE)?;
-            let texts: Vec<&str> = entries.iter().map(|(text, _)| *text).collect();
-            for (i, key) in keys_in_order(&texts) {
+            for (i, key) in keys_in_order(entries.iter().map(|(text, _)| *text)) {
                 let vector = entries[i].1;
                 vectors.insert(key, &checksummed(key, vector)[..])?;
                 if let Some(when) = used.insert(key, now)? {
@@ -327,11 +326,10 @@ fn open_shared(path: &Path) -> Result<Database, StoreError> {
     }
 }
 
-/// `vector`'s bytes followed by a checksum over them and `key`.
 /// Each text's key with the text's place, in key order: the trees are keyed by hashes, and
 /// touched in order they share their pages.
-fn keys_in_order(texts: &[&str]) -> Vec<(usize, u128)> {
-    let mut keys: Vec<(usize, u128)> = (texts.iter())
+fn keys_in_order<'t>(texts: impl Iterator<Item = &'t str>) -> Vec<(usize, u128)> {
+    let mut keys: Vec<(usize, u128)> = texts
         .map(|text| xxh3_128(text.as_bytes()))
         .enumerate()
         .collect();
@@ -339,6 +337,7 @@ fn keys_in_order(texts: &[&str]) -> Vec<(usize, u128)> {
     keys
 }
 
+/// `vector`'s bytes followed by a checksum over them and `key`.
 fn checksummed(key: u128, vector: &[f32]) -> Vec<u8> {
     let mut bytes = encode_vector(vector);
     let sum = checksum(key, &bytes);
